@@ -1,0 +1,3 @@
+//! One module per `lbsim` subcommand: its clap arguments and its `run`.
+
+pub mod topology;

@@ -1,0 +1,39 @@
+//! The `lbsim` binary: the command-line front end over the lbsim crates.
+//!
+//! Each subcommand lives in its own module under `commands/`. Every error a
+//! user can cause (a malformed spec, flag or file) is reported on stderr as one
+//! clear line naming what is wrong, with exit code 2; nothing panics.
+
+mod commands;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// lbsim: a simulator of the Linux kernel's fair-class load balancer.
+#[derive(Debug, Parser)]
+#[command(name = "lbsim", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Build a machine's sched domains and print them as the kernel's debugfs shows them.
+    Topology(commands::topology::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Topology(args) => commands::topology::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lbsim: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

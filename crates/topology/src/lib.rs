@@ -1,0 +1,1 @@
+//! Machines and their sched domains, as the Linux kernel's `kernel/sched/topology.c` builds them.

@@ -1,0 +1,1 @@
+//! Workspace-level scenario tests: one integration-test binary, one module per area.
