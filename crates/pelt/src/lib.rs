@@ -1,0 +1,1 @@
+//! PELT: per-entity load tracking, as kernel/sched/pelt.c computes it.
