@@ -7,4 +7,5 @@
 //! hrtick, and other scheduling classes (rt/dl appear only as the PELT signals they leave).
 #![forbid(unsafe_code)]
 
+pub mod features;
 pub mod weights;
