@@ -9,6 +9,7 @@ pub mod cost;
 pub mod metrics;
 pub mod queue;
 pub mod rng;
+pub mod stats;
 pub mod time;
 
 pub use queue::EventQueue;
