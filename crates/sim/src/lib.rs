@@ -5,7 +5,6 @@
 //! All randomness comes from one master seed through named, value-stable streams
 //! ([`rng::SeedStreams`]). Nothing here reads the wall clock or the host.
 
-pub mod cost;
 pub mod metrics;
 pub mod queue;
 pub mod rng;

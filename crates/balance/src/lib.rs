@@ -1,0 +1,3 @@
+//! The balancer policy of the Linux fair class (being written): see `docs/architecture.md`.
+
+pub mod cost;
