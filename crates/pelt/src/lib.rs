@@ -1,1 +1,67 @@
-//! PELT: per-entity load tracking, as kernel/sched/pelt.c computes it.
+//! PELT, per-entity load tracking, as the Linux kernel computes it: the
+//! `util_avg`, `load_avg`, `runnable_avg` and `util_est` signals of tasks,
+//! cfs_rqs and the rq-level rt/dl/irq classes, in the kernel's own u64/u32
+//! fixed-point arithmetic, bit for bit.
+//!
+//! It follows kernel/sched/pelt.c, pelt.h and sched-pelt.h (the decay table is
+//! generated as Documentation/scheduler/sched-pelt.c does), the PELT parts of
+//! fair.c (`update_load_avg()`, attach/detach, the lazy `removed` accounting of
+//! tasks that migrate while asleep, `post_init_entity_util_avg()`, util_est) and
+//! the `clock_pelt` rules of core.c and pelt.h, for Linux v6.6-v6.12 (util_est
+//! in its v6.9+ single-field form; where releases differ the doc comments say
+//! which one is followed).
+//!
+//! Layers, bottom up:
+//! - [`SchedAvg`]: one signal, with [`decay_load`],
+//!   [`SchedAvg::accumulate_sum`], [`SchedAvg::update_load_sum`]
+//!   (`___update_load_sum`), [`SchedAvg::update_load_avg`]
+//!   (`___update_load_avg`) and [`SchedAvg::get_pelt_divider`];
+//! - entity and cfs_rq updates ([`update_load_avg_se`], [`CfsRqAvg`] with
+//!   `update_load_avg()`, attach, detach, remove), new-task initialisation
+//!   ([`init_entity_runnable_average`], [`post_init_entity_util_avg`]) and
+//!   util_est ([`util_est_enqueue`], [`util_est_dequeue`], [`util_est_update`]);
+//! - the rq: [`RqClockPelt`] (capacity/frequency invariance, lost idle time)
+//!   and the rt/dl/irq signals with [`scale_rt_capacity`];
+//! - [`OneTaskCpu`], which feeds one task's `(time, state)` changes through the
+//!   kernel's paths, and [`simulate`], the `lbsim pelt` run/sleep pattern driver.
+//!
+//! The crate knows nothing of runqueues: callers pass in the weights, counts
+//! and running flags the kernel would read at each update ([`SeLoad`],
+//! [`CfsRqLoad`]). Deliberately left out: group scheduling (task-group
+//! propagation, group entity weights), CFS bandwidth throttling (so
+//! `cfs_rq_clock_pelt() == rq_clock_pelt()`), the hardware-pressure signal,
+//! steal time, 32-bit kernels' `last_update_time_copy`, and tracepoints.
+
+mod avg;
+mod cfs_rq;
+mod clock;
+mod consts;
+mod error;
+mod init;
+mod pattern;
+mod rq_avg;
+mod sim;
+mod single;
+mod util_est;
+
+pub use avg::{SchedAvg, accumulate_pelt_segments, decay_load, pelt_divider};
+pub use cfs_rq::{
+    CfsRqAvg, CfsRqLoad, LoadAvgUpdate, Removed, SeLoad, UpdateFlags, cfs_se_util_change,
+    scale_load_down, update_load_avg_blocked_se, update_load_avg_se,
+};
+pub use clock::{LOST_IDLE_UTIL_SUM_THRESHOLD, RqClockPelt, cap_scale};
+pub use consts::{
+    DECAY_CUTOFF_PERIODS, LOAD_AVG_MAX, LOAD_AVG_MAX_STEPS, LOAD_AVG_PERIOD, PELT_MIN_DIVIDER,
+    PELT_PERIOD_UNITS, RUNNABLE_AVG_YN_INV, SCHED_CAPACITY_SCALE, SCHED_CAPACITY_SHIFT,
+    SCHED_FIXEDPOINT_SHIFT, UTIL_AVG_UNCHANGED, UTIL_EST_MARGIN, UTIL_EST_WEIGHT_SHIFT,
+};
+pub use error::PeltError;
+pub use init::{init_entity_runnable_average, post_init_entity_util_avg};
+pub use pattern::{Pattern, PatternItem, Phase, format_duration_ns, parse_duration_ns};
+pub use rq_avg::{
+    scale_irq_capacity, scale_rt_capacity, update_dl_rq_load_avg, update_irq_load_avg,
+    update_rt_rq_load_avg,
+};
+pub use sim::{MAX_SIM_WEIGHT, Sample, Samples, SimConfig, simulate};
+pub use single::{OneTaskCpu, OneTaskCpuConfig, TaskState};
+pub use util_est::{task_util_est, util_est_dequeue, util_est_enqueue, util_est_update};

@@ -1,0 +1,488 @@
+//! Entity and cfs_rq signals, and their attach, detach and lazy removal.
+//!
+//! This is the PELT part of kernel/sched/fair.c (`update_load_avg()` and its
+//! helpers) plus the entity/cfs_rq wrappers of pelt.c. Nothing here knows about
+//! runqueues: the caller passes in, at each update, what the kernel would read
+//! from the rq at that moment ([`SeLoad`], [`CfsRqLoad`]).
+//!
+//! Only task entities are modelled (no group scheduling): `propagate_entity_load_avg()`
+//! always returns 0 for a task, and `add_tg_cfs_propagate()` /
+//! `update_tg_load_avg()` have nothing to act on; [`LoadAvgUpdate`] still
+//! reports when the kernel would call the latter.
+
+use crate::avg::SchedAvg;
+use crate::consts::{PELT_MIN_DIVIDER, SCHED_FIXEDPOINT_SHIFT};
+
+/// What the kernel reads about a sched entity when it updates the entity's
+/// signal: the arguments of `___update_load_sum()` in `__update_load_avg_se()`.
+///
+/// Follows pelt.c: __update_load_avg_se() (v6.6-v6.12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeLoad {
+    /// `se_weight(se)`: `scale_load_down(se->load.weight)` (1024 for nice 0).
+    pub weight: u64,
+    /// `se->on_rq`: queued (waiting or running).
+    pub on_rq: bool,
+    /// `se_runnable(se)`: for a task, `!!se->on_rq`.
+    pub runnable: u64,
+    /// `cfs_rq->curr == se`: the entity is the one running.
+    pub curr: bool,
+}
+
+impl SeLoad {
+    /// A task entity: `runnable` follows `on_rq`.
+    #[must_use]
+    pub const fn task(weight: u64, on_rq: bool, curr: bool) -> Self {
+        Self {
+            weight,
+            on_rq,
+            runnable: on_rq as u64,
+            curr,
+        }
+    }
+}
+
+/// What the kernel reads about a cfs_rq when it updates the cfs_rq's signal:
+/// the arguments of `___update_load_sum()` in `__update_load_avg_cfs_rq()`.
+///
+/// Follows pelt.c: __update_load_avg_cfs_rq() (v6.6-v6.12; v6.14 renamed the
+/// count to `h_nr_runnable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CfsRqLoad {
+    /// `scale_load_down(cfs_rq->load.weight)`: the sum of the queued entities'
+    /// weights (see [`scale_load_down`]).
+    pub load_weight: u64,
+    /// `cfs_rq->h_nr_running`: the number of runnable tasks below this cfs_rq.
+    pub h_nr_running: u64,
+    /// `cfs_rq->curr != NULL`: one of its entities is running.
+    pub curr: bool,
+}
+
+/// `scale_load_down(w)` on a 64-bit kernel: drops the fixed-point resolution
+/// of a `load.weight`, keeping a non-zero weight at least 2.
+///
+/// Follows sched.h: scale_load_down() (v6.6-v6.12, CONFIG_64BIT).
+#[inline]
+#[must_use]
+pub const fn scale_load_down(w: u64) -> u64 {
+    if w == 0 {
+        0
+    } else {
+        let w = w >> SCHED_FIXEDPOINT_SHIFT;
+        if w < 2 { 2 } else { w }
+    }
+}
+
+/// The optional actions of `update_load_avg()`.
+///
+/// Follows fair.c: the `UPDATE_TG`, `SKIP_AGE_LOAD`, `DO_ATTACH` and `DO_DETACH`
+/// flags (v6.6-v6.12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UpdateFlags(u32);
+
+impl UpdateFlags {
+    /// No flag.
+    pub const NONE: Self = Self(0);
+    /// Propagate a decayed load to the task group (`update_tg_load_avg()`).
+    pub const UPDATE_TG: Self = Self(0x1);
+    /// Do not age the entity (only the cfs_rq).
+    pub const SKIP_AGE_LOAD: Self = Self(0x2);
+    /// Attach the entity if it is not attached (`last_update_time == 0`):
+    /// set by `enqueue_entity()`.
+    pub const DO_ATTACH: Self = Self(0x4);
+    /// Detach the entity: set by `dequeue_entity()` for a task the load
+    /// balancer is migrating (`TASK_ON_RQ_MIGRATING`).
+    pub const DO_DETACH: Self = Self(0x8);
+
+    /// Whether every flag of `other` is set in `self`.
+    #[must_use]
+    pub const fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The raw bits (the kernel's values).
+    #[must_use]
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+impl core::ops::BitOr for UpdateFlags {
+    type Output = Self;
+    fn bitor(self, rhs: Self) -> Self {
+        Self(self.0 | rhs.0)
+    }
+}
+
+/// What one [`CfsRqAvg::update_load_avg`] did, for the caller to act on what
+/// lies outside PELT (cpufreq, task-group load).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LoadAvgUpdate {
+    /// `update_cfs_rq_load_avg()` returned true: the cfs_rq decayed or applied
+    /// pending removals.
+    pub decayed: bool,
+    /// The entity was attached (`DO_ATTACH` and `last_update_time == 0`).
+    pub attached: bool,
+    /// The entity was detached (`DO_DETACH`).
+    pub detached: bool,
+    /// The kernel called `cfs_rq_util_change()` (a cpufreq update).
+    pub cfs_rq_util_change: bool,
+    /// The kernel called `update_tg_load_avg()`.
+    pub update_tg_load_avg: bool,
+}
+
+/// Load removed from a cfs_rq by tasks that migrated away while asleep,
+/// applied lazily at its next update.
+///
+/// Follows sched.h: `cfs_rq->removed` (v6.6-v6.12), without the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Removed {
+    /// Number of removals since the last update.
+    pub nr: u32,
+    /// Sum of the removed entities' `load_avg`.
+    pub load_avg: u64,
+    /// Sum of the removed entities' `util_avg`.
+    pub util_avg: u64,
+    /// Sum of the removed entities' `runnable_avg`.
+    pub runnable_avg: u64,
+}
+
+/// The PELT state of one cfs_rq: its signal and its pending removals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct CfsRqAvg {
+    /// `cfs_rq->avg`; `util_est` here is the sum of the enqueued tasks'
+    /// estimates (root cfs_rq only in the kernel).
+    pub avg: SchedAvg,
+    /// `cfs_rq->removed`.
+    pub removed: Removed,
+}
+
+/// `sub_positive()`: unsigned subtract, clamped at 0 on underflow.
+#[inline]
+fn sub_positive_u64(var: &mut u64, val: u64) {
+    let res = var.wrapping_sub(val);
+    *var = if res > *var { 0 } else { res };
+}
+
+/// `sub_positive()` on a u32 field (the subtrahend is converted to u32 first,
+/// as `typeof(*ptr) val = (_val)` does).
+#[inline]
+fn sub_positive_u32(var: &mut u32, val: u32) {
+    let res = var.wrapping_sub(val);
+    *var = if res > *var { 0 } else { res };
+}
+
+/// `max_t(u32, sum, avg * PELT_MIN_DIVIDER)` on a u64 sum. The kernel
+/// (v6.6-v6.12) compares, and keeps, both values truncated to 32 bits, even for
+/// the u64 `load_sum` and `runnable_sum`; this reproduces that truncation.
+#[inline]
+fn max_t_u32_min_divider(sum: u64, avg: u64) -> u64 {
+    let a = sum as u32;
+    let b = avg.wrapping_mul(PELT_MIN_DIVIDER) as u32;
+    u64::from(a.max(b))
+}
+
+/// Updates a task entity's signal to `now` with what it was doing since its
+/// last update. Returns whether the averages were recomputed.
+///
+/// Follows pelt.c: __update_load_avg_se() (v6.6-v6.12): `load = on_rq`,
+/// `runnable = se_runnable`, `running = curr`, averaged with `se_weight`; a
+/// recomputation clears the [`UTIL_AVG_UNCHANGED`](crate::UTIL_AVG_UNCHANGED)
+/// flag when the `UTIL_EST` feature is on (`cfs_se_util_change()`).
+pub fn update_load_avg_se(now: u64, se: &mut SchedAvg, load: &SeLoad, util_est: bool) -> bool {
+    if se.update_load_sum(now, u64::from(load.on_rq), load.runnable, load.curr) {
+        se.update_load_avg(load.weight);
+        cfs_se_util_change(se, util_est);
+        return true;
+    }
+    false
+}
+
+/// Decays the signal of an entity that is not queued anywhere (blocked or
+/// migrating) up to `now`. Returns whether the averages were recomputed.
+///
+/// Follows pelt.c: __update_load_avg_blocked_se() (v6.6-v6.12).
+pub fn update_load_avg_blocked_se(now: u64, se: &mut SchedAvg, weight: u64) -> bool {
+    if se.update_load_sum(now, 0, 0, false) {
+        se.update_load_avg(weight);
+        return true;
+    }
+    false
+}
+
+/// Clears the [`UTIL_AVG_UNCHANGED`](crate::UTIL_AVG_UNCHANGED) flag: util_avg
+/// has been updated since util_est was.
+///
+/// Follows pelt.h: cfs_se_util_change() (v6.9-v6.12 single-field util_est).
+pub fn cfs_se_util_change(se: &mut SchedAvg, util_est: bool) {
+    if !util_est {
+        return;
+    }
+    se.util_est &= !crate::consts::UTIL_AVG_UNCHANGED;
+}
+
+impl CfsRqAvg {
+    /// Updates the cfs_rq's own signal to `now`. Returns whether the averages
+    /// were recomputed.
+    ///
+    /// Follows pelt.c: __update_load_avg_cfs_rq() (v6.6-v6.12): `load =
+    /// scale_load_down(load.weight)`, `runnable = h_nr_running`, `running = curr
+    /// != NULL`, averaged with weight 1.
+    pub fn update_load_avg_cfs_rq(&mut self, now: u64, load: &CfsRqLoad) -> bool {
+        if self
+            .avg
+            .update_load_sum(now, load.load_weight, load.h_nr_running, load.curr)
+        {
+            self.avg.update_load_avg(1);
+            return true;
+        }
+        false
+    }
+
+    /// Applies the pending removals, then updates the signal to `now`.
+    /// Returns true if the load decayed or load was removed.
+    ///
+    /// Follows fair.c: update_cfs_rq_load_avg() (v6.6-v6.12): each removed avg is
+    /// subtracted from the avg and `avg * divider` from the sum (clamped at 0),
+    /// then each sum is raised to at least `avg * PELT_MIN_DIVIDER` (see
+    /// `max_t_u32_min_divider` for the kernel's 32-bit truncation). The task-group
+    /// propagation of the removed runnable sum is not modelled.
+    pub fn update_cfs_rq_load_avg(&mut self, now: u64, load: &CfsRqLoad) -> bool {
+        let mut decayed = false;
+        if self.removed.nr != 0 {
+            let divider = u64::from(self.avg.get_pelt_divider());
+            let removed = core::mem::take(&mut self.removed);
+            let sa = &mut self.avg;
+
+            let r = removed.load_avg;
+            sub_positive_u64(&mut sa.load_avg, r);
+            sub_positive_u64(&mut sa.load_sum, r.wrapping_mul(divider));
+            sa.load_sum = max_t_u32_min_divider(sa.load_sum, sa.load_avg);
+
+            let r = removed.util_avg;
+            sub_positive_u64(&mut sa.util_avg, r);
+            sub_positive_u32(&mut sa.util_sum, r.wrapping_mul(divider) as u32);
+            sa.util_sum = sa
+                .util_sum
+                .max(sa.util_avg.wrapping_mul(PELT_MIN_DIVIDER) as u32);
+
+            let r = removed.runnable_avg;
+            sub_positive_u64(&mut sa.runnable_avg, r);
+            sub_positive_u64(&mut sa.runnable_sum, r.wrapping_mul(divider));
+            sa.runnable_sum = max_t_u32_min_divider(sa.runnable_sum, sa.runnable_avg);
+
+            decayed = true;
+        }
+        decayed |= self.update_load_avg_cfs_rq(now, load);
+        decayed
+    }
+
+    /// Adds an entity's load to the cfs_rq: `load_avg += se.load_avg`,
+    /// `load_sum += weight * se.load_sum`.
+    ///
+    /// Follows fair.c: enqueue_load_avg() (v6.6-v6.12).
+    pub fn enqueue_load_avg(&mut self, se: &SchedAvg, weight: u64) {
+        self.avg.load_avg = self.avg.load_avg.wrapping_add(se.load_avg);
+        self.avg.load_sum = self
+            .avg
+            .load_sum
+            .wrapping_add(weight.wrapping_mul(se.load_sum));
+    }
+
+    /// Removes an entity's load from the cfs_rq, clamped at 0, keeping
+    /// `load_sum >= load_avg * PELT_MIN_DIVIDER`.
+    ///
+    /// Follows fair.c: dequeue_load_avg() (v6.6-v6.12), including the 32-bit
+    /// `max_t(u32, ...)` truncation of `load_sum`.
+    pub fn dequeue_load_avg(&mut self, se: &SchedAvg, weight: u64) {
+        sub_positive_u64(&mut self.avg.load_avg, se.load_avg);
+        sub_positive_u64(&mut self.avg.load_sum, weight.wrapping_mul(se.load_sum));
+        self.avg.load_sum = max_t_u32_min_divider(self.avg.load_sum, self.avg.load_avg);
+    }
+
+    /// Attaches an entity: aligns its PELT window with the cfs_rq's, rebuilds
+    /// its sums from its averages and adds both to the cfs_rq.
+    ///
+    /// Must follow [`CfsRqAvg::update_cfs_rq_load_avg`] at the same `now`.
+    ///
+    /// Follows fair.c: attach_entity_load_avg() (v6.6-v6.12): `util_sum =
+    /// util_avg * divider`, `runnable_sum = runnable_avg * divider`, `load_sum =
+    /// load_avg * divider / weight` or 1 when that product does not exceed the
+    /// weight, with the cfs_rq's divider.
+    pub fn attach_entity_load_avg(&mut self, se: &mut SchedAvg, weight: u64) {
+        let divider = self.avg.get_pelt_divider();
+
+        se.last_update_time = self.avg.last_update_time;
+        se.period_contrib = self.avg.period_contrib;
+
+        se.util_sum = se.util_avg.wrapping_mul(u64::from(divider)) as u32;
+        se.runnable_sum = se.runnable_avg.wrapping_mul(u64::from(divider));
+
+        se.load_sum = se.load_avg.wrapping_mul(u64::from(divider));
+        se.load_sum = if weight < se.load_sum {
+            se.load_sum / weight
+        } else {
+            1
+        };
+
+        self.enqueue_load_avg(se, weight);
+        self.avg.util_avg = self.avg.util_avg.wrapping_add(se.util_avg);
+        self.avg.util_sum = self.avg.util_sum.wrapping_add(se.util_sum);
+        self.avg.runnable_avg = self.avg.runnable_avg.wrapping_add(se.runnable_avg);
+        self.avg.runnable_sum = self.avg.runnable_sum.wrapping_add(se.runnable_sum);
+    }
+
+    /// Detaches an entity: subtracts its averages and sums from the cfs_rq
+    /// (clamped at 0, sums kept `>= avg * PELT_MIN_DIVIDER`). The entity keeps
+    /// its own signal.
+    ///
+    /// Must follow [`CfsRqAvg::update_cfs_rq_load_avg`] at the same `now`.
+    ///
+    /// Follows fair.c: detach_entity_load_avg() (v6.6-v6.12).
+    pub fn detach_entity_load_avg(&mut self, se: &SchedAvg, weight: u64) {
+        self.dequeue_load_avg(se, weight);
+
+        sub_positive_u64(&mut self.avg.util_avg, se.util_avg);
+        sub_positive_u32(&mut self.avg.util_sum, se.util_sum);
+        self.avg.util_sum = self
+            .avg
+            .util_sum
+            .max(self.avg.util_avg.wrapping_mul(PELT_MIN_DIVIDER) as u32);
+
+        sub_positive_u64(&mut self.avg.runnable_avg, se.runnable_avg);
+        sub_positive_u64(&mut self.avg.runnable_sum, se.runnable_sum);
+        self.avg.runnable_sum = max_t_u32_min_divider(self.avg.runnable_sum, self.avg.runnable_avg);
+    }
+
+    /// Updates an entity and its cfs_rq at `now`, in the kernel's order: age the
+    /// entity (if it is attached and `SKIP_AGE_LOAD` is not set), update the
+    /// cfs_rq (applying removals), then attach (`DO_ATTACH` and
+    /// `se.last_update_time == 0`), or detach (`DO_DETACH`).
+    ///
+    /// `se_load` and `cfs_load` are what the rq holds at this moment (before the
+    /// caller's own enqueue/dequeue accounting). `util_est` is the `UTIL_EST`
+    /// sched feature.
+    ///
+    /// Follows fair.c: update_load_avg() (v6.6-v6.12) for a task entity (no
+    /// group propagation).
+    pub fn update_load_avg(
+        &mut self,
+        se: &mut SchedAvg,
+        now: u64,
+        se_load: &SeLoad,
+        cfs_load: &CfsRqLoad,
+        flags: UpdateFlags,
+        util_est: bool,
+    ) -> LoadAvgUpdate {
+        // Track the task's load average to carry it to a new CPU after migration.
+        if se.last_update_time != 0 && !flags.contains(UpdateFlags::SKIP_AGE_LOAD) {
+            update_load_avg_se(now, se, se_load, util_est);
+        }
+
+        let decayed = self.update_cfs_rq_load_avg(now, cfs_load);
+        // propagate_entity_load_avg() returns 0 for a task entity.
+
+        let mut out = LoadAvgUpdate {
+            decayed,
+            ..LoadAvgUpdate::default()
+        };
+        if se.last_update_time == 0 && flags.contains(UpdateFlags::DO_ATTACH) {
+            // Enqueueing a task on a new CPU (or a new task).
+            self.attach_entity_load_avg(se, se_load.weight);
+            out.attached = true;
+            out.cfs_rq_util_change = true;
+            out.update_tg_load_avg = true;
+        } else if flags.contains(UpdateFlags::DO_DETACH) {
+            // Dequeueing a task the load balancer migrates.
+            self.detach_entity_load_avg(se, se_load.weight);
+            out.detached = true;
+            out.cfs_rq_util_change = true;
+            out.update_tg_load_avg = true;
+        } else if decayed {
+            out.cfs_rq_util_change = true;
+            out.update_tg_load_avg = flags.contains(UpdateFlags::UPDATE_TG);
+        }
+        out
+    }
+
+    /// Decays a dequeued entity to the cfs_rq's `last_update_time` without
+    /// touching the cfs_rq.
+    ///
+    /// Follows fair.c: sync_entity_load_avg() (v6.6-v6.12, 64-bit: no
+    /// `last_update_time_copy` dance).
+    pub fn sync_entity_load_avg(&self, se: &mut SchedAvg, weight: u64) {
+        update_load_avg_blocked_se(self.avg.last_update_time, se, weight);
+    }
+
+    /// A sleeping task leaves this cfs_rq (wake-up migration or exit): sync it,
+    /// then record its averages in [`CfsRqAvg::removed`] for the next
+    /// [`CfsRqAvg::update_cfs_rq_load_avg`] to subtract.
+    ///
+    /// The kernel then sets `se.last_update_time = 0` in migrate_task_rq_fair()
+    /// so that the next enqueue attaches; that is left to the caller (after
+    /// [`CfsRqAvg::migrate_se_pelt_lag`] if it models NO_HZ).
+    ///
+    /// Follows fair.c: remove_entity_load_avg() (v6.6-v6.12).
+    pub fn remove_entity_load_avg(&mut self, se: &mut SchedAvg, weight: u64) {
+        self.sync_entity_load_avg(se, weight);
+        self.removed.nr += 1;
+        self.removed.util_avg = self.removed.util_avg.wrapping_add(se.util_avg);
+        self.removed.load_avg = self.removed.load_avg.wrapping_add(se.load_avg);
+        self.removed.runnable_avg = self.removed.runnable_avg.wrapping_add(se.runnable_avg);
+    }
+
+    /// Changes a (possibly queued) entity's weight: its load leaves the cfs_rq
+    /// at the old weight, its `load_avg` is recomputed from its `load_sum` at
+    /// the new weight, and it comes back.
+    ///
+    /// Follows fair.c: the PELT part of reweight_entity() (v6.6-v6.12); the
+    /// `load.weight`, vruntime and lag parts are the rq's.
+    pub fn reweight_entity_load_avg(
+        &mut self,
+        se: &mut SchedAvg,
+        old_weight: u64,
+        new_weight: u64,
+    ) {
+        self.dequeue_load_avg(se, old_weight);
+        let divider = u64::from(se.get_pelt_divider());
+        se.load_avg = new_weight.wrapping_mul(se.load_sum) / divider;
+        self.enqueue_load_avg(se, new_weight);
+    }
+
+    /// Estimates the idle time a NO_HZ-idle source CPU has not accounted yet and
+    /// decays a migrating entity over it.
+    ///
+    /// `src_curr_is_idle` is `is_idle_task(rq->curr)` of the source rq,
+    /// `sched_clock_now` the source CPU's `sched_clock_cpu()`. Without
+    /// CONFIG_CFS_BANDWIDTH (no throttled time).
+    ///
+    /// Follows fair.c: migrate_se_pelt_lag() (v6.6-v6.12, CONFIG_NO_HZ_COMMON).
+    pub fn migrate_se_pelt_lag(
+        &self,
+        se: &mut SchedAvg,
+        weight: u64,
+        src: &crate::clock::RqClockPelt,
+        src_curr_is_idle: bool,
+        sched_clock_now: u64,
+    ) {
+        if se.load_avg_is_decayed() {
+            return;
+        }
+        // Limited to an idle source CPU, where the clock is most likely stale.
+        if !src_curr_is_idle {
+            return;
+        }
+        let throttled = 0u64;
+        let lut = self.avg.last_update_time;
+        let mut now = src.clock_pelt_idle.wrapping_sub(throttled);
+        if now < lut {
+            now = lut;
+        } else {
+            now = now.wrapping_add(sched_clock_now.wrapping_sub(src.clock_idle));
+        }
+        update_load_avg_blocked_se(now, se, weight);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,56 @@
+//! The signals of a new task.
+
+use crate::avg::SchedAvg;
+use crate::cfs_rq::CfsRqAvg;
+
+/// The signal of a task entity at fork: everything zero except `load_avg`,
+/// which starts at the full weight so the task looks heavy until its signal
+/// settles. `last_update_time` is 0, so its first enqueue attaches it.
+///
+/// Follows fair.c: init_entity_runnable_average() (v6.6-v6.12), task entity.
+#[must_use]
+pub fn init_entity_runnable_average(weight: u64) -> SchedAvg {
+    SchedAvg {
+        load_avg: weight,
+        ..SchedAvg::default()
+    }
+}
+
+/// Extrapolates a new fair task's initial util_avg from its cfs_rq at wake-up:
+/// `cfs_rq.util_avg * weight / (cfs_rq.load_avg + 1)`, capped at half the
+/// capacity the cfs_rq leaves free (`(cpu_capacity - cfs_rq.util_avg) / 2`), or
+/// that cap if the cfs_rq has no utilization; nothing when the cap is not
+/// positive. `runnable_avg` is set equal to `util_avg`.
+///
+/// `cpu_capacity` is `arch_scale_cpu_capacity()` of the CPU the task wakes on,
+/// `weight` its `se_weight()`. Only the fair-class case is modelled (a task of
+/// another class would instead get `last_update_time = cfs_rq_clock_pelt()`).
+///
+/// Follows fair.c: post_init_entity_util_avg() (v6.6-v6.12).
+pub fn post_init_entity_util_avg(
+    se: &mut SchedAvg,
+    cfs_rq: &CfsRqAvg,
+    cpu_capacity: u64,
+    weight: u64,
+) {
+    // `long cap = (long)(cpu_scale - cfs_rq->avg.util_avg) / 2;` where the
+    // subtraction is unsigned and the division signed.
+    let cap = (cpu_capacity.wrapping_sub(cfs_rq.avg.util_avg) as i64) / 2;
+
+    if cap > 0 {
+        let cap = cap as u64;
+        if cfs_rq.avg.util_avg != 0 {
+            se.util_avg = cfs_rq.avg.util_avg.wrapping_mul(weight);
+            se.util_avg /= cfs_rq.avg.load_avg.wrapping_add(1);
+            if se.util_avg > cap {
+                se.util_avg = cap;
+            }
+        } else {
+            se.util_avg = cap;
+        }
+    }
+    se.runnable_avg = se.util_avg;
+}
+
+#[cfg(test)]
+mod tests;
