@@ -598,6 +598,59 @@ impl Tunables {
     }
 }
 
+/// The fair-class parameters one runqueue reads on its hot paths: a `Copy` snapshot of the
+/// features and of the tunables, so that every per-rq operation sees one consistent set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedParams {
+    /// `sched_feat()`.
+    pub features: Features,
+    /// EEVDF or legacy CFS.
+    pub policy: SchedPolicy,
+    /// `sysctl_sched_base_slice`.
+    pub base_slice_ns: u64,
+    /// `TICK_NSEC`.
+    pub tick_nsec: u64,
+    /// `sysctl_sched_latency` (legacy CFS).
+    pub latency_ns: u64,
+    /// `sysctl_sched_min_granularity` (legacy CFS).
+    pub min_granularity_ns: u64,
+    /// `sysctl_sched_idle_min_granularity` (legacy CFS).
+    pub idle_min_granularity_ns: u64,
+    /// `sysctl_sched_wakeup_granularity` (legacy CFS).
+    pub wakeup_granularity_ns: u64,
+    /// `sched_nr_latency` (legacy CFS).
+    pub sched_nr_latency: u64,
+    /// `sysctl_sched_child_runs_first` (legacy CFS).
+    pub child_runs_first: bool,
+    /// `sysctl_sched_migration_cost`.
+    pub migration_cost_ns: u64,
+}
+
+impl SchedParams {
+    /// The snapshot of `features` and `tunables`.
+    pub fn new(features: Features, tunables: &Tunables) -> SchedParams {
+        SchedParams {
+            features,
+            policy: tunables.sched_policy,
+            base_slice_ns: tunables.base_slice_ns,
+            tick_nsec: tunables.tick_nsec(),
+            latency_ns: tunables.latency_ns,
+            min_granularity_ns: tunables.min_granularity_ns,
+            idle_min_granularity_ns: tunables.idle_min_granularity_ns,
+            wakeup_granularity_ns: tunables.wakeup_granularity_ns,
+            sched_nr_latency: tunables.sched_nr_latency,
+            child_runs_first: tunables.child_runs_first,
+            migration_cost_ns: tunables.migration_cost_ns,
+        }
+    }
+
+    /// `sched_feat(f)`.
+    #[inline]
+    pub fn feat(&self, f: SchedFeat) -> bool {
+        self.features.enabled(f)
+    }
+}
+
 fn canonical_key(key: &str) -> Option<&'static str> {
     let key = key.trim();
     let alias = match key {

@@ -7,5 +7,7 @@
 //! hrtick, and other scheduling classes (rt/dl appear only as the PELT signals they leave).
 #![forbid(unsafe_code)]
 
+pub mod cfs_rq;
+pub mod entity;
 pub mod features;
 pub mod weights;

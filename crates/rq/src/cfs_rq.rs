@@ -1,0 +1,1238 @@
+//! The per-runqueue fair queue (`struct cfs_rq`): EEVDF (v6.6–v6.12) and, selectable, the
+//! legacy CFS pick (v6.1).
+//!
+//! Follows kernel/sched/fair.c of v6.12 (checked against a v6.12.20 tree): `avg_vruntime()`
+//! and its helpers, `entity_eligible()`/`vruntime_eligible()`, `update_min_vruntime()`,
+//! `update_deadline()`, `place_entity()`, `enqueue_entity()`, `dequeue_entity()` (with
+//! `DELAY_DEQUEUE`), `requeue_delayed_entity()`, `set_next_entity()`, `put_prev_entity()`,
+//! `pick_eevdf()`, `pick_next_entity()`, `entity_tick()`, `update_curr()`; and, for
+//! `sched_policy=cfs`, fair.c of v6.1 (checked against a v6.1.y tree): `sched_slice()`,
+//! `place_entity()` with `GENTLE_FAIR_SLEEPERS`/`START_DEBIT`, the min-vruntime pick with the
+//! next/last/skip buddies, `check_preempt_tick()` and `wakeup_preempt_entity()`.
+//!
+//! **The timeline is a vector, not an rbtree.** `tasks_timeline` holds the queued entities
+//! except `curr`; the pick scans it linearly. Results equal the kernel's augmented-rbtree
+//! search: the tree is ordered by (deadline, insertion) — `rb_add` puts an equal key to the
+//! right of the existing ones — and `pick_eevdf()`'s heap search returns the in-order first
+//! eligible entity, i.e. the eligible one with the earliest deadline, ties going to the one
+//! inserted first. Each node caches the entity's vruntime, deadline and weight, which cannot
+//! change while it is in the tree (the kernel would corrupt its tree otherwise). v6.6 sorted
+//! the tree by vruntime and searched with a min-deadline augmentation; the entity it picks is
+//! the same except when two eligible entities have equal deadlines (lbsim breaks that tie as
+//! v6.8+ does).
+//!
+//! The hierarchy is flat: there are no group entities, so `h_nr_running == nr_running` unless
+//! entities are delayed, and `rq->cfs_tasks` lives here as [`CfsRq::cfs_tasks`].
+
+use std::collections::VecDeque;
+
+use lbsim_pelt::{CfsRqAvg, CfsRqLoad, SeLoad, UpdateFlags};
+
+use crate::entity::{DequeueFlags, EnqueueFlags, EntityStore, SchedEntity, TaskId};
+use crate::features::{SchedFeat, SchedParams, SchedPolicy};
+use crate::weights::{LoadWeight, NICE_0_LOAD, calc_delta, calc_delta_fair, scale_load_down};
+
+/// The two clocks a cfs_rq operation reads: `rq_clock_task()` and `cfs_rq_clock_pelt()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct CfsClock {
+    /// `rq_clock_task(rq)`.
+    pub task: u64,
+    /// `cfs_rq_clock_pelt(cfs_rq)` (no bandwidth throttling: `rq_clock_pelt(rq)`).
+    pub pelt: u64,
+}
+
+/// One entity in `tasks_timeline`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Node {
+    id: TaskId,
+    /// Insertion sequence: the rbtree's order among equal keys.
+    seq: u64,
+    vruntime: u64,
+    deadline: u64,
+    weight: u64,
+}
+
+/// `(s64)(a - b) < 0`: `a` is before `b` on a wrapping virtual clock.
+#[inline]
+fn before(a: u64, b: u64) -> bool {
+    (a.wrapping_sub(b) as i64) < 0
+}
+
+/// `max_vruntime()`.
+#[inline]
+fn max_vruntime(max: u64, v: u64) -> u64 {
+    if (v.wrapping_sub(max) as i64) > 0 {
+        v
+    } else {
+        max
+    }
+}
+
+/// `min_vruntime()`.
+#[inline]
+fn min_vruntime(min: u64, v: u64) -> u64 {
+    if (v.wrapping_sub(min) as i64) < 0 {
+        v
+    } else {
+        min
+    }
+}
+
+/// `struct cfs_rq` of a flat hierarchy.
+#[derive(Clone, Debug)]
+pub struct CfsRq {
+    /// `cfs_rq->load`: the sum of the queued entities' weights (including `curr` while queued).
+    pub load: LoadWeight,
+    /// `cfs_rq->nr_running`: queued entities, including `curr` while queued and delayed ones.
+    pub nr_running: u32,
+    /// `cfs_rq->h_nr_running`: queued tasks (flat: equal to `nr_running`).
+    pub h_nr_running: u32,
+    /// `cfs_rq->idle_nr_running`: queued `SCHED_IDLE` entities.
+    pub idle_nr_running: u32,
+    /// `cfs_rq->idle_h_nr_running`: queued `SCHED_IDLE` tasks.
+    pub idle_h_nr_running: u32,
+    /// `cfs_rq->h_nr_delayed` (v6.12.y / v6.13): queued tasks that are delayed-dequeued.
+    pub h_nr_delayed: u32,
+    /// `cfs_rq->avg_vruntime`: `Σ (v_i - min_vruntime) * w_i` over the timeline (not `curr`).
+    pub avg_vruntime: i64,
+    /// `cfs_rq->avg_load`: `Σ w_i` over the timeline (not `curr`).
+    pub avg_load: u64,
+    /// `cfs_rq->min_vruntime`: the monotonic base of the relative sums.
+    pub min_vruntime: u64,
+    /// `cfs_rq->curr`: the running entity (set from pick to put, even while it is dequeued).
+    pub curr: Option<TaskId>,
+    /// `cfs_rq->next`: the next buddy.
+    pub next: Option<TaskId>,
+    /// `cfs_rq->last` (v6.1): the last buddy.
+    pub last: Option<TaskId>,
+    /// `cfs_rq->skip` (v6.1): the skip buddy (set by yield).
+    pub skip: Option<TaskId>,
+    /// `cfs_rq->avg` and `cfs_rq->removed`: the PELT state.
+    pub avg: CfsRqAvg,
+    /// `TIF_NEED_RESCHED` on the rq's current task: `resched_curr()` was called since the last
+    /// schedule.
+    pub need_resched: bool,
+    timeline: Vec<Node>,
+    next_seq: u64,
+    cfs_tasks: VecDeque<TaskId>,
+}
+
+impl Default for CfsRq {
+    fn default() -> CfsRq {
+        CfsRq::new()
+    }
+}
+
+impl CfsRq {
+    /// An empty cfs_rq. Follows fair.c: `init_cfs_rq()`: `min_vruntime = -(1 << 20)` so that
+    /// wrap-around is exercised early.
+    pub fn new() -> CfsRq {
+        CfsRq {
+            load: LoadWeight::default(),
+            nr_running: 0,
+            h_nr_running: 0,
+            idle_nr_running: 0,
+            idle_h_nr_running: 0,
+            h_nr_delayed: 0,
+            avg_vruntime: 0,
+            avg_load: 0,
+            min_vruntime: (-(1i64 << 20)) as u64,
+            curr: None,
+            next: None,
+            last: None,
+            skip: None,
+            avg: CfsRqAvg::default(),
+            need_resched: false,
+            timeline: Vec::with_capacity(16),
+            next_seq: 0,
+            cfs_tasks: VecDeque::with_capacity(16),
+        }
+    }
+
+    /// `rq->cfs_tasks`, head (most recently picked or enqueued) first. The load balancer's
+    /// `detach_tasks()` scans it from the tail (`list_last_entry()`).
+    pub fn cfs_tasks(&self) -> impl DoubleEndedIterator<Item = TaskId> + ExactSizeIterator + '_ {
+        self.cfs_tasks.iter().copied()
+    }
+
+    /// `list_move(&p->se.group_node, &rq->cfs_tasks)`: move a task to the head of
+    /// `cfs_tasks` (done when it is picked, and by `detach_tasks()` for a skipped task).
+    /// Returns false if the task is not on the list.
+    pub fn cfs_tasks_move_to_head(&mut self, id: TaskId) -> bool {
+        match self.cfs_tasks.iter().position(|&t| t == id) {
+            Some(pos) => {
+                self.cfs_tasks.remove(pos);
+                self.cfs_tasks.push_front(id);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The entities in `tasks_timeline` (queued, not `curr`), in no particular order.
+    pub fn timeline(&self) -> impl ExactSizeIterator<Item = TaskId> + '_ {
+        self.timeline.iter().map(|n| n.id)
+    }
+
+    /// `resched_curr()`.
+    #[inline]
+    pub fn resched_curr(&mut self) {
+        self.need_resched = true;
+    }
+
+    // ---------------------------------------------------------------------------------
+    // avg_vruntime
+
+    /// `entity_key()`: `(s64)(v - min_vruntime)`.
+    #[inline]
+    fn entity_key(&self, vruntime: u64) -> i64 {
+        vruntime.wrapping_sub(self.min_vruntime) as i64
+    }
+
+    /// Follows fair.c: `avg_vruntime_add()`.
+    fn avg_vruntime_add(&mut self, vruntime: u64, weight: u64) {
+        let key = self.entity_key(vruntime);
+        self.avg_vruntime = self
+            .avg_vruntime
+            .wrapping_add(key.wrapping_mul(weight as i64));
+        self.avg_load += weight;
+    }
+
+    /// Follows fair.c: `avg_vruntime_sub()`.
+    fn avg_vruntime_sub(&mut self, vruntime: u64, weight: u64) {
+        let key = self.entity_key(vruntime);
+        self.avg_vruntime = self
+            .avg_vruntime
+            .wrapping_sub(key.wrapping_mul(weight as i64));
+        self.avg_load -= weight;
+    }
+
+    /// Follows fair.c: `avg_vruntime_update()`: `min_vruntime` moved by `delta`.
+    fn avg_vruntime_update(&mut self, delta: i64) {
+        self.avg_vruntime = self
+            .avg_vruntime
+            .wrapping_sub((self.avg_load as i64).wrapping_mul(delta));
+    }
+
+    /// The sums including `curr` when it is queued: `(avg, load)` as `avg_vruntime()` and
+    /// `vruntime_eligible()` build them.
+    fn sums_with_curr<E: EntityStore>(&self, ents: &E) -> (i64, i64) {
+        let mut avg = self.avg_vruntime;
+        let mut load = self.avg_load as i64;
+        if let Some(c) = self.curr {
+            let se = ents.se(c);
+            if se.on_rq {
+                let weight = scale_load_down(se.load.weight) as i64;
+                avg = avg.wrapping_add(self.entity_key(se.vruntime).wrapping_mul(weight));
+                load += weight;
+            }
+        }
+        (avg, load)
+    }
+
+    /// The weighted average vruntime `V` of the queued entities (including `curr`), rounded
+    /// towards minus infinity so that `avg_vruntime() + 0` is always eligible.
+    ///
+    /// Follows fair.c: `avg_vruntime()` (v6.12): a negative sum is lowered by `load - 1` before
+    /// the truncating `div_s64()`.
+    pub fn avg_vruntime<E: EntityStore>(&self, ents: &E) -> u64 {
+        let (mut avg, load) = self.sums_with_curr(ents);
+        if load != 0 {
+            if avg < 0 {
+                avg -= load - 1;
+            }
+            avg /= load;
+        }
+        self.min_vruntime.wrapping_add(avg as u64)
+    }
+
+    /// Whether an entity at `vruntime` is eligible (lag >= 0): `Σ (v_i - v0) w_i >= (v - v0) Σ w_i`,
+    /// by cross-multiplication.
+    ///
+    /// Follows fair.c: `vruntime_eligible()` (v6.12; `entity_eligible()` in v6.6).
+    pub fn vruntime_eligible<E: EntityStore>(&self, ents: &E, vruntime: u64) -> bool {
+        let (avg, load) = self.sums_with_curr(ents);
+        avg >= self.entity_key(vruntime).wrapping_mul(load)
+    }
+
+    /// Follows fair.c: `entity_eligible()`.
+    pub fn entity_eligible<E: EntityStore>(&self, ents: &E, id: TaskId) -> bool {
+        self.vruntime_eligible(ents, ents.se(id).vruntime)
+    }
+
+    /// `V - v`, clamped to `±calc_delta_fair(max(2 * slice, TICK_NSEC))`.
+    ///
+    /// Follows fair.c: `entity_lag()` (v6.12; the same limit in v6.6).
+    pub fn entity_lag(avruntime: u64, se: &SchedEntity, tick_nsec: u64) -> i64 {
+        let vlag = avruntime.wrapping_sub(se.vruntime) as i64;
+        let limit = calc_delta_fair((2 * se.slice).max(tick_nsec), &se.load) as i64;
+        vlag.clamp(-limit, limit)
+    }
+
+    /// Follows fair.c: `update_entity_lag()`: `se->vlag = entity_lag(avg_vruntime(), se)`.
+    pub fn update_entity_lag<E: EntityStore>(&self, ents: &mut E, id: TaskId, tick_nsec: u64) {
+        debug_assert!(
+            ents.se(id).on_rq,
+            "update_entity_lag() of a dequeued entity"
+        );
+        let avruntime = self.avg_vruntime(ents);
+        let se = ents.se_mut(id);
+        se.vlag = Self::entity_lag(avruntime, se, tick_nsec);
+    }
+
+    /// Follows fair.c: `__update_min_vruntime()`: advance, never retreat, and rebase the sums.
+    fn __update_min_vruntime(&mut self, vruntime: u64) -> u64 {
+        let min_vruntime = self.min_vruntime;
+        let delta = vruntime.wrapping_sub(min_vruntime) as i64;
+        if delta > 0 {
+            self.avg_vruntime_update(delta);
+            return vruntime;
+        }
+        min_vruntime
+    }
+
+    /// Follows fair.c: `update_min_vruntime()` (v6.12): the minimum of `curr` (if queued) and
+    /// the timeline's smallest vruntime, never moving backwards.
+    pub fn update_min_vruntime<E: EntityStore>(&mut self, ents: &E) {
+        let mut vruntime = self.min_vruntime;
+        let mut curr = None;
+        if let Some(c) = self.curr {
+            let se = ents.se(c);
+            if se.on_rq {
+                vruntime = se.vruntime;
+                curr = Some(c);
+            }
+        }
+        if let Some(tree_min) = self.timeline_min_vruntime() {
+            vruntime = if curr.is_none() {
+                tree_min
+            } else {
+                min_vruntime(vruntime, tree_min)
+            };
+        }
+        self.min_vruntime = self.__update_min_vruntime(vruntime);
+    }
+
+    /// The root's augmented `min_vruntime`: the smallest vruntime in the timeline.
+    fn timeline_min_vruntime(&self) -> Option<u64> {
+        let mut it = self.timeline.iter();
+        let first = it.next()?.vruntime;
+        Some(it.fold(first, |m, n| min_vruntime(m, n.vruntime)))
+    }
+
+    // ---------------------------------------------------------------------------------
+    // The timeline
+
+    /// Follows fair.c: `__enqueue_entity()`: add to the sums and the timeline.
+    pub fn __enqueue_entity<E: EntityStore>(&mut self, ents: &E, id: TaskId) {
+        let se = ents.se(id);
+        debug_assert!(
+            self.timeline.iter().all(|n| n.id != id),
+            "entity already in the timeline"
+        );
+        let weight = scale_load_down(se.load.weight);
+        let node = Node {
+            id,
+            seq: self.next_seq,
+            vruntime: se.vruntime,
+            deadline: se.deadline,
+            weight,
+        };
+        self.next_seq += 1;
+        self.avg_vruntime_add(node.vruntime, weight);
+        self.timeline.push(node);
+    }
+
+    /// Follows fair.c: `__dequeue_entity()`: remove from the timeline and the sums.
+    pub fn __dequeue_entity(&mut self, id: TaskId) {
+        let pos = self
+            .timeline
+            .iter()
+            .position(|n| n.id == id)
+            .unwrap_or_else(|| panic!("__dequeue_entity(): {id:?} is not in the timeline"));
+        let node = self.timeline.swap_remove(pos);
+        self.avg_vruntime_sub(node.vruntime, node.weight);
+    }
+
+    /// The leftmost node: smallest key, then earliest insertion.
+    fn leftmost(&self, key: impl Fn(&Node) -> u64) -> Option<&Node> {
+        let mut best: Option<&Node> = None;
+        for n in &self.timeline {
+            best = match best {
+                None => Some(n),
+                Some(b) => {
+                    let (kn, kb) = (key(n), key(b));
+                    if before(kn, kb) || (kn == kb && n.seq < b.seq) {
+                        Some(n)
+                    } else {
+                        Some(b)
+                    }
+                }
+            };
+        }
+        best
+    }
+
+    /// Follows fair.c: `__pick_first_entity()`: the leftmost entity of the timeline — by
+    /// deadline under EEVDF (v6.8+ tree order), by vruntime under legacy CFS.
+    pub fn __pick_first_entity(&self, policy: SchedPolicy) -> Option<TaskId> {
+        match policy {
+            SchedPolicy::Eevdf => self.leftmost(|n| n.deadline).map(|n| n.id),
+            SchedPolicy::Cfs => self.leftmost(|n| n.vruntime).map(|n| n.id),
+        }
+    }
+
+    /// v6.1 `__pick_next_entity(se)`: the in-order successor of `id` in the vruntime-ordered
+    /// timeline.
+    fn successor_by_vruntime(&self, id: TaskId) -> Option<TaskId> {
+        let me = *self.timeline.iter().find(|n| n.id == id)?;
+        let after = |n: &Node| {
+            before(me.vruntime, n.vruntime) || (n.vruntime == me.vruntime && n.seq > me.seq)
+        };
+        let mut best: Option<&Node> = None;
+        for n in self.timeline.iter().filter(|n| after(n)) {
+            best = match best {
+                None => Some(n),
+                Some(b) => {
+                    if before(n.vruntime, b.vruntime) || (n.vruntime == b.vruntime && n.seq < b.seq)
+                    {
+                        Some(n)
+                    } else {
+                        Some(b)
+                    }
+                }
+            };
+        }
+        best.map(|n| n.id)
+    }
+
+    // ---------------------------------------------------------------------------------
+    // EEVDF
+
+    /// Earliest Eligible Virtual Deadline First.
+    ///
+    /// Follows fair.c: `pick_eevdf()` (v6.12): a lone entity is returned without checks; `curr`
+    /// counts only if queued and eligible; with `RUN_TO_PARITY` a `curr` whose `vlag` still
+    /// equals its `deadline` (it has neither used its slice nor been de-protected by
+    /// `PREEMPT_SHORT`) is kept; otherwise the eligible timeline entity with the earliest
+    /// deadline wins, and `curr` replaces it only with a strictly earlier deadline.
+    pub fn pick_eevdf<E: EntityStore>(&self, ents: &E, params: &SchedParams) -> Option<TaskId> {
+        let mut curr = self.curr;
+        if self.nr_running == 1 {
+            return match curr {
+                Some(c) if ents.se(c).on_rq => Some(c),
+                _ => self.__pick_first_entity(SchedPolicy::Eevdf),
+            };
+        }
+        if let Some(c) = curr
+            && (!ents.se(c).on_rq || !self.entity_eligible(ents, c))
+        {
+            curr = None;
+        }
+        if params.feat(SchedFeat::RunToParity)
+            && let Some(c) = curr
+            && ents.se(c).vlag as u64 == ents.se(c).deadline
+        {
+            return Some(c);
+        }
+        // The in-order first eligible node: earliest deadline, then earliest insertion.
+        let (avg, load) = self.sums_with_curr(ents);
+        let mut best: Option<&Node> = None;
+        for n in &self.timeline {
+            if avg < self.entity_key(n.vruntime).wrapping_mul(load) {
+                continue;
+            }
+            best = match best {
+                None => Some(n),
+                Some(b) => {
+                    if before(n.deadline, b.deadline) || (n.deadline == b.deadline && n.seq < b.seq)
+                    {
+                        Some(n)
+                    } else {
+                        Some(b)
+                    }
+                }
+            };
+        }
+        match (best, curr) {
+            (None, c) => c,
+            (Some(b), Some(c)) if before(ents.se(c).deadline, b.deadline) => Some(c),
+            (Some(b), _) => Some(b.id),
+        }
+    }
+
+    /// Follows fair.c: `update_deadline()` (v6.12): once `vruntime` reaches the deadline, take a
+    /// new slice (`base_slice_ns` unless custom) and a new deadline `vruntime + slice/w`.
+    /// Returns true when a new slice was taken (the caller reschedules).
+    pub fn update_deadline(se: &mut SchedEntity, base_slice_ns: u64) -> bool {
+        if before(se.vruntime, se.deadline) {
+            return false;
+        }
+        if !se.custom_slice {
+            se.slice = base_slice_ns;
+        }
+        se.deadline = se
+            .vruntime
+            .wrapping_add(calc_delta_fair(se.slice, &se.load));
+        true
+    }
+
+    /// Follows fair.c: `did_preempt_short()` (v6.12): curr lost its slice protection to a
+    /// shorter-slice wakeup and is no longer eligible.
+    fn did_preempt_short<E: EntityStore>(
+        &self,
+        ents: &E,
+        curr: TaskId,
+        params: &SchedParams,
+    ) -> bool {
+        if !params.feat(SchedFeat::PreemptShort) {
+            return false;
+        }
+        let se = ents.se(curr);
+        if se.vlag as u64 == se.deadline {
+            return false;
+        }
+        !self.entity_eligible(ents, curr)
+    }
+
+    /// Follows fair.c: `do_preempt_short()` (v6.12): may the waking `pse` (shorter slice,
+    /// eligible) cut `se`'s protection short?
+    pub fn do_preempt_short<E: EntityStore>(
+        &self,
+        ents: &E,
+        pse: TaskId,
+        se: TaskId,
+        params: &SchedParams,
+    ) -> bool {
+        if !params.feat(SchedFeat::PreemptShort) {
+            return false;
+        }
+        let (p, s) = (ents.se(pse), ents.se(se));
+        if p.slice >= s.slice {
+            return false;
+        }
+        if !self.entity_eligible(ents, pse) {
+            return false;
+        }
+        if before(p.deadline, s.deadline) {
+            return true;
+        }
+        !self.entity_eligible(ents, se)
+    }
+
+    /// Place an entity on enqueue.
+    ///
+    /// Follows fair.c: `place_entity()` (v6.12): `vruntime = V - lag` where, with `PLACE_LAG`
+    /// and a non-empty queue, the saved lag is inflated by `(W + w) / W` so that it survives
+    /// the entity's own effect on `V`; with `PLACE_REL_DEADLINE` a relative deadline saved at a
+    /// migration is made absolute again; otherwise `deadline = vruntime + vslice`, halved for a
+    /// new task with `PLACE_DEADLINE_INITIAL`.
+    pub fn place_entity<E: EntityStore>(
+        &self,
+        ents: &mut E,
+        id: TaskId,
+        flags: EnqueueFlags,
+        params: &SchedParams,
+    ) {
+        let vruntime = self.avg_vruntime(ents);
+        let mut lag: i64 = 0;
+        let mut load: i64 = 0;
+        if params.feat(SchedFeat::PlaceLag) && self.nr_running != 0 {
+            load = self.avg_load as i64;
+            if let Some(c) = self.curr {
+                let cse = ents.se(c);
+                if cse.on_rq {
+                    load += scale_load_down(cse.load.weight) as i64;
+                }
+            }
+        }
+        let se = ents.se_mut(id);
+        if !se.custom_slice {
+            se.slice = params.base_slice_ns;
+        }
+        let mut vslice = calc_delta_fair(se.slice, &se.load);
+        if params.feat(SchedFeat::PlaceLag) && self.nr_running != 0 {
+            lag = se.vlag;
+            lag = lag.wrapping_mul(load + scale_load_down(se.load.weight) as i64);
+            if load == 0 {
+                load = 1;
+            }
+            lag /= load;
+        }
+        se.vruntime = vruntime.wrapping_sub(lag as u64);
+        if params.feat(SchedFeat::PlaceRelDeadline) && se.rel_deadline {
+            se.deadline = se.deadline.wrapping_add(se.vruntime);
+            se.rel_deadline = false;
+            return;
+        }
+        if params.feat(SchedFeat::PlaceDeadlineInitial) && flags.contains(EnqueueFlags::INITIAL) {
+            vslice /= 2;
+        }
+        se.deadline = se.vruntime.wrapping_add(vslice);
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Legacy CFS (v6.1)
+
+    /// v6.1 `__sched_period()`: `sched_latency`, stretched to `nr * min_granularity` beyond
+    /// `sched_nr_latency` tasks.
+    pub fn __sched_period(nr_running: u64, params: &SchedParams) -> u64 {
+        if nr_running > params.sched_nr_latency {
+            nr_running * params.min_granularity_ns
+        } else {
+            params.latency_ns
+        }
+    }
+
+    /// `sched_idle_cfs_rq()`: the cfs_rq has only `SCHED_IDLE` entities.
+    fn sched_idle_cfs_rq(&self) -> bool {
+        self.nr_running != 0 && self.nr_running == self.idle_nr_running
+    }
+
+    /// The wall-time slice of an entity: its weight's share of the period.
+    ///
+    /// Follows v6.1 fair.c: `sched_slice()`: with `ALT_PERIOD` the period counts the rq's
+    /// `h_nr_running` (flat: this cfs_rq's), plus the entity if it is not queued yet (whose
+    /// weight then joins the load); with `BASE_SLICE` the result is at least
+    /// `min_granularity` (`idle_min_granularity` for an idle entity among non-idle ones).
+    pub fn sched_slice<E: EntityStore>(&self, ents: &E, id: TaskId, params: &SchedParams) -> u64 {
+        let se = ents.se(id);
+        let mut nr_running = u64::from(self.nr_running);
+        if params.feat(SchedFeat::AltPeriod) {
+            nr_running = u64::from(self.h_nr_running);
+        }
+        let mut slice = Self::__sched_period(nr_running + u64::from(!se.on_rq), params);
+        let mut load = self.load;
+        if !se.on_rq {
+            load.add(se.load.weight);
+        }
+        slice = calc_delta(slice, se.load.weight, &load);
+        if params.feat(SchedFeat::BaseSlice) {
+            let min_gran = if se.idle && !self.sched_idle_cfs_rq() {
+                params.idle_min_granularity_ns
+            } else {
+                params.min_granularity_ns
+            };
+            slice = slice.max(min_gran);
+        }
+        slice
+    }
+
+    /// v6.1 `sched_vslice()`: `calc_delta_fair(sched_slice())`.
+    pub fn sched_vslice<E: EntityStore>(&self, ents: &E, id: TaskId, params: &SchedParams) -> u64 {
+        calc_delta_fair(self.sched_slice(ents, id, params), &ents.se(id).load)
+    }
+
+    /// v6.1 (v6.1.y) `entity_is_long_sleeper()`: slept more than `2^63 / NICE_0_LOAD` ns.
+    fn entity_is_long_sleeper(se: &SchedEntity, clock_task: u64) -> bool {
+        if se.exec_start == 0 {
+            return false;
+        }
+        if clock_task <= se.exec_start {
+            return false;
+        }
+        clock_task - se.exec_start > (1u64 << 63) / NICE_0_LOAD
+    }
+
+    /// Follows v6.1 fair.c: `place_entity()`: a new task starts a vslice after
+    /// `min_vruntime` (`START_DEBIT`); a waking one gets at most `sched_latency` of credit
+    /// (half with `GENTLE_FAIR_SLEEPERS`; `min_granularity` for an idle entity), never moving
+    /// backwards unless it slept for ages.
+    pub fn place_entity_cfs<E: EntityStore>(
+        &self,
+        ents: &mut E,
+        id: TaskId,
+        initial: bool,
+        clock_task: u64,
+        params: &SchedParams,
+    ) {
+        let mut vruntime = self.min_vruntime;
+        if initial && params.feat(SchedFeat::StartDebit) {
+            vruntime = vruntime.wrapping_add(self.sched_vslice(ents, id, params));
+        }
+        let se = ents.se_mut(id);
+        if !initial {
+            let mut thresh = if se.idle {
+                params.min_granularity_ns
+            } else {
+                params.latency_ns
+            };
+            if params.feat(SchedFeat::GentleFairSleepers) {
+                thresh >>= 1;
+            }
+            vruntime = vruntime.wrapping_sub(thresh);
+        }
+        se.vruntime = if Self::entity_is_long_sleeper(se, clock_task) {
+            vruntime
+        } else {
+            max_vruntime(se.vruntime, vruntime)
+        };
+    }
+
+    /// v6.1 `wakeup_gran()`: `wakeup_granularity` in `se`'s virtual time.
+    fn wakeup_gran(se: &SchedEntity, params: &SchedParams) -> u64 {
+        calc_delta_fair(params.wakeup_granularity_ns, &se.load)
+    }
+
+    /// Should `se` preempt `curr`? -1: no (`se` is not behind), 0: within the granularity,
+    /// 1: yes.
+    ///
+    /// Follows v6.1 fair.c: `wakeup_preempt_entity()`.
+    pub fn wakeup_preempt_entity<E: EntityStore>(
+        ents: &E,
+        curr: TaskId,
+        se: TaskId,
+        params: &SchedParams,
+    ) -> i32 {
+        let (c, s) = (ents.se(curr), ents.se(se));
+        let vdiff = c.vruntime.wrapping_sub(s.vruntime) as i64;
+        if vdiff <= 0 {
+            return -1;
+        }
+        let gran = Self::wakeup_gran(s, params) as i64;
+        if vdiff > gran { 1 } else { 0 }
+    }
+
+    /// Tick-time preemption of a task that ran its share.
+    ///
+    /// Follows v6.1 fair.c: `check_preempt_tick()`: reschedule when curr ran longer than
+    /// `min(sched_slice, sched_latency)` since it was picked, or, after at least
+    /// `min_granularity`, when it is further than that ahead of the leftmost in vruntime.
+    pub fn check_preempt_tick<E: EntityStore>(
+        &mut self,
+        ents: &E,
+        curr: TaskId,
+        params: &SchedParams,
+    ) {
+        let ideal_runtime = self.sched_slice(ents, curr, params).min(params.latency_ns);
+        let cse = ents.se(curr);
+        let delta_exec = cse.sum_exec_runtime - cse.prev_sum_exec_runtime;
+        if delta_exec > ideal_runtime {
+            self.resched_curr();
+            self.clear_buddies(curr);
+            return;
+        }
+        if delta_exec < params.min_granularity_ns {
+            return;
+        }
+        let Some(first) = self.__pick_first_entity(SchedPolicy::Cfs) else {
+            return;
+        };
+        let delta = cse.vruntime.wrapping_sub(ents.se(first).vruntime) as i64;
+        if delta < 0 {
+            return;
+        }
+        if delta as u64 > ideal_runtime {
+            self.resched_curr();
+        }
+    }
+
+    /// Follows v6.1 fair.c: `pick_next_entity()`: the leftmost by vruntime (or `curr` if it is
+    /// further left), avoiding the skip buddy and preferring the next, then the last buddy,
+    /// when that is not more than a wakeup granularity unfair. `curr` is passed only if queued.
+    fn pick_next_entity_cfs<E: EntityStore>(
+        &self,
+        ents: &E,
+        curr: Option<TaskId>,
+        params: &SchedParams,
+    ) -> Option<TaskId> {
+        let vr = |id: TaskId| ents.se(id).vruntime;
+        let first = self.__pick_first_entity(SchedPolicy::Cfs);
+        let mut left = first;
+        if let Some(c) = curr
+            && left.is_none_or(|l| before(vr(c), vr(l)))
+        {
+            left = Some(c);
+        }
+        let left = left?;
+        let mut se = left;
+        if self.skip == Some(se) {
+            let second = if Some(se) == curr {
+                first
+            } else {
+                match (self.successor_by_vruntime(se), curr) {
+                    (None, c) => c,
+                    (Some(s), Some(c)) if before(vr(c), vr(s)) => Some(c),
+                    (s, _) => s,
+                }
+            };
+            if let Some(second) = second
+                && Self::wakeup_preempt_entity(ents, second, left, params) < 1
+            {
+                se = second;
+            }
+        }
+        if let Some(next) = self
+            .next
+            .filter(|&n| Self::wakeup_preempt_entity(ents, n, left, params) < 1)
+        {
+            se = next;
+        } else if let Some(last) = self
+            .last
+            .filter(|&l| Self::wakeup_preempt_entity(ents, l, left, params) < 1)
+        {
+            se = last;
+        }
+        Some(se)
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Buddies
+
+    /// Follows fair.c: `clear_buddies()` (v6.1 clears next, last and skip; v6.12 has only next).
+    pub fn clear_buddies(&mut self, id: TaskId) {
+        if self.next == Some(id) {
+            self.next = None;
+        }
+        if self.last == Some(id) {
+            self.last = None;
+        }
+        if self.skip == Some(id) {
+            self.skip = None;
+        }
+    }
+
+    /// Follows fair.c: `set_next_buddy()`: not for an idle entity.
+    pub fn set_next_buddy<E: EntityStore>(&mut self, ents: &E, id: TaskId) {
+        let se = ents.se(id);
+        debug_assert!(se.on_rq);
+        if se.idle {
+            return;
+        }
+        self.next = Some(id);
+    }
+
+    /// Follows v6.1 fair.c: `set_last_buddy()`.
+    pub fn set_last_buddy<E: EntityStore>(&mut self, ents: &E, id: TaskId) {
+        let se = ents.se(id);
+        debug_assert!(se.on_rq);
+        if se.idle {
+            return;
+        }
+        self.last = Some(id);
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Accounting and PELT
+
+    /// Follows fair.c: `account_entity_enqueue()`: add the weight, put the task at the head of
+    /// `cfs_tasks` (`list_add`), count it.
+    fn account_entity_enqueue(&mut self, weight: u64, idle: bool, id: TaskId) {
+        self.load.add(weight);
+        self.cfs_tasks.push_front(id);
+        self.nr_running += 1;
+        if idle {
+            self.idle_nr_running += 1;
+        }
+    }
+
+    /// Follows fair.c: `account_entity_dequeue()`.
+    fn account_entity_dequeue(&mut self, weight: u64, idle: bool, id: TaskId) {
+        self.load.sub(weight);
+        if let Some(pos) = self.cfs_tasks.iter().position(|&t| t == id) {
+            self.cfs_tasks.remove(pos);
+        } else {
+            debug_assert!(false, "account_entity_dequeue(): {id:?} not on cfs_tasks");
+        }
+        self.nr_running -= 1;
+        if idle {
+            self.idle_nr_running -= 1;
+        }
+    }
+
+    /// What PELT reads about this cfs_rq now (`__update_load_avg_cfs_rq()`): the queued
+    /// weight, the runnable count `h_nr_running - h_nr_delayed` (v6.12.y / v6.13: delayed tasks
+    /// are not runnable) and whether an entity runs.
+    pub fn pelt_load(&self) -> CfsRqLoad {
+        CfsRqLoad {
+            load_weight: scale_load_down(self.load.weight),
+            h_nr_running: u64::from(self.h_nr_running - self.h_nr_delayed),
+            curr: self.curr.is_some(),
+        }
+    }
+
+    /// Follows fair.c: `update_load_avg()` for a task entity of this cfs_rq. The entity is
+    /// runnable for PELT if queued and not delayed (`se_runnable()`, v6.12.y / v6.13).
+    pub fn update_load_avg<E: EntityStore>(
+        &mut self,
+        ents: &mut E,
+        id: TaskId,
+        now_pelt: u64,
+        flags: UpdateFlags,
+        params: &SchedParams,
+    ) {
+        let cfs_load = self.pelt_load();
+        let is_curr = self.curr == Some(id);
+        let se = ents.se_mut(id);
+        let se_load = SeLoad {
+            weight: se.se_weight(),
+            on_rq: se.on_rq,
+            runnable: u64::from(se.on_rq && !se.sched_delayed),
+            curr: is_curr,
+        };
+        self.avg.update_load_avg(
+            &mut se.avg,
+            now_pelt,
+            &se_load,
+            &cfs_load,
+            flags,
+            params.feat(SchedFeat::UtilEst),
+        );
+    }
+
+    // ---------------------------------------------------------------------------------
+    // The entity life cycle
+
+    /// Account the time `curr` ran since its `exec_start`.
+    ///
+    /// Follows fair.c: `update_curr()` (v6.12): advance `sum_exec_runtime` and `vruntime`,
+    /// take a new slice when the deadline is reached, update `min_vruntime`; with more than one
+    /// entity queued, reschedule on a new slice or when `did_preempt_short()`. Under legacy CFS
+    /// (v6.1) only the runtime, vruntime and `min_vruntime` move. Returns the time accounted
+    /// (0 if none).
+    pub fn update_curr<E: EntityStore>(
+        &mut self,
+        ents: &mut E,
+        clock: CfsClock,
+        params: &SchedParams,
+    ) -> u64 {
+        let Some(cid) = self.curr else {
+            return 0;
+        };
+        let curr = ents.se_mut(cid);
+        let delta_exec = clock.task.wrapping_sub(curr.exec_start) as i64;
+        if delta_exec <= 0 {
+            return 0;
+        }
+        let delta_exec = delta_exec as u64;
+        curr.exec_start = clock.task;
+        curr.sum_exec_runtime += delta_exec;
+        curr.vruntime = curr
+            .vruntime
+            .wrapping_add(calc_delta_fair(delta_exec, &curr.load));
+        match params.policy {
+            SchedPolicy::Eevdf => {
+                let resched = Self::update_deadline(curr, params.base_slice_ns);
+                self.update_min_vruntime(ents);
+                if self.nr_running == 1 {
+                    return delta_exec;
+                }
+                if resched || self.did_preempt_short(ents, cid, params) {
+                    self.resched_curr();
+                    self.clear_buddies(cid);
+                }
+            }
+            SchedPolicy::Cfs => self.update_min_vruntime(ents),
+        }
+        delta_exec
+    }
+
+    /// Put an entity on this cfs_rq.
+    ///
+    /// Follows fair.c: `enqueue_entity()` (v6.12): place (before `update_curr()` if it is
+    /// `curr`), update PELT attaching a migrated/new entity (`DO_ATTACH`), account it, forget
+    /// its cache hotness if `ENQUEUE_MIGRATED`, insert it into the timeline unless it is `curr`.
+    /// Under legacy CFS it follows v6.1: a non-wakeup or migrated entity's relative vruntime is
+    /// renormalised against this `min_vruntime`, and only a wakeup is placed.
+    pub fn enqueue_entity<E: EntityStore>(
+        &mut self,
+        ents: &mut E,
+        id: TaskId,
+        flags: EnqueueFlags,
+        clock: CfsClock,
+        params: &SchedParams,
+    ) {
+        let is_curr = self.curr == Some(id);
+        match params.policy {
+            SchedPolicy::Eevdf => {
+                if is_curr {
+                    self.place_entity(ents, id, flags, params);
+                }
+                self.update_curr(ents, clock, params);
+                self.update_load_avg(
+                    ents,
+                    id,
+                    clock.pelt,
+                    UpdateFlags::UPDATE_TG | UpdateFlags::DO_ATTACH,
+                    params,
+                );
+                if !is_curr {
+                    self.place_entity(ents, id, flags, params);
+                }
+                let se = ents.se(id);
+                let (w, idle) = (se.load.weight, se.idle);
+                self.account_entity_enqueue(w, idle, id);
+            }
+            SchedPolicy::Cfs => {
+                let renorm =
+                    !flags.contains(EnqueueFlags::WAKEUP) || flags.contains(EnqueueFlags::MIGRATED);
+                if renorm && is_curr {
+                    let se = ents.se_mut(id);
+                    se.vruntime = se.vruntime.wrapping_add(self.min_vruntime);
+                }
+                self.update_curr(ents, clock, params);
+                if renorm && !is_curr {
+                    let se = ents.se_mut(id);
+                    se.vruntime = se.vruntime.wrapping_add(self.min_vruntime);
+                }
+                self.update_load_avg(
+                    ents,
+                    id,
+                    clock.pelt,
+                    UpdateFlags::UPDATE_TG | UpdateFlags::DO_ATTACH,
+                    params,
+                );
+                let se = ents.se(id);
+                let (w, idle) = (se.load.weight, se.idle);
+                self.account_entity_enqueue(w, idle, id);
+                if flags.contains(EnqueueFlags::WAKEUP) {
+                    self.place_entity_cfs(ents, id, false, clock.task, params);
+                }
+            }
+        }
+        if flags.contains(EnqueueFlags::MIGRATED) {
+            ents.se_mut(id).exec_start = 0;
+        }
+        if !is_curr {
+            self.__enqueue_entity(ents, id);
+        }
+        ents.se_mut(id).on_rq = true;
+    }
+
+    /// Mark an entity delayed. Follows fair.c: `set_delayed()` (v6.12.y).
+    fn set_delayed<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
+        ents.se_mut(id).sched_delayed = true;
+        self.h_nr_delayed += 1;
+    }
+
+    /// Follows fair.c: `clear_delayed()` (v6.12.y).
+    fn clear_delayed<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
+        ents.se_mut(id).sched_delayed = false;
+        self.h_nr_delayed -= 1;
+    }
+
+    /// Take an entity off this cfs_rq. Returns false if the dequeue was delayed (the entity
+    /// stays queued with `sched_delayed` set).
+    ///
+    /// Follows fair.c: `dequeue_entity()` (v6.12): with `DELAY_DEQUEUE`, a sleeping,
+    /// non-special, ineligible entity only gets a PELT update and is marked delayed; otherwise
+    /// PELT is updated (detaching the entity if the load balancer is migrating it), its lag is
+    /// saved (`update_entity_lag()`), a non-sleep dequeue keeps a relative deadline
+    /// (`PLACE_REL_DEADLINE`), and it leaves the timeline and the counts; finishing a delayed
+    /// dequeue clips positive lag with `DELAY_ZERO`. Under legacy CFS (v6.1) a non-sleep
+    /// dequeue makes the vruntime relative to `min_vruntime` instead.
+    pub fn dequeue_entity<E: EntityStore>(
+        &mut self,
+        ents: &mut E,
+        id: TaskId,
+        flags: DequeueFlags,
+        migrating: bool,
+        clock: CfsClock,
+        params: &SchedParams,
+    ) -> bool {
+        let sleep = flags.contains(DequeueFlags::SLEEP);
+        let is_curr = self.curr == Some(id);
+        let action = if migrating {
+            UpdateFlags::UPDATE_TG | UpdateFlags::DO_DETACH
+        } else {
+            UpdateFlags::UPDATE_TG
+        };
+        match params.policy {
+            SchedPolicy::Eevdf => {
+                self.update_curr(ents, clock, params);
+                self.clear_buddies(id);
+                if flags.contains(DequeueFlags::DELAYED) {
+                    debug_assert!(ents.se(id).sched_delayed);
+                } else {
+                    let delay = sleep && !flags.contains(DequeueFlags::SPECIAL);
+                    debug_assert!(!(delay && ents.se(id).sched_delayed));
+                    if params.feat(SchedFeat::DelayDequeue)
+                        && delay
+                        && !self.entity_eligible(ents, id)
+                    {
+                        self.update_load_avg(ents, id, clock.pelt, UpdateFlags::NONE, params);
+                        self.set_delayed(ents, id);
+                        return false;
+                    }
+                }
+                self.update_load_avg(ents, id, clock.pelt, action, params);
+                self.update_entity_lag(ents, id, params.tick_nsec);
+                if params.feat(SchedFeat::PlaceRelDeadline) && !sleep {
+                    let se = ents.se_mut(id);
+                    se.deadline = se.deadline.wrapping_sub(se.vruntime);
+                    se.rel_deadline = true;
+                }
+                if !is_curr {
+                    self.__dequeue_entity(id);
+                }
+                ents.se_mut(id).on_rq = false;
+                let se = ents.se(id);
+                let (w, idle) = (se.load.weight, se.idle);
+                self.account_entity_dequeue(w, idle, id);
+                if !flags.contains(DequeueFlags::SAVE) || flags.contains(DequeueFlags::MOVE) {
+                    self.update_min_vruntime(ents);
+                }
+                if flags.contains(DequeueFlags::DELAYED) {
+                    // finish_delayed_dequeue_entity()
+                    self.clear_delayed(ents, id);
+                    let se = ents.se_mut(id);
+                    if params.feat(SchedFeat::DelayZero) && se.vlag > 0 {
+                        se.vlag = 0;
+                    }
+                }
+            }
+            SchedPolicy::Cfs => {
+                self.update_curr(ents, clock, params);
+                self.update_load_avg(ents, id, clock.pelt, action, params);
+                self.clear_buddies(id);
+                if !is_curr {
+                    self.__dequeue_entity(id);
+                }
+                ents.se_mut(id).on_rq = false;
+                let se = ents.se(id);
+                let (w, idle) = (se.load.weight, se.idle);
+                self.account_entity_dequeue(w, idle, id);
+                if !sleep {
+                    let min = self.min_vruntime;
+                    let se = ents.se_mut(id);
+                    se.vruntime = se.vruntime.wrapping_sub(min);
+                }
+                if !flags.contains(DequeueFlags::SAVE) || flags.contains(DequeueFlags::MOVE) {
+                    self.update_min_vruntime(ents);
+                }
+            }
+        }
+        true
+    }
+
+    /// Wake a delayed entity in place.
+    ///
+    /// Follows fair.c: `requeue_delayed_entity()` (v6.12): with `DELAY_ZERO`, positive lag is
+    /// dropped and the entity re-placed at the 0-lag point (re-inserted into the timeline);
+    /// then PELT is updated and the delay cleared.
+    pub fn requeue_delayed_entity<E: EntityStore>(
+        &mut self,
+        ents: &mut E,
+        id: TaskId,
+        clock: CfsClock,
+        params: &SchedParams,
+    ) {
+        debug_assert!(ents.se(id).sched_delayed && ents.se(id).on_rq);
+        let is_curr = self.curr == Some(id);
+        if params.feat(SchedFeat::DelayZero) {
+            self.update_entity_lag(ents, id, params.tick_nsec);
+            if ents.se(id).vlag > 0 {
+                self.nr_running -= 1;
+                if !is_curr {
+                    self.__dequeue_entity(id);
+                }
+                ents.se_mut(id).vlag = 0;
+                self.place_entity(ents, id, EnqueueFlags::NONE, params);
+                if !is_curr {
+                    self.__enqueue_entity(ents, id);
+                }
+                self.nr_running += 1;
+            }
+        }
+        self.update_load_avg(ents, id, clock.pelt, UpdateFlags::NONE, params);
+        self.clear_delayed(ents, id);
+    }
+
+    /// Make `id` the running entity.
+    ///
+    /// Follows fair.c: `set_next_entity()` (v6.12): clear its buddy marks, take it out of the
+    /// timeline (updating PELT), stash its deadline in `vlag` (EEVDF's `RUN_TO_PARITY` marker;
+    /// not in v6.1), start its run (`exec_start`), remember `prev_sum_exec_runtime`.
+    pub fn set_next_entity<E: EntityStore>(
+        &mut self,
+        ents: &mut E,
+        id: TaskId,
+        clock: CfsClock,
+        params: &SchedParams,
+    ) {
+        self.clear_buddies(id);
+        if ents.se(id).on_rq {
+            self.__dequeue_entity(id);
+            self.update_load_avg(ents, id, clock.pelt, UpdateFlags::UPDATE_TG, params);
+            if params.policy == SchedPolicy::Eevdf {
+                let se = ents.se_mut(id);
+                se.vlag = se.deadline as i64;
+            }
+        }
+        let se = ents.se_mut(id);
+        se.exec_start = clock.task;
+        debug_assert!(self.curr.is_none(), "set_next_entity() with a curr");
+        self.curr = Some(id);
+        se.prev_sum_exec_runtime = se.sum_exec_runtime;
+    }
+
+    /// Stop running `prev`.
+    ///
+    /// Follows fair.c: `put_prev_entity()` (v6.12): if still queued, account its last run and
+    /// put it back into the timeline (updating PELT while it is still `curr`).
+    pub fn put_prev_entity<E: EntityStore>(
+        &mut self,
+        ents: &mut E,
+        prev: TaskId,
+        clock: CfsClock,
+        params: &SchedParams,
+    ) {
+        let on_rq = ents.se(prev).on_rq;
+        if on_rq {
+            self.update_curr(ents, clock, params);
+            self.__enqueue_entity(ents, prev);
+            self.update_load_avg(ents, prev, clock.pelt, UpdateFlags::NONE, params);
+        }
+        debug_assert_eq!(self.curr, Some(prev));
+        self.curr = None;
+    }
+
+    /// The periodic tick for `curr`.
+    ///
+    /// Follows fair.c: `entity_tick()` (v6.12): `update_curr()` and a PELT update; under
+    /// legacy CFS (v6.1) also `check_preempt_tick()` when more than one entity is queued.
+    pub fn entity_tick<E: EntityStore>(
+        &mut self,
+        ents: &mut E,
+        curr: TaskId,
+        clock: CfsClock,
+        params: &SchedParams,
+    ) {
+        self.update_curr(ents, clock, params);
+        self.update_load_avg(ents, curr, clock.pelt, UpdateFlags::UPDATE_TG, params);
+        if params.policy == SchedPolicy::Cfs && self.nr_running > 1 {
+            self.check_preempt_tick(ents, curr, params);
+        }
+    }
+
+    /// The entity to run next (before any delayed-dequeue handling by the caller).
+    ///
+    /// Follows fair.c: `pick_next_entity()` (v6.12.0): the `next` buddy if `NEXT_BUDDY` and it
+    /// is eligible, else `pick_eevdf()`. Under legacy CFS: v6.1 `pick_next_entity(cfs_rq,
+    /// curr)` with `curr` only if it is queued.
+    pub fn pick_next_entity<E: EntityStore>(
+        &self,
+        ents: &E,
+        params: &SchedParams,
+    ) -> Option<TaskId> {
+        match params.policy {
+            SchedPolicy::Eevdf => {
+                if params.feat(SchedFeat::NextBuddy)
+                    && let Some(next) = self.next
+                    && self.entity_eligible(ents, next)
+                {
+                    debug_assert!(!ents.se(next).sched_delayed);
+                    return Some(next);
+                }
+                self.pick_eevdf(ents, params)
+            }
+            SchedPolicy::Cfs => {
+                let curr = self.curr.filter(|&c| ents.se(c).on_rq);
+                self.pick_next_entity_cfs(ents, curr, params)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
