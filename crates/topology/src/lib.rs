@@ -1,1 +1,37 @@
 //! Machines and their sched domains, as the Linux kernel's `kernel/sched/topology.c` builds them.
+//!
+//! This crate models what the load balancer stands on: CPU masks
+//! ([`cpumask`]: include/linux/cpumask.h, lib/bitmap.c), a machine's CPUs with
+//! their SMT siblings, clusters, last-level caches, packages, NUMA nodes,
+//! capacities and node distances ([`machine`]), the text a user types to name a
+//! machine ([`spec`]), and the sched domains and groups built from it
+//! ([`domains`]: kernel/sched/topology.c, with include/linux/sched/sd_flags.h
+//! in [`flags`]), printed as debugfs and sched_domain_debug() show them
+//! ([`dump`]: kernel/sched/debug.c). It follows Linux v6.6 to v6.12 (the source
+//! read was a v6.11/6.12 tree); names from that range (`PKG`, `SD_SHARE_LLC`)
+//! are used throughout.
+//!
+//! Deliberately left out: CPU hotplug, isolated CPUs and cpuset partitions
+//! (every CPU is online in one root domain), architecture topology tables
+//! other than default_topology (x86 ITMT and hybrid, powerpc) and with them
+//! `SD_ASYM_PACKING`, relax_domain_level, energy-model perf domains, and the
+//! runtime state the balancer changes (it keeps that itself, indexed by CPU and
+//! level, [`SgcId`] or [`SharedId`]).
+
+pub mod cpumask;
+pub mod domains;
+pub mod dump;
+pub mod flags;
+pub mod machine;
+pub mod spec;
+
+pub use cpumask::{CpuId, Cpumask, CpumaskParseError};
+pub use domains::{
+    CpuShortcuts, DomainName, GroupId, NumaTopologyType, ParamError, SchedDomain,
+    SchedDomainShared, SchedGroup, SchedGroupCapacity, SdParams, SgcId, SharedId, SpanId, Topology,
+    TopologyError, TopologyLevel,
+};
+pub use dump::TopologyDump;
+pub use flags::{SdFlag, SdFlags};
+pub use machine::{CpuDesc, CpuTopology, Machine, MachineError};
+pub use spec::{MachineSpec, Preset, SpecError, parse_machine, presets};

@@ -1,13 +1,93 @@
-//! `lbsim topology SPEC`: print a machine's sched domains and groups.
+//! `lbsim topology SPEC`: build a machine's sched domains and print them.
+//!
+//! Text output (default): per CPU, the debugfs domain files and the
+//! sched_domain_debug() lines (see `lbsim_topology::dump`). `--format json`
+//! prints `{"cpus": N, "domains": [...]}`. `--list` prints the presets.
+
+use std::io::Write as _;
+
+use anyhow::Context as _;
+use lbsim_topology::{Cpumask, SdParams, Topology, TopologyDump, dump, parse_machine, presets};
+
+/// Output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// debugfs files and sched_domain_debug() lines.
+    Text,
+    /// One JSON object.
+    Json,
+}
 
 /// Arguments of `lbsim topology`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Machine spec: a CPU count, `key=value` list, preset name or TOML/JSON file.
+    /// Machine spec: a CPU count (`8`), a key=value list (`sockets=2,cores=4`),
+    /// a preset name (see --list) or a TOML/JSON file path.
     pub spec: Option<String>,
+
+    /// List the presets and exit.
+    #[arg(long)]
+    pub list: bool,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Set an sd_init() input: `imbalance_pct=125`, `busy_factor=32` (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+
+    /// sd_init()'s initial imbalance_pct (default 117; applies to PKG, NODE and NUMA levels).
+    #[arg(long, value_name = "PCT")]
+    pub imbalance_pct: Option<u32>,
+
+    /// sd_init()'s busy_factor (default 16).
+    #[arg(long, value_name = "N")]
+    pub busy_factor: Option<u32>,
+
+    /// Only print these CPUs (a cpulist such as `0,5-7`).
+    #[arg(long, value_name = "CPULIST")]
+    pub cpus: Option<String>,
 }
 
 /// Runs `lbsim topology`.
-pub fn run(_args: &Args) -> anyhow::Result<()> {
-    anyhow::bail!("topology: not built yet")
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if args.list {
+        let width = presets().iter().map(|p| p.name.len()).max().unwrap_or(0);
+        for p in presets() {
+            writeln!(out, "{:width$}  {}", p.name, p.description)?;
+            writeln!(out, "{:width$}  = {}", "", p.spec)?;
+        }
+        return Ok(());
+    }
+    let Some(spec) = &args.spec else {
+        anyhow::bail!(
+            "topology: a machine spec is needed (a CPU count, key=value list, preset or file; `lbsim topology --list` shows the presets)"
+        );
+    };
+    let mut params = SdParams::default();
+    for s in &args.set {
+        params.set(s).with_context(|| format!("--set {s}"))?;
+    }
+    if let Some(v) = args.imbalance_pct {
+        params.set_imbalance_pct(v).context("--imbalance-pct")?;
+    }
+    if let Some(v) = args.busy_factor {
+        params.set_busy_factor(v).context("--busy-factor")?;
+    }
+    let machine = parse_machine(spec).with_context(|| format!("machine spec `{spec}`"))?;
+    let topo =
+        Topology::build(&machine, &params).with_context(|| format!("machine spec `{spec}`"))?;
+    let cpus = match &args.cpus {
+        Some(list) => Cpumask::parse_cpulist(list, topo.nr_cpus())
+            .with_context(|| format!("--cpus {list}"))?,
+        None => Cpumask::full(topo.nr_cpus()),
+    };
+    let text = match args.format {
+        Format::Text => dump::debugfs_text(&topo, &cpus),
+        Format::Json => TopologyDump::new(&topo, &cpus).to_json(),
+    };
+    out.write_all(text.as_bytes())?;
+    Ok(())
 }
