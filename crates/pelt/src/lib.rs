@@ -25,6 +25,23 @@
 //! - [`OneTaskCpu`], which feeds one task's `(time, state)` changes through the
 //!   kernel's paths, and [`simulate`], the `lbsim pelt` run/sleep pattern driver.
 //!
+//! ```
+//! use lbsim_pelt::{OneTaskCpu, OneTaskCpuConfig, TaskState};
+//!
+//! // A nice-0 task on a CPU of capacity 1024: run 4 ms, sleep 12 ms, ...
+//! let mut cpu = OneTaskCpu::new(OneTaskCpuConfig::default(), TaskState::Running);
+//! for cycle in 0..40u64 {
+//!     let t = cycle * 16_000_000;
+//!     for ms in 1..4 {
+//!         cpu.update(t + ms * 1_000_000); // ticks while running
+//!     }
+//!     cpu.set_state(t + 4_000_000, TaskState::Sleeping);
+//!     cpu.set_state(t + 16_000_000, TaskState::Running);
+//! }
+//! let util = cpu.se().util_avg;
+//! assert!((215..=300).contains(&util), "a 25% duty cycle settles around 256: {util}");
+//! ```
+//!
 //! The crate knows nothing of runqueues: callers pass in the weights, counts
 //! and running flags the kernel would read at each update ([`SeLoad`],
 //! [`CfsRqLoad`]). Deliberately left out: group scheduling (task-group

@@ -60,7 +60,7 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, PeltError> {
         let mut scale = mult;
         let mut frac_ns: u64 = 0;
         for d in frac_digits.bytes() {
-            if scale % 10 != 0 {
+            if !scale.is_multiple_of(10) {
                 return Err(PeltError::FractionalNanoseconds { text: owned() });
             }
             scale /= 10;
@@ -75,7 +75,7 @@ pub fn parse_duration_ns(text: &str) -> Result<u64, PeltError> {
 #[must_use]
 pub fn format_duration_ns(ns: u64) -> String {
     for (mult, unit) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
-        if ns != 0 && ns % mult == 0 {
+        if ns != 0 && ns.is_multiple_of(mult) {
             return format!("{}{unit}", ns / mult);
         }
     }

@@ -6,7 +6,7 @@
 //! sequence of `(time, state)` changes gets the kernel's signals for it.
 
 use crate::avg::SchedAvg;
-use crate::cfs_rq::{CfsRqAvg, CfsRqLoad, SeLoad, UpdateFlags};
+use crate::cfs_rq::{CfsRqAvg, CfsRqLoad, SeLoad, UpdateFlags, update_load_avg_se};
 use crate::clock::RqClockPelt;
 use crate::consts::SCHED_CAPACITY_SCALE;
 use crate::init::{init_entity_runnable_average, post_init_entity_util_avg};
@@ -76,10 +76,13 @@ impl Default for OneTaskCpuConfig {
 ///   idle CPU (`update_cfs_rq_load_avg()`) plus a sync of the task
 ///   (`__update_load_avg_blocked_se()`).
 ///
-/// Deliberate difference: the kernel attaches an entity on enqueue whenever its
-/// `last_update_time` is 0. Here time starts at 0, so an entity whose history
-/// has fully decayed also has `last_update_time` 0 at first; only the new
-/// task's first enqueue attaches.
+/// Deliberate difference: the kernel treats an entity whose `last_update_time`
+/// is 0 as not attached (it skips aging it, and attaches it on enqueue). Here
+/// time starts at 0, so the attached, fully decayed entity of the default mode
+/// also has `last_update_time` 0 until its first whole 1024-ns unit is
+/// accounted; until then it is aged as an attached entity (the update that
+/// update_load_avg() would make if its timestamp were non-zero), and only the
+/// new task's first enqueue attaches.
 #[derive(Debug, Clone)]
 pub struct OneTaskCpu {
     cfg: OneTaskCpuConfig,
@@ -162,9 +165,20 @@ impl OneTaskCpu {
         }
     }
 
-    fn update_se_and_cfs_rq(&mut self, se_load: SeLoad, cfs_load: CfsRqLoad, flags: UpdateFlags) {
+    fn update_se_and_cfs_rq(
+        &mut self,
+        se_load: SeLoad,
+        cfs_load: CfsRqLoad,
+        mut flags: UpdateFlags,
+    ) {
         let now = self.clock.rq_clock_pelt();
         let util_est = self.cfg.util_est;
+        if self.se.last_update_time == 0 && !self.needs_attach {
+            // Attached since time 0 (see the type's doc): age it as the kernel
+            // ages an attached entity, then let update_load_avg() skip it.
+            update_load_avg_se(now, &mut self.se, &se_load, util_est);
+            flags = flags | UpdateFlags::SKIP_AGE_LOAD;
+        }
         self.cfs_rq
             .update_load_avg(&mut self.se, now, &se_load, &cfs_load, flags, util_est);
     }
