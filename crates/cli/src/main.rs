@@ -22,12 +22,15 @@ struct Cli {
 enum Cmd {
     /// Build a machine's sched domains and print them as the kernel's debugfs shows them.
     Topology(commands::topology::Args),
+    /// Print the PELT signals (util_avg, load_avg, ...) of one task following a run/sleep pattern.
+    Pelt(commands::pelt::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Topology(args) => commands::topology::run(&args),
+        Cmd::Pelt(args) => commands::pelt::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -53,14 +53,14 @@ pub enum PeltError {
         item: String,
     },
     /// A pattern item's duration does not parse.
-    #[error("item {index} `{item}`: {source}")]
+    #[error("item {index} `{item}`: {reason}")]
     BadPatternDuration {
         /// 1-based position of the item in the pattern.
         index: usize,
         /// The item text.
         item: String,
         /// What is wrong with the duration.
-        source: Box<PeltError>,
+        reason: Box<PeltError>,
     },
     /// A pattern item lasts zero time.
     #[error("item {index} `{item}`: the duration must be greater than zero")]

@@ -138,7 +138,7 @@ impl FromStr for Pattern {
                 parse_duration_ns(value).map_err(|e| PeltError::BadPatternDuration {
                     index,
                     item: item.to_owned(),
-                    source: Box::new(e),
+                    reason: Box::new(e),
                 })?;
             if duration_ns == 0 {
                 return Err(PeltError::ZeroPatternDuration {

@@ -1,3 +1,4 @@
 //! One module per `lbsim` subcommand: its clap arguments and its `run`.
 
+pub mod pelt;
 pub mod topology;
