@@ -35,8 +35,13 @@ fn half_capacity_cpu_accrues_util_at_half_the_rate() {
         assert_eq!(little.se(), big.se(), "at {} ms on the little CPU", 2 * k);
         assert_eq!(little.cfs_rq(), big.cfs_rq());
     }
-    // At 32 ms the little CPU has about half the big CPU's util (the early,
-    // almost linear part of the curve: y^n is close to 1 - n ln2 / 32).
+    assert!(
+        little.se().util_avg > 1000,
+        "both reach saturation: {}",
+        little.se().util_avg
+    );
+    // So early on (8 ms, the almost linear part of the curve, where 1 - y^n is
+    // close to n ln2 / 32) the little CPU has about half the big CPU's util.
     let mut little = cpu(512, TaskState::Running);
     let mut big = cpu(1024, TaskState::Running);
     little.update(8 * MS);
