@@ -10,4 +10,6 @@
 pub mod cfs_rq;
 pub mod entity;
 pub mod features;
+pub mod rq;
+pub mod task;
 pub mod weights;
