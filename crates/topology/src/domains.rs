@@ -685,6 +685,18 @@ struct BSgc {
     balance_mask: u32,
 }
 
+/// The groups of one non-overlapping level and span, as the span's first CPU built them.
+#[derive(Debug)]
+struct Layout {
+    /// The span's CPUs, ascending.
+    cpus: Vec<u32>,
+    /// For each of those CPUs, the index of its group in the stored list.
+    gidx: Vec<u32>,
+    /// The stored list: `lists[offset..offset + len]`.
+    offset: u32,
+    len: u32,
+}
+
 /// Interned masks with their weight and first CPU.
 #[derive(Debug, Default)]
 struct Spans {
@@ -740,8 +752,11 @@ struct Builder<'m> {
     balance_masks: BTreeMap<(usize, u32), u32>,
     /// Number of distinct CPU capacities (the length of `asym_cap_list`, or 1).
     nr_capacities: usize,
-    /// Reused buffer for the CPUs of a span in wrap order.
-    wrap_buf: Vec<CpuId>,
+    /// Group layouts of non-overlapping levels, per `(tl, span)`.
+    layouts: Vec<Layout>,
+    layouts_index: BTreeMap<(usize, u32), usize>,
+    /// Generation counter for the walk stamps.
+    stamp: u32,
     has_asym: bool,
 }
 
@@ -779,7 +794,9 @@ impl<'m> Builder<'m> {
                 .map(|c| c.capacity)
                 .collect::<std::collections::BTreeSet<u32>>()
                 .len(),
-            wrap_buf: Vec::new(),
+            layouts: Vec::new(),
+            layouts_index: BTreeMap::new(),
+            stamp: 0,
             has_asym: false,
         }
     }
@@ -1064,22 +1081,20 @@ impl<'m> Builder<'m> {
     /// groups of every CPU's domains, bottom-up, CPUs in order.
     fn build_groups(&mut self) -> Result<(), TopologyError> {
         let n = self.n;
-        let mut seen = vec![0u32; n];
-        let mut stamp = 0u32;
+        let mut stamps = vec![0u32; n];
         let mut order: Vec<u32> = Vec::new();
         for cpu in 0..n {
             for t in 0..self.tls.len() {
                 if !self.sd[t * n + cpu].built {
                     break;
                 }
-                order.clear();
-                if self.sd[t * n + cpu].flags.contains(SdFlag::Overlap) {
+                let ring = if self.sd[t * n + cpu].flags.contains(SdFlag::Overlap) {
+                    order.clear();
                     self.build_overlap_sched_groups(t, cpu, &mut order)?;
+                    self.store_ring(t, cpu, &order)
                 } else {
-                    stamp += 1;
-                    self.build_sched_groups(t, cpu, &mut order, &mut seen, stamp);
-                }
-                let ring = self.store_ring(t, cpu, &order);
+                    self.build_sched_groups(t, cpu, &mut stamps)
+                };
                 self.sd[t * n + cpu].ring = ring;
             }
         }
@@ -1119,37 +1134,101 @@ impl<'m> Builder<'m> {
         id
     }
 
-    /// Follows topology.c: build_sched_groups() (v6.6-v6.12). The kernel
-    /// skips CPUs already covered by a group; the groups of a non-overlapping
-    /// level partition the span, so "covered" is tracked per group key.
-    fn build_sched_groups(
-        &mut self,
-        t: usize,
-        cpu: usize,
-        order: &mut Vec<u32>,
-        seen: &mut [u32],
-        stamp: u32,
-    ) {
+    /// Follows topology.c: build_sched_groups() (v6.6-v6.12): the groups in
+    /// for_each_cpu_wrap() order from `cpu`, skipping CPUs already covered.
+    ///
+    /// The groups of a non-overlapping level partition its span, and every CPU
+    /// of the span builds the same groups (only the starting point differs), so
+    /// the first CPU of the span (the first to build it, CPUs going in order)
+    /// calls get_group() for each group and records, per CPU of the span, the
+    /// index of its group. Every CPU then walks that index array from its own
+    /// position; the usual result is a rotation of the first CPU's list, stored
+    /// once.
+    fn build_sched_groups(&mut self, t: usize, cpu: usize, stamps: &mut [u32]) -> GroupRing {
         let n = self.n;
         let span = self.sd[t * n + cpu].span;
-        let mut buf = std::mem::take(&mut self.wrap_buf);
-        buf.clear();
-        buf.extend(self.span_mask(span).iter_wrap(CpuId(cpu as u32)));
-        for &j in &buf {
-            let j = j.index();
-            let key = if t > 0 && self.sd[t * n + j].built {
-                self.spans.first[self.sd[(t - 1) * n + j].span as usize] as usize
-            } else {
-                j
-            };
-            if seen[key] == stamp {
+        let fi = match self.layouts_index.get(&(t, span)) {
+            Some(fi) => *fi,
+            None => {
+                let cpus: Vec<u32> = self.span_mask(span).iter().map(|c| c.0).collect();
+                let mut gidx = Vec::with_capacity(cpus.len());
+                let mut index_of_key: BTreeMap<usize, u32> = BTreeMap::new();
+                let mut list = Vec::new();
+                for &j in &cpus {
+                    let j = j as usize;
+                    let key = if t > 0 && self.sd[t * n + j].built {
+                        self.spans.first[self.sd[(t - 1) * n + j].span as usize] as usize
+                    } else {
+                        j
+                    };
+                    let g = match index_of_key.get(&key) {
+                        Some(g) => *g,
+                        None => {
+                            let g = list.len() as u32;
+                            list.push(self.get_group(t, j));
+                            index_of_key.insert(key, g);
+                            g
+                        }
+                    };
+                    gidx.push(g);
+                }
+                let offset = self.lists.len() as u32;
+                let len = list.len() as u32;
+                self.lists.extend_from_slice(&list);
+                self.layouts.push(Layout {
+                    cpus,
+                    gidx,
+                    offset,
+                    len,
+                });
+                self.layouts_index.insert((t, span), self.layouts.len() - 1);
+                self.layouts.len() - 1
+            }
+        };
+        self.stamp += 1;
+        let stamp = self.stamp;
+        let l = &self.layouts[fi];
+        let p0 = l.cpus.binary_search(&(cpu as u32)).unwrap_or(0);
+        let start = l.gidx[p0];
+        let mut count = 0u32;
+        let mut rotation = true;
+        for p in (p0..l.cpus.len()).chain(0..p0) {
+            let g = l.gidx[p];
+            if stamps[g as usize] == stamp {
                 continue;
             }
-            seen[key] = stamp;
-            let g = self.get_group(t, j);
-            order.push(g);
+            stamps[g as usize] = stamp;
+            if g != (start + count) % l.len {
+                rotation = false;
+                break;
+            }
+            count += 1;
         }
-        self.wrap_buf = buf;
+        if rotation {
+            return GroupRing {
+                offset: l.offset,
+                len: l.len,
+                start,
+            };
+        }
+        // Not a rotation (an unusual CPU numbering): store this CPU's own order.
+        self.stamp += 1;
+        let stamp = self.stamp;
+        let mut order = Vec::with_capacity(l.len as usize);
+        for p in (p0..l.cpus.len()).chain(0..p0) {
+            let g = l.gidx[p];
+            if stamps[g as usize] != stamp {
+                stamps[g as usize] = stamp;
+                order.push(self.lists[(l.offset + g) as usize]);
+            }
+        }
+        let offset = self.lists.len() as u32;
+        self.lists.extend_from_slice(&order);
+        GroupRing {
+            offset,
+            len: order.len() as u32,
+            start: 0,
+        }
     }
 
     /// Follows topology.c: find_descended_sibling() (v6.6).

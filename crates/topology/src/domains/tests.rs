@@ -527,3 +527,28 @@ fn groups_share_sgc_and_storage() {
         t.all_groups().len()
     );
 }
+
+#[test]
+fn group_order_that_is_not_a_rotation() {
+    // One LLC; cores A = {0,8}, B = {1,7}, C = {2-6,9}. From CPU 7 the wrap walk
+    // meets 7 (B), 8 (A), 9 (C): B, A, C, which is no rotation of CPU 0's A, B, C.
+    let core = [0, 1, 2, 2, 2, 2, 2, 1, 0, 2];
+    let cpus: Vec<crate::machine::CpuDesc> = core
+        .iter()
+        .map(|&c| crate::machine::CpuDesc {
+            node: 0,
+            package: 0,
+            llc: 0,
+            cluster: 0,
+            core: c,
+            capacity: 1024,
+        })
+        .collect();
+    let m = Machine::new(&cpus, None, 30).unwrap();
+    let t = Topology::build(&m, &SdParams::default()).unwrap();
+    let mc = |cpu: u32| outline(&t, cpu).last().unwrap().clone();
+    assert_eq!(mc(0), "MC 0-9 [0,8/0,8@2048 1,7/1,7@2048 2-6,9/2-6,9@6144]");
+    assert_eq!(mc(7), "MC 0-9 [1,7/1,7@2048 0,8/0,8@2048 2-6,9/2-6,9@6144]");
+    assert_eq!(mc(9), "MC 0-9 [2-6,9/2-6,9@6144 0,8/0,8@2048 1,7/1,7@2048]");
+    assert_eq!(mc(3), "MC 0-9 [2-6,9/2-6,9@6144 1,7/1,7@2048 0,8/0,8@2048]");
+}
