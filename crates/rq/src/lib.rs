@@ -1,11 +1,38 @@
-//! Tasks and runqueues of the Linux kernel's fair class: weights, the EEVDF pick of
-//! v6.6–v6.12 (and, selectable, the legacy CFS pick of v6.1), sched features and tunables.
+//! Tasks and per-CPU runqueues of the Linux kernel's fair class: weights, the EEVDF pick of
+//! v6.6–v6.12 (and, selectable with `sched_policy=cfs`, the legacy CFS pick of v6.1), delayed
+//! dequeue, wakeup preemption, the tick, sleep/wake/fork/migration bookkeeping with PELT, the
+//! sched features registry and the fair-class tunables.
 //!
-//! Follows kernel/sched/fair.c and core.c of v6.12 (with the v6.6 and v6.1 differences noted
-//! where they live). Leaves out: group scheduling (cgroups; `h_nr_running` equals `nr_running`
-//! because the hierarchy is flat), bandwidth control, NUMA balancing, uclamp, core scheduling,
-//! hrtick, and other scheduling classes (rt/dl appear only as the PELT signals they leave).
-#![forbid(unsafe_code)]
+//! It follows kernel/sched/fair.c and core.c of v6.12 (read in a v6.12.20 tree; v6.6 behaviour
+//! is [`Features::v6_6`]: the v6.12-only features off), fair.c of v6.1 for the legacy CFS pick,
+//! and kernel/sched/features.h of v6.1, v6.6 and v6.12. Each function names the kernel function
+//! it follows. Deliberately left out: group scheduling (the hierarchy is flat, so
+//! `h_nr_running` equals `nr_running` and `task_h_load()` is `load_avg`), CFS bandwidth, other
+//! scheduling classes (their PELT signals exist and stay 0), uclamp, EAS, NUMA balancing,
+//! hrtick, core scheduling, attribute changes (`DEQUEUE_SAVE`/`ENQUEUE_RESTORE`, renice).
+//!
+//! # How the engine drives a runqueue
+//!
+//! Every call takes the simulated time `now_ns` where the kernel starts with
+//! `update_rq_clock()`; reschedule requests are data ([`Rq::need_resched`]).
+//! - Create: [`Task::new`] into [`Tasks`]; under legacy CFS [`Rq::task_fork_fair`] on the
+//!   forking CPU; choose a CPU (balancer); [`Rq::wake_up_new_task`] there.
+//! - Wake: if the task is still queued (`DELAY_DEQUEUE`), [`Rq::ttwu_runnable`] on its CPU;
+//!   else choose a CPU (balancer), [`set_task_cpu`] from the old runqueue if it changes, then
+//!   [`Rq::ttwu_do_activate`] on the target (directly, or later from the wake list with
+//!   [`Rq::sched_ttwu_pending`] while [`Rq::ttwu_pending`] is set).
+//! - Tick: [`Rq::sched_tick`]; then the balance trigger (balancer).
+//! - Schedule (when `need_resched`, or the current task blocks/exits/yields):
+//!   [`Rq::__schedule_prev`], [`Rq::pick_next_task_fair`] (on `None`: newidle balancing, and
+//!   pick again if it pulled; else [`Rq::pick_next_task_idle`]), [`Rq::context_switch`].
+//!   [`Rq::schedule`] does all four without balancing. Exits end with [`Rq::task_dead_fair`].
+//! - Balancer moves: [`Rq::detach_task`] on the source, [`Rq::attach_task`] on the destination;
+//!   blocked load: [`Rq::update_blocked_averages`]; reads: [`Rq::cpu_load`],
+//!   [`Rq::cpu_load_lb`], [`Rq::cpu_runnable`], [`Rq::cpu_util`], [`Rq::cpu_util_cfs`],
+//!   [`Rq::cpu_util_cfs_boost`], [`Rq::task_h_load`], [`Rq::capacity_of`],
+//!   [`Rq::check_cpu_capacity`], [`fits_capacity`], [`capacity_greater`], `rq.cfs.cfs_tasks()`
+//!   (scanned from the tail), [`Task::exec_start`].
+//! - Invariants: [`Rq::check_invariants`].
 
 pub mod cfs_rq;
 pub mod entity;
@@ -13,3 +40,16 @@ pub mod features;
 pub mod rq;
 pub mod task;
 pub mod weights;
+
+pub use cfs_rq::{CfsClock, CfsRq};
+pub use entity::{DequeueFlags, EnqueueFlags, EntityStore, SchedEntity, TaskId, WakeFlags};
+pub use features::{
+    FeatureError, Features, SchedFeat, SchedParams, SchedPolicy, TUNABLE_NAMES, TunableError,
+    TunableScaling, Tunables,
+};
+pub use rq::{
+    PrevAction, Rq, RqError, SCHED_CAPACITY_SCALE, SCHED_CLOCK_OFFSET_NS, capacity_greater,
+    fits_capacity, set_task_cpu, task_runnable, task_util, task_util_est, task_util_est_raw,
+};
+pub use task::{OnRq, Policy, SchedInfo, Task, TaskState, Tasks};
+pub use weights::{LoadWeight, NICE_0_LOAD, calc_delta, calc_delta_fair};
