@@ -341,3 +341,112 @@ fn cfs_wakeup_preempt_entity() {
     ents[s].vruntime = 10_000_000 - 3_056_717;
     assert_eq!(CfsRq::wakeup_preempt_entity(&ents, c, s, &p), 1);
 }
+
+/// A plain binary search tree with the kernel's insertion rule (`rb_add`: less → left, else
+/// right) and `pick_eevdf()`'s heap search over a subtree-min vruntime. Balancing does not
+/// change the in-order sequence, so an unbalanced tree searched the same way returns what the
+/// kernel's rbtree returns.
+struct Bst {
+    nodes: Vec<(u64, u64, TaskId, Option<usize>, Option<usize>)>, // vruntime, deadline, id, left, right
+    root: Option<usize>,
+}
+
+impl Bst {
+    fn insert(&mut self, vruntime: u64, deadline: u64, id: TaskId) {
+        let idx = self.nodes.len();
+        self.nodes.push((vruntime, deadline, id, None, None));
+        let Some(mut cur) = self.root else {
+            self.root = Some(idx);
+            return;
+        };
+        loop {
+            let go_left = before(deadline, self.nodes[cur].1);
+            let next = if go_left {
+                self.nodes[cur].3
+            } else {
+                self.nodes[cur].4
+            };
+            match next {
+                Some(n) => cur = n,
+                None => {
+                    if go_left {
+                        self.nodes[cur].3 = Some(idx);
+                    } else {
+                        self.nodes[cur].4 = Some(idx);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn min_vruntime(&self, n: Option<usize>) -> Option<u64> {
+        let n = n?;
+        let (v, _, _, l, r) = self.nodes[n];
+        let mut m = v;
+        for c in [self.min_vruntime(l), self.min_vruntime(r)]
+            .into_iter()
+            .flatten()
+        {
+            m = min_vruntime(m, c);
+        }
+        Some(m)
+    }
+
+    /// pick_eevdf()'s loop: go left while the left subtree has an eligible entity, else take
+    /// the node if eligible, else go right.
+    fn search(&self, eligible: impl Fn(u64) -> bool) -> Option<TaskId> {
+        let mut node = self.root;
+        while let Some(n) = node {
+            let (v, _, id, l, r) = self.nodes[n];
+            if let Some(lm) = self.min_vruntime(l)
+                && eligible(lm)
+            {
+                node = l;
+                continue;
+            }
+            if eligible(v) {
+                return Some(id);
+            }
+            node = r;
+        }
+        None
+    }
+}
+
+proptest::proptest! {
+    /// Rule (pick_eevdf): the linear scan returns exactly what the kernel's tree search returns,
+    /// including ties between equal deadlines (insertion order), over random queues with
+    /// re-insertions.
+    #[test]
+    fn linear_pick_equals_tree_search(
+        entities in proptest::collection::vec((0u64..20, 0u64..8, 0usize..40), 2..14),
+        reinsert in proptest::collection::vec(0usize..14, 0..6),
+    ) {
+        let p = params();
+        let mut ents = Ents::with_key();
+        let mut cfs = CfsRq::new();
+        cfs.min_vruntime = 0;
+        let mut order = Vec::new();
+        for &(v, d, w) in &entities {
+            // Coarse values so that equal deadlines and vruntimes are common.
+            let weight = u64::from(crate::weights::SCHED_PRIO_TO_WEIGHT[w]);
+            let id = ents.insert(se(weight, v * 100_000, (v + d) * 100_000));
+            queue(&mut cfs, &mut ents, id);
+            order.push(id);
+        }
+        for &i in &reinsert {
+            let id = order.remove(i % order.len());
+            cfs.__dequeue_entity(id);
+            cfs.__enqueue_entity(&ents, id);
+            order.push(id);
+        }
+        let mut bst = Bst { nodes: Vec::new(), root: None };
+        for &id in &order {
+            bst.insert(ents[id].vruntime, ents[id].deadline, id);
+        }
+        let expected = bst.search(|v| cfs.vruntime_eligible(&ents, v));
+        proptest::prop_assert!(expected.is_some(), "some entity is always eligible");
+        proptest::prop_assert_eq!(cfs.pick_eevdf(&ents, &p), expected);
+    }
+}
