@@ -347,9 +347,12 @@ fn cfs_wakeup_preempt_entity() {
 /// change the in-order sequence, so an unbalanced tree searched the same way returns what the
 /// kernel's rbtree returns.
 struct Bst {
-    nodes: Vec<(u64, u64, TaskId, Option<usize>, Option<usize>)>, // vruntime, deadline, id, left, right
+    nodes: Vec<BstNode>,
     root: Option<usize>,
 }
+
+/// vruntime, deadline, id, left child, right child.
+type BstNode = (u64, u64, TaskId, Option<usize>, Option<usize>);
 
 impl Bst {
     fn insert(&mut self, vruntime: u64, deadline: u64, id: TaskId) {
