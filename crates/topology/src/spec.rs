@@ -785,7 +785,9 @@ pub fn load_file(path: &Path) -> Result<Machine, SpecError> {
         })?
     } else {
         toml::from_str(&text).map_err(|e| {
-            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
             let message = one_line(e.message().to_owned());
             SpecError::ParseFile {
                 path: shown.clone(),

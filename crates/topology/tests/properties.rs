@@ -64,15 +64,19 @@ fn arb_case() -> impl Strategy<Value = Case> {
                 perm,
             )| {
                 let n = nodes as usize;
-                let mut table = vec![vec![10u32; n]; n];
-                let mut k = 0;
-                for i in 0..n {
-                    for j in i + 1..n {
-                        table[i][j] = pair_d[k];
-                        table[j][i] = pair_d[k];
-                        k += 1;
-                    }
-                }
+                // Pair distances in row-major order of the upper triangle.
+                let pair = |i: usize, j: usize| pair_d[i * n - i * (i + 1) / 2 + (j - i - 1)];
+                let table: Vec<Vec<u32>> = (0..n)
+                    .map(|i| {
+                        (0..n)
+                            .map(|j| match i.cmp(&j) {
+                                std::cmp::Ordering::Equal => 10,
+                                std::cmp::Ordering::Less => pair(i, j),
+                                std::cmp::Ordering::Greater => pair(j, i),
+                            })
+                            .collect()
+                    })
+                    .collect();
                 let ncpu = perm.len();
                 Case {
                     spec: MachineSpec {

@@ -68,7 +68,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     let mut params = SdParams::default();
     for s in &args.set {
-        params.set(s).with_context(|| format!("--set {s}"))?;
+        params.set(s).context("--set")?;
     }
     if let Some(v) = args.imbalance_pct {
         params.set_imbalance_pct(v).context("--imbalance-pct")?;
@@ -76,18 +76,19 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if let Some(v) = args.busy_factor {
         params.set_busy_factor(v).context("--busy-factor")?;
     }
-    let machine = parse_machine(spec).with_context(|| format!("machine spec `{spec}`"))?;
-    let topo =
-        Topology::build(&machine, &params).with_context(|| format!("machine spec `{spec}`"))?;
+    let machine = parse_machine(spec)?;
+    let topo = Topology::build(&machine, &params)?;
     let cpus = match &args.cpus {
-        Some(list) => Cpumask::parse_cpulist(list, topo.nr_cpus())
-            .with_context(|| format!("--cpus {list}"))?,
+        Some(list) => Cpumask::parse_cpulist(list, topo.nr_cpus()).context("--cpus")?,
         None => Cpumask::full(topo.nr_cpus()),
     };
     let text = match args.format {
         Format::Text => dump::debugfs_text(&topo, &cpus),
         Format::Json => TopologyDump::new(&topo, &cpus).to_json(),
     };
-    out.write_all(text.as_bytes())?;
-    Ok(())
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        // `lbsim topology big | head` closes the pipe early: not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
 }
