@@ -1,0 +1,256 @@
+//! schbench: message threads wake their workers, workers spin, and wake-up latency is
+//! recorded.
+//!
+//! Follows schbench.c as of May 2016 (the version behind seed 003: `-m`, `-t`, `-c cputime`,
+//! `-s sleeptime`, `-r runtime`, `-a`; defaults `-m 2 -t 16 -c 30000 -s 30000 -r 30`):
+//! - a worker spins `cputime` of wall-clock time (`usec_spin`, preemption included), then
+//!   sets its futex word to BLOCKED, adds itself to its message thread's list, posts the
+//!   message thread's futex and waits on its own; when it runs again it records
+//!   `now - wake_time` as a wake-up latency sample;
+//! - a message thread loops: set its own futex word to BLOCKED, take its whole list and, with
+//!   one timestamp taken before the loop, write it as each worker's `wake_time` and post each
+//!   (most recently listed first); wait on its futex; then sleep `sleeptime` plus a random
+//!   0..`sleeptime / 4`.
+//!
+//! Samples are microseconds; zero-microsecond samples are dropped as schbench drops them.
+//! The report prints the blocks of current schbench (wake-up latencies, request latencies,
+//! RPS, average rps, sched delay) from the same fio-style histogram; a "request" here is a
+//! worker's spin, timed from its wake-up to the end of its next spin. With `auto=1`, the first
+//! line is the 2016 auto-bench line (`cputime 30000 threads 38 p99 177`), and
+//! [`Params::auto_next`] gives the next round's parameters (one more worker per message
+//! thread while p99 stays below 2000 us), as `schbench -a` re-runs itself.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use crate::generators::params::{Args, Unit};
+use crate::generators::{Builder, WorkloadError};
+use crate::ids::ProbeTag;
+use crate::obs::RunObservations;
+use crate::program::{Event, Program};
+use crate::report::{Metric, PlatHistogram, Report, ReportKind};
+use crate::spec::WorkloadSpec;
+
+/// `schbench:m=M,t=T[,cputime=D][,sleeptime=D][,runtime=D][,auto=1]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Message threads (`-m`, default 2).
+    pub m: u32,
+    /// Workers per message thread (`-t`, default 16).
+    pub t: u32,
+    /// Worker spin per loop (`-c`, default 30000 us; a bare number is us).
+    pub cputime_ns: u64,
+    /// Message thread sleep per loop (`-s`, default 30000 us; a bare number is us).
+    pub sleeptime_ns: u64,
+    /// Run length (`-r`, default 30 s; a bare number is s).
+    pub runtime_ns: u64,
+    /// Auto-bench mode (`-a`).
+    pub auto: bool,
+}
+
+const KEYS: &[&str] = &["m", "t", "cputime", "sleeptime", "runtime", "auto"];
+
+/// The percentiles schbench computes; latency blocks show 50/90/99/99.9 with 99 starred, the
+/// RPS block 20/50/90 with 50 starred.
+const PLIST: [f64; 5] = [20.0, 50.0, 90.0, 99.0, 99.9];
+
+/// p99 (us) below which `schbench -a` adds a worker and runs again.
+pub const AUTO_P99_LIMIT_US: u64 = 2000;
+
+/// Parses the `key=value` list.
+pub fn parse(text: &str) -> Result<Params, WorkloadError> {
+    let mut a = Args::parse("schbench", KEYS, text)?;
+    let p = Params {
+        m: a.u32_in("m", Some(2), 1, 100_000)?,
+        t: a.u32_in("t", Some(16), 1, 100_000)?,
+        cputime_ns: a.duration("cputime", Some(30_000_000), Unit::Us, 0)?,
+        sleeptime_ns: a.duration("sleeptime", Some(30_000_000), Unit::Us, 0)?,
+        runtime_ns: a.duration("runtime", Some(30_000_000_000), Unit::S, 1_000_000_000)?,
+        auto: a.flag("auto")?,
+    };
+    a.finish()?;
+    if u64::from(p.m) * (u64::from(p.t) + 1) > 1_000_000 {
+        return Err(WorkloadError::Invalid {
+            workload: "schbench".into(),
+            message: "more than 1000000 threads".into(),
+        });
+    }
+    Ok(p)
+}
+
+impl Params {
+    /// The workload: `m` message threads, each followed by its `t` workers.
+    pub fn build(&self, label: &str) -> Result<WorkloadSpec, WorkloadError> {
+        let mut b = Builder::new();
+        for i in 0..self.m {
+            let list = b.spec.sync.add_list(format!("message thread {i}"));
+            let mut msg_events = vec![
+                Event::ClearToken,
+                Event::WakeList(list),
+                Event::ExitAfter {
+                    abs_ns: self.runtime_ns,
+                },
+                Event::Suspend,
+            ];
+            if self.sleeptime_ns > 0 {
+                msg_events.push(Event::SleepRandom {
+                    min_ns: self.sleeptime_ns,
+                    spread_ns: self.sleeptime_ns / 4,
+                });
+            }
+            let msg = b.task(
+                format!("schbench-msg-{i}"),
+                "schbench-msg",
+                &Arc::new(Program::forever(msg_events)),
+            );
+            let worker = Arc::new(Program::forever(vec![
+                Event::ExitAfter {
+                    abs_ns: self.runtime_ns,
+                },
+                Event::RunWall {
+                    ns: self.cputime_ns,
+                },
+                Event::ProbeSinceMark(ProbeTag::Request),
+                Event::ClearToken,
+                Event::ListAdd(list),
+                Event::Resume(msg),
+                Event::Suspend,
+                Event::ProbeWakeup,
+                Event::Mark,
+            ]));
+            for j in 0..self.t {
+                b.task(
+                    format!("schbench-worker-{i}-{j}"),
+                    "schbench-worker",
+                    &worker,
+                );
+            }
+        }
+        b.finish(
+            label,
+            ReportKind::Schbench(self.clone()),
+            Some(self.runtime_ns),
+        )
+    }
+
+    /// `schbench -a`: the parameters of the next round (one more worker per message thread)
+    /// if this round's wake-up p99 (the report's `wakeup_latency_p99` metric) is below
+    /// [`AUTO_P99_LIMIT_US`]; `None` when auto mode is off or the search is over.
+    pub fn auto_next(&self, report: &Report) -> Option<Params> {
+        if !self.auto {
+            return None;
+        }
+        let p99 = report.metric("wakeup_latency_p99")?.value;
+        (p99 < AUTO_P99_LIMIT_US as f64).then(|| Params {
+            t: self.t + 1,
+            ..self.clone()
+        })
+    }
+}
+
+pub(crate) fn report(p: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
+    let runtime_s = p.runtime_ns / 1_000_000_000;
+    let mut wake = PlatHistogram::default();
+    for pr in obs.part_probes(part, ProbeTag::Wakeup) {
+        let us = pr.value / 1000;
+        if us > 0 {
+            wake.add(us);
+        }
+    }
+    let mut req = PlatHistogram::default();
+    let mut per_second = vec![0u64; runtime_s as usize];
+    let mut loops = 0u64;
+    for pr in obs.part_probes(part, ProbeTag::Request) {
+        if pr.time_ns > p.runtime_ns {
+            continue;
+        }
+        loops += 1;
+        let us = pr.value / 1000;
+        if us > 0 {
+            req.add(us);
+        }
+        let sec = (pr.time_ns / 1_000_000_000) as usize;
+        if sec < per_second.len() {
+            per_second[sec] += 1;
+        }
+    }
+    let mut rps = PlatHistogram::default();
+    for &n in &per_second {
+        rps.add(n);
+    }
+    let (mut msg_delay, mut n_msg, mut worker_delay, mut n_worker) = (0u64, 0u64, 0u64, 0u64);
+    for (_, t) in obs.part_tasks(part) {
+        let d = t.wait_ns / t.nr_switches().max(1);
+        if t.group == "schbench-msg" {
+            msg_delay += d;
+            n_msg += 1;
+        } else {
+            worker_delay += d;
+            n_worker += 1;
+        }
+    }
+    let msg_delay_us = msg_delay / n_msg.max(1) / 1000;
+    let worker_delay_us = worker_delay / n_worker.max(1) / 1000;
+    let wp = wake.percentiles(&PLIST);
+    let p99 = wp[3].0;
+
+    let mut s = String::new();
+    if p.auto {
+        let _ = writeln!(
+            s,
+            "cputime {} threads {} p99 {}",
+            p.cputime_ns / 1000,
+            p.t,
+            p99
+        );
+    }
+    let lat_show = [50.0, 90.0, 99.0, 99.9];
+    s.push_str(&wake.schbench_block(
+        "Wakeup Latencies",
+        "usec",
+        runtime_s,
+        &PLIST,
+        &lat_show,
+        99.0,
+    ));
+    s.push_str(&req.schbench_block(
+        "Request Latencies",
+        "usec",
+        runtime_s,
+        &PLIST,
+        &lat_show,
+        99.0,
+    ));
+    s.push_str(&rps.schbench_block(
+        "RPS",
+        "requests",
+        runtime_s,
+        &PLIST,
+        &[20.0, 50.0, 90.0],
+        50.0,
+    ));
+    let avg_rps = loops as f64 / runtime_s.max(1) as f64;
+    let _ = writeln!(s, "average rps: {avg_rps:.2}");
+    let _ = writeln!(
+        s,
+        "sched delay: message {msg_delay_us} (usec) worker {worker_delay_us} (usec)"
+    );
+
+    let rp = req.percentiles(&PLIST);
+    let rpsp = rps.percentiles(&PLIST);
+    let metrics = vec![
+        Metric::new("wakeup_latency_p50", "us", wp[1].0 as f64, false),
+        Metric::new("wakeup_latency_p90", "us", wp[2].0 as f64, false),
+        Metric::new("wakeup_latency_p99", "us", p99 as f64, false),
+        Metric::new("wakeup_latency_p999", "us", wp[4].0 as f64, false),
+        Metric::new("wakeup_latency_max", "us", wake.max() as f64, false),
+        Metric::new("wakeup_samples", "count", wake.samples() as f64, true),
+        Metric::new("request_latency_p50", "us", rp[1].0 as f64, false),
+        Metric::new("request_latency_p99", "us", rp[3].0 as f64, false),
+        Metric::new("rps_p50", "requests/s", rpsp[1].0 as f64, true),
+        Metric::new("average_rps", "requests/s", avg_rps, true),
+        Metric::new("sched_delay_message", "us", msg_delay_us as f64, false),
+        Metric::new("sched_delay_worker", "us", worker_delay_us as f64, false),
+    ];
+    (s, metrics)
+}

@@ -1,0 +1,419 @@
+//! The program interpreter: turns a [`Program`] into a stream of [`Action`]s.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use rand_core::Rng;
+
+use crate::action::Action;
+use crate::ids::{CpusetId, ProbeTag, TaskRef, TimerId};
+use crate::program::{Event, Program, SchedAttr};
+use crate::spec::TaskSpec;
+use crate::sync::{SyncState, TimerState};
+
+/// What to measure when the previously returned action completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Meas {
+    None,
+    /// A `run`/`runtime` event started at the time it was returned.
+    Run,
+    /// A timer sleep toward this expiry.
+    Timer(u64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pending {
+    Run { start_ns: u64 },
+    Timer { expiry_ns: u64 },
+}
+
+/// Steps the interpreter may take inside one `next_action` call before it concludes that the
+/// program produces no action. [`Program::find_zero_time_loop`] rejects programs that could
+/// reach it; this is a backstop against a bug, not a feature.
+const MAX_SILENT_STEPS: u32 = 1 << 20;
+
+/// Per-iteration accounting for rt-app's log (the `Rtapp*` probes).
+#[derive(Clone, Copy, Debug, Default)]
+struct IterStats {
+    run_ns: u64,
+    perf_ns: u64,
+    wu_lat_ns: u64,
+    slack_ns: i64,
+}
+
+/// A task's position in its program plus the per-thread state rt-app keeps (unique timers,
+/// current affinity and scheduling attributes), and the generator registers (mark time).
+///
+/// The engine creates one per task with [`TaskSpec::start`] and calls
+/// [`ProgramState::next_action`] whenever the task, running on a CPU, needs something to do.
+#[derive(Clone, Debug)]
+pub struct ProgramState {
+    task: TaskRef,
+    program: Arc<Program>,
+    jitter_pct: u32,
+    start_ns: u64,
+    task_cpus: Option<CpusetId>,
+    cur_cpus: Option<CpusetId>,
+    cur_sched: SchedAttr,
+    thread_loop: u64,
+    phase: usize,
+    phase_loop: u64,
+    ev: usize,
+    in_iteration: bool,
+    queue: VecDeque<(Action, Meas)>,
+    pending: Option<Pending>,
+    local_timers: Vec<TimerState>,
+    mark_ns: u64,
+    iter: IterStats,
+    tally: Option<Tally>,
+    exiting: bool,
+    exited: bool,
+}
+
+/// Operations counted since the last tally probes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Tally {
+    count: u64,
+    max_latency_ns: u64,
+    next_emit_ns: Option<u64>,
+}
+
+/// Draws `work_ns` stretched or shrunk by up to `pct` percent, uniformly, from `rng`.
+///
+/// The draw uses Lemire's multiply-shift on one `next_u64`, so the stream advances by exactly
+/// one value per jittered run.
+pub fn jitter_work<R: Rng + ?Sized>(work_ns: u64, pct: u32, rng: &mut R) -> u64 {
+    if pct == 0 || work_ns == 0 {
+        return work_ns;
+    }
+    let j = (u128::from(work_ns) * u128::from(pct.min(100)) / 100) as u64;
+    let span = u128::from(j) * 2 + 1;
+    let off = ((u128::from(rng.next_u64()) * span) >> 64) as u64;
+    work_ns - j + off
+}
+
+/// A uniform draw in `0..n` (0 if `n == 0`).
+fn uniform<R: Rng + ?Sized>(n: u64, rng: &mut R) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    ((u128::from(rng.next_u64()) * u128::from(n)) >> 64) as u64
+}
+
+impl ProgramState {
+    /// The interpreter for `spec`'s program, run as `task`.
+    ///
+    /// `spec.start_ns` is rt-app's `t_first` (use-case start plus the task's `delay`): timers
+    /// count their first period from it.
+    pub fn new(task: TaskRef, spec: &TaskSpec) -> ProgramState {
+        ProgramState {
+            task,
+            program: Arc::clone(&spec.program),
+            jitter_pct: spec.jitter_pct,
+            start_ns: spec.start_ns,
+            task_cpus: spec.affinity,
+            cur_cpus: spec.affinity,
+            cur_sched: SchedAttr {
+                policy: spec.policy,
+                nice: spec.nice,
+            },
+            thread_loop: 0,
+            phase: 0,
+            phase_loop: 0,
+            ev: 0,
+            in_iteration: false,
+            queue: VecDeque::new(),
+            pending: None,
+            local_timers: spec
+                .program
+                .local_timers
+                .iter()
+                .map(|t| TimerState {
+                    relative: t.relative,
+                    next_ns: None,
+                })
+                .collect(),
+            mark_ns: 0,
+            iter: IterStats::default(),
+            tally: None,
+            exiting: false,
+            exited: false,
+        }
+    }
+
+    /// The task this interpreter runs.
+    pub fn task(&self) -> TaskRef {
+        self.task
+    }
+
+    /// True once the program returned [`Action::Exit`].
+    pub fn exited(&self) -> bool {
+        self.exited
+    }
+
+    /// The next action of the task.
+    ///
+    /// Call it only while the task is running on a CPU: when it starts, when its previous
+    /// action completed (a `Run` finished, a sync action returned [`crate::Outcome::Done`]), or,
+    /// after a sleep or a block, when it runs again. `now_ns` is the current simulated time;
+    /// the program measures durations with it (rt-app's log, request latencies). `rng` is the
+    /// task's own stream; `sync` the run's shared objects (tickets, wake lists, shared timers
+    /// and wake-up stamps are read and written here, without blocking).
+    pub fn next_action<R: Rng + ?Sized>(
+        &mut self,
+        now_ns: u64,
+        rng: &mut R,
+        sync: &mut SyncState,
+    ) -> Action {
+        if self.exited {
+            return Action::Exit;
+        }
+        self.settle(now_ns);
+        let mut silent = 0u32;
+        loop {
+            if let Some((action, meas)) = self.queue.pop_front() {
+                self.pending = match meas {
+                    Meas::None => None,
+                    Meas::Run => Some(Pending::Run { start_ns: now_ns }),
+                    Meas::Timer(t) => Some(Pending::Timer { expiry_ns: t }),
+                };
+                return action;
+            }
+            if self.exiting {
+                return self.finish();
+            }
+            silent += 1;
+            if silent > MAX_SILENT_STEPS {
+                debug_assert!(false, "program of {:?} produces no action", self.task);
+                return self.finish();
+            }
+            if !self.step(now_ns, rng, sync) {
+                // The program is over: flush the tally, then exit.
+                self.exiting = true;
+                if let Some(t) = self.tally.take()
+                    && t.count > 0
+                {
+                    self.probe(ProbeTag::TallyCount, t.count);
+                    self.probe(ProbeTag::TallyMaxLatency, t.max_latency_ns);
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self) -> Action {
+        self.exited = true;
+        self.queue.clear();
+        self.pending = None;
+        Action::Exit
+    }
+
+    /// Accounts for the completion of the previously returned action.
+    fn settle(&mut self, now_ns: u64) {
+        match self.pending.take() {
+            Some(Pending::Run { start_ns }) => {
+                self.iter.run_ns += now_ns.saturating_sub(start_ns);
+            }
+            Some(Pending::Timer { expiry_ns }) => {
+                self.iter.wu_lat_ns += now_ns.saturating_sub(expiry_ns);
+            }
+            None => {}
+        }
+    }
+
+    fn push(&mut self, a: Action) {
+        self.queue.push_back((a, Meas::None));
+    }
+
+    fn probe(&mut self, tag: ProbeTag, value: u64) {
+        self.push(Action::Probe { tag, value });
+    }
+
+    /// One unit of progress: a phase-iteration boundary or one event. Returns false when the
+    /// program is over (or an event ended it).
+    fn step<R: Rng + ?Sized>(&mut self, now: u64, rng: &mut R, sync: &mut SyncState) -> bool {
+        let program = Arc::clone(&self.program);
+        if program.phases.is_empty() || program.loops.finished(self.thread_loop) {
+            return false;
+        }
+        let phase = &program.phases[self.phase];
+        if !self.in_iteration {
+            self.in_iteration = true;
+            self.ev = 0;
+            // Follows rt-app's thread_body(): affinity (phase, else task, else all CPUs) and
+            // scheduling parameters are applied at the start of every phase iteration, and
+            // only when they change.
+            let want = phase.cpus.or(self.task_cpus);
+            if want != self.cur_cpus {
+                self.cur_cpus = want;
+                self.push(Action::SetAffinity(want));
+            }
+            if let Some(ch) = phase.sched {
+                let s = SchedAttr {
+                    policy: ch.policy.unwrap_or(self.cur_sched.policy),
+                    nice: ch.nice.unwrap_or(self.cur_sched.nice),
+                };
+                if s != self.cur_sched {
+                    self.cur_sched = s;
+                    self.push(Action::SetSched(s));
+                }
+            }
+            if program.rtapp_log {
+                self.iter = IterStats::default();
+                self.probe(ProbeTag::RtappPhaseStart, self.phase as u64);
+            }
+            return true;
+        }
+        if self.ev < phase.events.len() {
+            let ev = self.ev;
+            self.ev += 1;
+            return self.expand(&program.phases[self.phase].events[ev], now, rng, sync);
+        }
+        // End of a phase iteration.
+        if program.rtapp_log {
+            let it = self.iter;
+            self.probe(ProbeTag::RtappRun, it.run_ns);
+            self.probe(ProbeTag::RtappPerf, it.perf_ns);
+            self.probe(ProbeTag::RtappWuLat, it.wu_lat_ns);
+            self.probe(ProbeTag::RtappSlack, it.slack_ns as u64);
+            self.probe(ProbeTag::RtappPhaseEnd, self.phase as u64);
+        }
+        self.in_iteration = false;
+        self.phase_loop += 1;
+        if phase.loops.finished(self.phase_loop) {
+            self.phase_loop = 0;
+            self.phase += 1;
+            if self.phase == program.phases.len() {
+                self.phase = 0;
+                self.thread_loop += 1;
+            }
+        }
+        true
+    }
+
+    fn expand<R: Rng + ?Sized>(
+        &mut self,
+        ev: &Event,
+        now: u64,
+        rng: &mut R,
+        sync: &mut SyncState,
+    ) -> bool {
+        match *ev {
+            Event::Run { work_ns } => {
+                let w = jitter_work(work_ns, self.jitter_pct, rng);
+                self.iter.perf_ns += w;
+                self.queue
+                    .push_back((Action::Run { work_ns: w }, Meas::Run));
+            }
+            Event::RunWall { ns } => {
+                self.queue.push_back((Action::RunWall { ns }, Meas::Run));
+            }
+            Event::Sleep { ns } => self.push(Action::Sleep { ns }),
+            Event::SleepRandom { min_ns, spread_ns } => {
+                let ns = min_ns + uniform(spread_ns, rng);
+                self.push(Action::Sleep { ns });
+            }
+            Event::Timer { timer, period_ns } => self.timer(timer, period_ns, now, sync),
+            Event::Yield => self.push(Action::Yield),
+            Event::Lock(m) => self.push(Action::Lock(m)),
+            Event::Unlock(m) => self.push(Action::Unlock(m)),
+            Event::Wait { cond, mutex } => {
+                self.push(Action::Wait { cond, mutex });
+                self.push(Action::Lock(mutex));
+            }
+            Event::Signal(c) => self.push(Action::Signal(c)),
+            Event::Broadcast(c) => self.push(Action::Broadcast(c)),
+            Event::Barrier(b) => self.push(Action::Barrier(b)),
+            Event::SemWait(s) => self.push(Action::SemWait(s)),
+            Event::SemPost(s) => self.push(Action::SemPost(s)),
+            Event::Suspend => self.push(Action::Suspend),
+            Event::Resume(t) => {
+                sync.set_stamp(t, now);
+                self.push(Action::Resume(t));
+            }
+            Event::ClearToken => sync.clear_token(self.task),
+            Event::Send { chan, msgs } => self.push(Action::Send { chan, msgs }),
+            Event::Recv { chan } => self.push(Action::Recv { chan }),
+            Event::Fork(t) => self.push(Action::Fork(t)),
+            Event::Probe(tag) => self.probe(tag, 0),
+            Event::Mark => self.mark_ns = now,
+            Event::ProbeSinceMark(tag) => self.probe(tag, now.saturating_sub(self.mark_ns)),
+            Event::ProbeWakeup => {
+                if let Some(s) = sync.take_stamp(self.task) {
+                    self.probe(ProbeTag::Wakeup, now.saturating_sub(s));
+                }
+            }
+            Event::Claim { counter, until_ns } => {
+                if until_ns.is_some_and(|u| now >= u) || !sync.claim(counter) {
+                    return false;
+                }
+            }
+            Event::ExitAfter { abs_ns } => {
+                if now >= abs_ns {
+                    return false;
+                }
+            }
+            Event::Tally { interval_ns } => self.tally(interval_ns, now),
+            Event::ListAdd(l) => sync.list_add(l, self.task),
+            Event::WakeList(l) => {
+                for t in sync.list_take(l) {
+                    sync.set_stamp(t, now);
+                    self.push(Action::Resume(t));
+                }
+            }
+            Event::Exit => return false,
+        }
+        true
+    }
+
+    fn tally(&mut self, interval_ns: u64, now: u64) {
+        let t = self.tally.get_or_insert(Tally {
+            count: 0,
+            max_latency_ns: 0,
+            next_emit_ns: (interval_ns > 0).then_some(interval_ns),
+        });
+        if let Some(b) = t.next_emit_ns
+            && now >= b
+        {
+            let (count, max) = (t.count, t.max_latency_ns);
+            t.count = 0;
+            t.max_latency_ns = 0;
+            t.next_emit_ns = Some((now / interval_ns + 1) * interval_ns);
+            self.probe(ProbeTag::TallyCount, count);
+            self.probe(ProbeTag::TallyMaxLatency, max);
+        }
+        let lat = now.saturating_sub(self.mark_ns);
+        let t = self.tally.as_mut().expect("tally set above");
+        t.count += 1;
+        t.max_latency_ns = t.max_latency_ns.max(lat);
+    }
+
+    /// Follows rt-app's run_event() for `rtapp_timer`: the first use sets the reference to the
+    /// thread's start (`t_first`); every use adds one period; if that expiry is still ahead the
+    /// thread sleeps until it (the wake-up latency is measured when it runs again), otherwise
+    /// the expiry was missed: a relative timer re-bases on now, an absolute one keeps its grid,
+    /// and the iteration's wake-up latency is reset to 0 (as rt-app does).
+    fn timer(&mut self, timer: TimerId, period_ns: u64, now: u64, sync: &mut SyncState) {
+        let start = self.start_ns;
+        let st: &mut TimerState = match timer {
+            TimerId::Local(i) => &mut self.local_timers[i as usize],
+            TimerId::Shared(i) => sync.timer_mut(i),
+        };
+        let next = st.next_ns.unwrap_or(start).saturating_add(period_ns);
+        st.next_ns = Some(next);
+        let slack = next as i64 - now as i64;
+        if self.program.cumulative_slack {
+            self.iter.slack_ns += slack;
+        } else {
+            self.iter.slack_ns = slack;
+        }
+        if now < next {
+            self.queue
+                .push_back((Action::SleepUntil { abs_ns: next }, Meas::Timer(next)));
+        } else {
+            if st.relative {
+                st.next_ns = Some(now);
+            }
+            self.iter.wu_lat_ns = 0;
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! rt-app JSON workloads.
+//!
+//! Follows rt-app's `src/rt-app_parse_config.c` and `doc/tutorial.txt` (scheduler-tools/rt-app,
+//! 2023): the `global` section, `tasks` with task- and phase-level properties, events matched
+//! by key prefix and run in file order even when keys repeat (`"run": 1000, "sleep": 1000,
+//! "run": 500`), numbered keys (`run0`, `sleep1`), `instance`, `delay`, `loop`, `fork`, named
+//! resources created on first use (mutexes, condition variables, barriers, timers), and the
+//! resources rt-app builds its events from (`suspend`/`resume` are a mutex and a condition
+//! variable named after the thread; `sync` is signal-then-wait; a barrier's user count is the
+//! number of instances referencing it).
+//!
+//! Deliberate differences, each reported as a [`crate::Warning`] when a file uses it:
+//! - `calibration` is ignored: `run` durations are work at capacity 1024;
+//! - `mem`, `iorun` and `memrun` are CPU work at 10 bytes/ns (a memset-speed copy);
+//! - uclamp, NUMA binding, cgroups (`taskgroup`) and priority inheritance are not modelled;
+//! - real-time policies (`SCHED_FIFO`, `SCHED_RR`, `SCHED_DEADLINE`) are rejected: lbsim
+//!   models the fair class only;
+//! - unknown keys in a task or phase are errors (rt-app ignores them silently, which turns a
+//!   typo such as `instances` into one instance).
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+
+use thiserror::Error;
+
+use crate::ids::{ProbeTag, TaskRef};
+use crate::obs::RunObservations;
+use crate::report::{Fairness, Metric};
+use crate::spec::WorkloadSpec;
+
+pub(crate) mod json;
+mod parse;
+
+/// What the rt-app report needs besides the observations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RtappReport {
+    /// The file.
+    pub path: String,
+    /// `global.log_basename` (default `rt-app`).
+    pub log_basename: String,
+    /// Per task definition (the tasks' fairness group): for each phase, its configured run
+    /// time (`c_duration`) and timer periods (`c_period`), in microseconds.
+    pub phases: Vec<(String, Vec<(u64, u64)>)>,
+}
+
+/// An rt-app file that cannot be loaded.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum RtappError {
+    /// The file cannot be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// The file is not valid JSON.
+    #[error("{path}:{line}:{column}: {message}")]
+    Syntax {
+        /// The file.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What the JSON parser says.
+        message: String,
+    },
+    /// Valid JSON, but not a valid rt-app description.
+    #[error("{path}:{line}:{column}: {context}: {message}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// Where in the document (`tasks.thread0.phases.p1.run0`).
+        context: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl RtappError {
+    /// The 1-based line and column, when the error has one.
+    pub fn location(&self) -> Option<(usize, usize)> {
+        match self {
+            RtappError::Io { .. } => None,
+            RtappError::Syntax { line, column, .. } | RtappError::Invalid { line, column, .. } => {
+                Some((*line, *column))
+            }
+        }
+    }
+}
+
+/// Loads an rt-app file. `label` names the part (the `--workload` option as given).
+pub fn load_file(path: &Path, label: &str) -> Result<WorkloadSpec, RtappError> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| RtappError::Io {
+        path: name.clone(),
+        source: Arc::new(e),
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let prefix = String::from_utf8_lossy(&e.as_bytes()[..at]).into_owned();
+        let (line, column) = json::line_col(&prefix, at);
+        RtappError::Syntax {
+            path: name.clone(),
+            line,
+            column,
+            message: "the file is not UTF-8".into(),
+        }
+    })?;
+    parse_str(&text, &name, label)
+}
+
+/// Parses rt-app JSON text. `path` is used in messages, `label` names the part.
+pub fn parse_str(text: &str, path: &str, label: &str) -> Result<WorkloadSpec, RtappError> {
+    parse::parse(text, path, label)
+}
+
+struct Iteration {
+    phase: u64,
+    start_ns: u64,
+    end_ns: u64,
+    run_ns: u64,
+    perf_ns: u64,
+    wu_lat_ns: u64,
+    slack_ns: i64,
+}
+
+fn iterations(obs: &RunObservations, task: TaskRef) -> Vec<Iteration> {
+    let mut out = Vec::new();
+    let mut cur: Option<Iteration> = None;
+    for p in obs.probes.iter().filter(|p| p.task == task) {
+        match p.tag {
+            ProbeTag::RtappPhaseStart => {
+                cur = Some(Iteration {
+                    phase: p.value,
+                    start_ns: p.time_ns,
+                    end_ns: p.time_ns,
+                    run_ns: 0,
+                    perf_ns: 0,
+                    wu_lat_ns: 0,
+                    slack_ns: 0,
+                });
+            }
+            ProbeTag::RtappRun => {
+                if let Some(c) = cur.as_mut() {
+                    c.run_ns = p.value;
+                }
+            }
+            ProbeTag::RtappPerf => {
+                if let Some(c) = cur.as_mut() {
+                    c.perf_ns = p.value;
+                }
+            }
+            ProbeTag::RtappWuLat => {
+                if let Some(c) = cur.as_mut() {
+                    c.wu_lat_ns = p.value;
+                }
+            }
+            ProbeTag::RtappSlack => {
+                if let Some(c) = cur.as_mut() {
+                    c.slack_ns = p.value as i64;
+                }
+            }
+            ProbeTag::RtappPhaseEnd => {
+                if let Some(mut c) = cur.take() {
+                    c.end_ns = p.time_ns;
+                    out.push(c);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+pub(crate) fn report(
+    r: &RtappReport,
+    _spec: &WorkloadSpec,
+    part: u16,
+    obs: &RunObservations,
+) -> (String, Vec<Metric>) {
+    let tasks: Vec<_> = obs.part_tasks(part).collect();
+    let mut s = String::new();
+    let _ = writeln!(s, "rt-app {}: {} threads", r.path, tasks.len());
+    let _ = writeln!(
+        s,
+        "{:<24} {:>8} {:>12} {:>12} {:>12} {:>10} {:>12} {:>12} {:>6}",
+        "#thread",
+        "loops",
+        "perf(us)",
+        "run(us)",
+        "runtime(ms)",
+        "wait(ms)",
+        "wu_lat avg",
+        "wu_lat max",
+        "migr"
+    );
+    let mut works = Vec::new();
+    let mut all_wu: Vec<u64> = Vec::new();
+    let mut loops_total = 0u64;
+    for (tr, t) in &tasks {
+        let its = iterations(obs, *tr);
+        let perf: u64 = its.iter().map(|i| i.perf_ns).sum::<u64>() / 1000;
+        let run: u64 = its.iter().map(|i| i.run_ns).sum::<u64>() / 1000;
+        let wu: Vec<u64> = its.iter().map(|i| i.wu_lat_ns / 1000).collect();
+        let wu_avg = if wu.is_empty() {
+            0.0
+        } else {
+            wu.iter().sum::<u64>() as f64 / wu.len() as f64
+        };
+        let wu_max = wu.iter().copied().max().unwrap_or(0);
+        all_wu.extend(&wu);
+        loops_total += its.len() as u64;
+        works.push(t.work_ns);
+        let _ = writeln!(
+            s,
+            "{:<24} {:>8} {:>12} {:>12} {:>12.3} {:>10.3} {:>12.1} {:>12} {:>6}",
+            t.name,
+            its.len(),
+            perf,
+            run,
+            t.runtime_ns as f64 / 1e6,
+            t.wait_ns as f64 / 1e6,
+            wu_avg,
+            wu_max,
+            t.nr_migrations
+        );
+    }
+    let f = Fairness::of(&works);
+    let _ = writeln!(
+        s,
+        "# work done: min/max {:.2}%, Jain's index {:.4} over {} threads",
+        f.min_max_ratio * 100.0,
+        f.jain,
+        works.len()
+    );
+    let wu_avg = if all_wu.is_empty() {
+        0.0
+    } else {
+        all_wu.iter().sum::<u64>() as f64 / all_wu.len() as f64
+    };
+    let metrics = vec![
+        Metric::new("iterations", "count", loops_total as f64, true),
+        Metric::new("wu_lat_avg", "us", wu_avg, false),
+        Metric::new(
+            "wu_lat_max",
+            "us",
+            all_wu.iter().copied().max().unwrap_or(0) as f64,
+            false,
+        ),
+    ];
+    (s, metrics)
+}
+
+/// rt-app's per-thread log files (`<log_basename>-<thread>.log`) for part `part`: one line per
+/// phase iteration with rt-app's columns, all in microseconds. `perf` is the work of the
+/// iteration's `run` events (at capacity 1024) rather than a count of calibration loops.
+pub fn logs(
+    r: &RtappReport,
+    part: u16,
+    spec: &WorkloadSpec,
+    obs: &RunObservations,
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (tr, t) in obs.part_tasks(part) {
+        let phases = r
+            .phases
+            .iter()
+            .find(|(n, _)| *n == t.group)
+            .map(|(_, p)| p.as_slice())
+            .unwrap_or(&[]);
+        let (policy, nice) = spec
+            .tasks
+            .get(tr.index())
+            .map_or(("SCHED_OTHER", 0), |ts| (ts.policy.rtapp_name(), ts.nice));
+        let mut s = String::new();
+        let _ = writeln!(s, "# Policy : {policy} priority : {nice}");
+        let _ = writeln!(
+            s,
+            "#idx {:>8} {:>8} {:>8} {:>15} {:>15} {:>15} {:>10} {:>10} {:>10} {:>10}",
+            "perf",
+            "run",
+            "period",
+            "start",
+            "end",
+            "rel_st",
+            "slack",
+            "c_duration",
+            "c_period",
+            "wu_lat"
+        );
+        for it in iterations(obs, tr) {
+            let (c_dur, c_per) = phases.get(it.phase as usize).copied().unwrap_or((0, 0));
+            let _ = writeln!(
+                s,
+                "{:4} {:8} {:8} {:8} {:15} {:15} {:15} {:10} {:10} {:10} {:10}",
+                tr.0,
+                it.perf_ns / 1000,
+                it.run_ns / 1000,
+                (it.end_ns - it.start_ns) / 1000,
+                it.start_ns / 1000,
+                it.end_ns / 1000,
+                it.start_ns / 1000,
+                it.slack_ns / 1000,
+                c_dur,
+                c_per,
+                it.wu_lat_ns / 1000
+            );
+        }
+        out.push((format!("{}-{}.log", r.log_basename, t.name), s));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
