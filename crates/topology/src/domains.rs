@@ -636,6 +636,11 @@ impl Topology {
         a == b || self.sd_llc_id(a) == self.sd_llc_id(b)
     }
 
+    /// `cpus_share_resources(a, b)`: same `sd_share_id` (same cluster, or same LLC without clusters).
+    pub fn cpus_share_resources(&self, a: CpuId, b: CpuId) -> bool {
+        a == b || self.sd_share_id(a) == self.sd_share_id(b)
+    }
+
     /// The `sched_asym_cpucapacity` static key: some domain was built with `SD_ASYM_CPUCAPACITY`.
     pub fn has_asym_cpucapacity(&self) -> bool {
         self.has_asym_cpucapacity

@@ -389,6 +389,10 @@ fn real_clusters_give_a_cls_level() {
         (Some(2), CpuId(0), CpuId(8))
     );
     assert!(t.has_cluster());
+    assert!(
+        t.cpus_share_resources(CpuId(9), CpuId(15)) && !t.cpus_share_resources(CpuId(9), CpuId(7))
+    );
+    assert!(t.cpus_share_cache(CpuId(9), CpuId(7)));
     // The MC groups are clusters with their CLS flags.
     for g in t.groups(&sds[2]) {
         assert_eq!((g.flags, g.cores), (init_plus(&[Cluster, ShareLlc]), 4));
