@@ -10,7 +10,7 @@ use super::*;
 
 /// How the reference executor shares its one CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Share {
+pub(crate) enum Share {
     /// A task runs until it blocks, sleeps, yields or exits.
     RunToBlock,
     /// After every `Run`/`RunWall` the task goes to the back of the queue.
@@ -36,21 +36,21 @@ struct Task {
 /// Runs a workload on one CPU of capacity 1024 with no scheduler costs: actions in order,
 /// sync objects resolved by [`SyncState`], forks created, probes recorded. Enough to check that
 /// programs and sync objects do their bookkeeping exactly.
-struct RefExec {
-    spec: WorkloadSpec,
-    sync: SyncState,
+pub(crate) struct RefExec {
+    pub(crate) spec: WorkloadSpec,
+    pub(crate) sync: SyncState,
     tasks: Vec<Task>,
     queue: VecDeque<usize>,
-    now: u64,
-    obs: RunObservations,
+    pub(crate) now: u64,
+    pub(crate) obs: RunObservations,
     share: Share,
     /// Completed `apply` calls per task and action kind name.
-    done_suspends: Vec<u64>,
+    pub(crate) done_suspends: Vec<u64>,
     actions: u64,
 }
 
 impl RefExec {
-    fn new(spec: WorkloadSpec, share: Share) -> RefExec {
+    pub(crate) fn new(spec: WorkloadSpec, share: Share) -> RefExec {
         let sync = spec.new_sync_state();
         let mut ex = RefExec {
             spec,
@@ -105,7 +105,7 @@ impl RefExec {
     }
 
     /// Runs until every task exited, nothing can run (deadlock or all blocked), or `limit`.
-    fn run(&mut self, limit: u64) {
+    pub(crate) fn run(&mut self, limit: u64) {
         loop {
             if self.now >= limit {
                 break;
@@ -223,11 +223,11 @@ impl RefExec {
         }
     }
 
-    fn probes(&self, tag: ProbeTag) -> impl Iterator<Item = &ProbeRecord> {
+    pub(crate) fn probes(&self, tag: ProbeTag) -> impl Iterator<Item = &ProbeRecord> {
         self.obs.probes.iter().filter(move |p| p.tag == tag)
     }
 
-    fn all_exited(&self) -> bool {
+    pub(crate) fn all_exited(&self) -> bool {
         self.tasks.iter().all(|t| t.status == Status::Exited)
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::ids::{CondId, CpusetId, MutexId, SemId, TaskRef, TemplateId, TimerId};
+use crate::ids::{CondId, CpusetId, MutexId, SemId, TemplateId, TimerId};
 use crate::program::{Event, Loops, Phase, Policy, Program, SchedChange};
 use crate::report::ReportKind;
 use crate::rtapp::json::{self, Key, Node, Spanned};
@@ -792,7 +792,7 @@ impl<'a> Parser<'a> {
         let mut phases = Vec::new();
         let mut phase_costs = Vec::new();
         let loops;
-        if let Some((pk, pv)) = phases_node {
+        if let Some((_, pv)) = phases_node {
             let pc = ctx(&c, "phases");
             let pobj = self.object(pv, &pc)?;
             if pobj.is_empty() {
@@ -826,7 +826,6 @@ impl<'a> Parser<'a> {
                 phases.push(p);
                 phase_costs.push(cost);
             }
-            let _ = pk;
             loops = match loop_value {
                 None => Loops::Forever,
                 Some(n) if n < 0 => Loops::Forever,
@@ -962,8 +961,8 @@ pub(crate) fn parse(text: &str, path: &str, label: &str) -> Result<WorkloadSpec,
     let src = json::blank_comments(text);
     let root = json::parse(&src).map_err(|e| RtappError::Syntax {
         path: path.to_string(),
-        line: e.line,
-        column: e.column,
+        line: e.line.max(1),
+        column: e.column.max(1),
         message: strip_position(&e.message),
     })?;
     let mut p = Parser {
@@ -1057,8 +1056,7 @@ pub(crate) fn parse(text: &str, path: &str, label: &str) -> Result<WorkloadSpec,
             "every task has instance 0: nothing would run",
         ));
     }
-    for (i, b) in p.spec.sync.barriers.iter().enumerate() {
-        let _ = i;
+    for b in &p.spec.sync.barriers {
         if b.users == 0 {
             let name = b.name.clone();
             p.warnings.push(Warning {
@@ -1088,7 +1086,6 @@ pub(crate) fn parse(text: &str, path: &str, label: &str) -> Result<WorkloadSpec,
         context: "tasks".into(),
         message: e.to_string(),
     })?;
-    let _ = TaskRef(0);
     let mut spec = p.spec;
     spec.warnings = p.warnings;
     Ok(spec)

@@ -1,1 +1,389 @@
+use std::path::PathBuf;
 
+use expect_test::expect;
+use proptest::prelude::*;
+
+use super::*;
+use crate::ids::{CondId, MutexId, TemplateId, TimerId};
+use crate::program::{Event, Loops, Policy, SchedChange};
+use crate::report::ReportKind;
+use crate::tests::{RefExec, Share};
+
+fn parse(text: &str) -> Result<WorkloadSpec, RtappError> {
+    parse_str(text, "test.json", "rtapp:test.json")
+}
+
+fn events(spec: &WorkloadSpec, task: usize) -> Vec<Event> {
+    spec.tasks[task].program.events().cloned().collect()
+}
+
+fn examples() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/rt-app");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn the_examples_parse_and_run() {
+    let files = examples();
+    assert_eq!(files.len(), 4, "{files:?}");
+    for f in files {
+        let spec = load_file(&f, "rtapp").unwrap_or_else(|e| panic!("{e}"));
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let mut ex = RefExec::new(spec, Share::RoundRobin);
+        ex.run(2_000_000_000);
+        let iterations = ex.probes(ProbeTag::RtappPhaseEnd).count();
+        assert!(iterations >= 9, "{name}: {iterations} iterations");
+        // Every thread made progress (no deadlock, no starvation on one round-robin CPU).
+        for t in &ex.obs.tasks {
+            assert!(t.runtime_ns > 0, "{name}: {} never ran", t.name);
+        }
+    }
+}
+
+#[test]
+fn example_contents() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/rt-app");
+    let s = load_file(&dir.join("fairness-9-threads.json"), "x").unwrap();
+    assert_eq!(s.tasks.len(), 9);
+    assert_eq!(s.tasks[8].name, "always-running-8");
+    assert_eq!(s.duration_ns, Some(10_000_000_000));
+    let warnings: Vec<String> = s.warnings.iter().map(|w| w.to_string()).collect();
+    let dir_s = dir.join("fairness-9-threads.json").display().to_string();
+    assert_eq!(
+        warnings,
+        [format!(
+            "{dir_s}:4:3: global.calibration: calibration is ignored: run durations are work at capacity 1024 (the longest on the smallest CPU)"
+        )]
+    );
+    let s = load_file(&dir.join("periodic.json"), "x").unwrap();
+    assert_eq!(s.tasks.len(), 5);
+    let bursty = &s.tasks[4];
+    assert_eq!(
+        (bursty.name.as_str(), bursty.nice, bursty.start_ns),
+        ("bursty-4", 5, 2_000_000)
+    );
+    assert_eq!(bursty.program.phases[1].loops, Loops::Count(100));
+    assert_eq!(bursty.program.loops, Loops::Forever);
+    // Each instance of "light" has its own unique timer; bursty's two are local and the
+    // second is absolute.
+    assert!(s.sync.timers.is_empty());
+    assert_eq!(bursty.program.local_timers.len(), 1);
+    assert!(!bursty.program.local_timers[0].relative);
+}
+
+#[test]
+fn repeated_keys_keep_their_order() {
+    let s = parse(
+        r#"{"tasks": {"t": {"loop": 1, "run": 1000, "sleep": 2000, "run": 500, "sleep": 10, "run": 7}}}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        events(&s, 0),
+        [
+            Event::Run { work_ns: 1_000_000 },
+            Event::Sleep { ns: 2_000_000 },
+            Event::Run { work_ns: 500_000 },
+            Event::Sleep { ns: 10_000 },
+            Event::Run { work_ns: 7_000 },
+        ]
+    );
+}
+
+#[test]
+fn numbered_keys_are_matched_by_prefix() {
+    let s = parse(
+        r#"{"tasks": {"t": {"run0": 1, "runtime1": 2, "sleep2": 3, "timer3": {"ref": "tick", "period": 4}, "lock9": "m", "unlock10": "m", "yield": ""}}}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        events(&s, 0),
+        [
+            Event::Run { work_ns: 1_000 },
+            Event::RunWall { ns: 2_000 },
+            Event::Sleep { ns: 3_000 },
+            Event::Timer {
+                timer: TimerId::Shared(0),
+                period_ns: 4_000
+            },
+            Event::Lock(MutexId(0)),
+            Event::Unlock(MutexId(0)),
+            Event::Yield,
+        ]
+    );
+    assert_eq!(s.sync.timers[0].name, "tick");
+}
+
+#[test]
+fn suspend_resume_sync_and_barrier_build_rtapp_resources() {
+    let s = parse(
+        r#"{"tasks": {
+            "a": {"instance": 2, "run": 10, "resume": "b", "barrier": "sp", "suspend": ""},
+            "b": {"suspend": "b", "sync": {"ref": "c", "mutex": "m"}, "barrier": "sp"}
+        }}"#,
+    )
+    .unwrap();
+    let (mb, cb) = (MutexId(0), CondId(0));
+    assert_eq!(s.sync.mutexes, ["b", "a", "m"]);
+    assert_eq!(s.sync.conds, ["b", "a", "c"]);
+    assert_eq!(
+        events(&s, 0),
+        [
+            Event::Run { work_ns: 10_000 },
+            Event::Lock(mb),
+            Event::Broadcast(cb),
+            Event::Unlock(mb),
+            Event::Barrier(crate::ids::BarrierId(0)),
+            Event::Lock(MutexId(1)),
+            Event::Wait {
+                cond: CondId(1),
+                mutex: MutexId(1)
+            },
+            Event::Unlock(MutexId(1)),
+        ]
+    );
+    assert_eq!(
+        events(&s, 2)[3..],
+        [
+            Event::Signal(CondId(2)),
+            Event::Wait {
+                cond: CondId(2),
+                mutex: MutexId(2)
+            },
+            Event::Barrier(crate::ids::BarrierId(0)),
+        ]
+    );
+    // Users: 2 instances of a plus 1 of b.
+    assert_eq!(s.sync.barriers[0].users, 3);
+    let names: Vec<&str> = s.tasks.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["a-0", "a-1", "b-2"]);
+}
+
+#[test]
+fn task_and_phase_properties() {
+    let s = parse(
+        r#"{"global": {"default_policy": "SCHED_BATCH"},
+            "tasks": {"t": {"cpus": [3, 1], "priority": -5, "delay": 100, "loop": 3,
+              "phases": {
+                "p0": {"run": 1, "cpus": [2]},
+                "p1": {"loop": 2, "policy": "SCHED_IDLE", "run": 1},
+                "p2": {"priority": 4, "sleep": 1}
+              }}}}"#,
+    )
+    .unwrap();
+    let t = &s.tasks[0];
+    assert_eq!((t.policy, t.nice, t.start_ns), (Policy::Batch, -5, 100_000));
+    assert_eq!(s.cpuset(t.affinity.unwrap()), &[1, 3]);
+    let p = &t.program;
+    assert_eq!(p.loops, Loops::Count(3));
+    assert_eq!(s.cpuset(p.phases[0].cpus.unwrap()), &[2]);
+    assert_eq!(p.phases[1].loops, Loops::Count(2));
+    assert_eq!(
+        p.phases[1].sched,
+        Some(SchedChange {
+            policy: Some(Policy::Idle),
+            nice: None
+        })
+    );
+    assert_eq!(
+        p.phases[2].sched,
+        Some(SchedChange {
+            policy: None,
+            nice: Some(4)
+        })
+    );
+    // The task's fork template exists for every definition.
+    assert_eq!(s.templates.len(), 1);
+}
+
+#[test]
+fn without_phases_a_task_loop_is_the_phase_loop() {
+    let s = parse(r#"{"tasks": {"a": {"loop": 5, "run": 1}, "b": {"run": 1}}}"#).unwrap();
+    assert_eq!(s.tasks[0].program.loops, Loops::Count(1));
+    assert_eq!(s.tasks[0].program.phases[0].loops, Loops::Count(5));
+    assert_eq!(s.tasks[1].program.loops, Loops::Forever);
+    assert_eq!(s.tasks[1].program.phases[0].loops, Loops::Count(1));
+}
+
+#[test]
+fn forks_create_named_threads_that_run() {
+    let s = parse(
+        r#"{"tasks": {
+            "parent": {"loop": 3, "fork": "child", "run": 100},
+            "child": {"instance": 0, "loop": 2, "run": 10}
+        }}"#,
+    )
+    .unwrap();
+    assert_eq!(s.tasks.len(), 1);
+    assert_eq!(events(&s, 0)[0], Event::Fork(TemplateId(1)));
+    let mut ex = RefExec::new(s, Share::RunToBlock);
+    ex.run(u64::MAX);
+    let names: Vec<&str> = ex.obs.tasks.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["parent-0", "child-1-0000", "child-2-0001", "child-3-0002"]
+    );
+    assert!(ex.all_exited());
+    assert_eq!(ex.obs.tasks[2].runtime_ns, 20_000);
+}
+
+#[test]
+fn mem_iorun_memrun_are_cpu_work_with_warnings() {
+    let s = parse(
+        r#"{"tasks": {"t": {"loop": 1, "mem": 1000, "iorun": 15, "memrun": {"type": "read", "size": 100, "count": 3}}}}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        events(&s, 0),
+        [
+            Event::Run { work_ns: 100 },
+            Event::Run { work_ns: 2 },
+            Event::Run { work_ns: 30 },
+        ]
+    );
+    let w: Vec<String> = s.warnings.iter().map(|w| w.to_string()).collect();
+    expect![[r#"
+        [
+            "test.json:1:29: tasks.t.mem: mem of 1000 bytes is simulated as 100 ns of CPU work (10 bytes/ns); memory and I/O are not modelled",
+            "test.json:1:42: tasks.t.iorun: iorun of 15 bytes is simulated as 2 ns of CPU work (10 bytes/ns); memory and I/O are not modelled",
+            "test.json:1:55: tasks.t.memrun: memrun of 300 bytes is simulated as 30 ns of CPU work (10 bytes/ns); memory and I/O are not modelled",
+        ]
+    "#]]
+    .assert_debug_eq(&w);
+}
+
+#[test]
+fn comments_are_accepted() {
+    let s = parse(
+        "{\n  // the tasks\n  \"tasks\": { /* one */ \"t\": {\"run\": 1 /* us */, \"url\\\"//\": 0}}\n}",
+    );
+    // The comment markers inside the string are kept: the key is reported as unknown.
+    let e = s.unwrap_err().to_string();
+    assert!(
+        e.starts_with("test.json:3:49: tasks.t.url\"//: unknown key"),
+        "{e}"
+    );
+}
+
+fn err(text: &str) -> String {
+    parse(text).unwrap_err().to_string()
+}
+
+#[test]
+fn errors_name_file_line_column_and_cause() {
+    expect![[r#"
+        [
+            "test.json:3:5: tasks.t.slep: unknown key \"slep\" (events: run, runtime, sleep, timer, lock, unlock, wait, signal, broad, sync, barrier, suspend, resume, yield, fork, mem, iorun, memrun, sem_post, sem_wait; task properties: instance, delay, loop, phases, cpus, policy, priority, dl-runtime, dl-period, dl-deadline, period, deadline, util_min, util_max, taskgroup, nodes_membind, membind_nodes)",
+            "test.json:2:15: expected `:`",
+            "test.json:1:25: tasks.t.run: expected an integer, found a string",
+            "test.json:1:25: tasks.t.run: expected a duration in microseconds >= 0, found -5",
+            "test.json:1:28: tasks.t.policy: SCHED_FIFO is not modelled: lbsim simulates the fair class only (SCHED_OTHER, SCHED_BATCH, SCHED_IDLE)",
+            "test.json:1:26: tasks.t.fork: fork of unknown task \"nobody\" (tasks: t)",
+            "test.json:1:12: tasks.t: no events found (rt-app: \"Task must have events or it's useless\")",
+            "test.json:1:1: top level: no \"tasks\" section",
+            "test.json:1:12: tasks.t: phase \"phase0\" repeats forever without an event that takes time or blocks (run, runtime, sleep, timer, wait, barrier, suspend, sem_wait); rt-app would spin on system calls",
+            "test.json:1:30: tasks.t.priority: priority 30 is not a nice value in -20..=19 (rt-app passes it to setpriority() for SCHED_OTHER)",
+            "test.json:1:26: tasks.t.cpus: empty CPU list (sched_setaffinity would fail)",
+            "test.json:1:8: trailing characters",
+        ]
+    "#]]
+    .assert_debug_eq(&vec![
+        err("{\"tasks\": {\n  \"t\": {\n    \"slep\": 10\n  }\n}}"),
+        err("{\"tasks\": {\n  \"t\": {\"run\" 10}}}"),
+        err(r#"{"tasks": {"t": {"run": "10"}}}"#),
+        err(r#"{"tasks": {"t": {"run": -5}}}"#),
+        err(r#"{"tasks": {"t": {"policy": "SCHED_FIFO", "run": 1}}}"#),
+        err(r#"{"tasks": {"t": {"fork": "nobody"}}}"#),
+        err(r#"{"tasks": {"t": {"loop": 3}}}"#),
+        err(r#"{"global": {}}"#),
+        err(r#"{"tasks": {"t": {"lock": "m", "unlock": "m"}}}"#),
+        err(r#"{"tasks": {"t": {"priority": 30, "run": 1}}}"#),
+        err(r#"{"tasks": {"t": {"cpus": [], "run": 1}}}"#),
+        err("{\"x\":1}{"),
+    ]);
+}
+
+#[test]
+fn the_fairness_example_reports_min_max_work() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/rt-app");
+    let s = load_file(&dir.join("fairness-9-threads.json"), "rtapp:fairness").unwrap();
+    let mut ex = RefExec::new(s, Share::RoundRobin);
+    // One round-robin CPU: 9 threads take 100 ms chunks in turn. After 1 s the first has
+    // had two chunks and the others one; after 1.8 s all have had two.
+    ex.run(1_000_000_000);
+    let r = &ex.spec.reports(&ex.obs)[0];
+    assert_eq!(r.metric("work_min_max_ratio").unwrap().value, 0.5);
+    ex.run(1_800_000_000);
+    let r = &ex.spec.reports(&ex.obs)[0];
+    assert_eq!(r.metric("work_min_max_ratio").unwrap().value, 1.0);
+    assert_eq!(r.metric("work_jain_index").unwrap().value, 1.0);
+    assert!(r.text.contains("always-running-0"));
+}
+
+proptest! {
+    /// Invariant: arbitrary bytes never make the parser panic.
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let text = String::from_utf8_lossy(&bytes);
+        let _ = parse(&text);
+    }
+
+    /// Invariant: mutations of valid rt-app files (characters deleted, inserted, replaced,
+    /// numbers negated) are parsed or rejected with an error, never a panic; and any error
+    /// carries a position inside the file.
+    #[test]
+    fn mutated_examples_never_panic(
+        which in 0usize..4,
+        edits in proptest::collection::vec((0usize..4, any::<u16>(), any::<char>()), 1..6),
+    ) {
+        let files = examples();
+        let mut text: Vec<char> = std::fs::read_to_string(&files[which]).unwrap().chars().collect();
+        for (kind, pos, c) in edits {
+            if text.is_empty() {
+                break;
+            }
+            let p = pos as usize % text.len();
+            match kind {
+                0 => { text.remove(p); }
+                1 => text.insert(p, c),
+                2 => text[p] = c,
+                _ => text.insert(p, ['"', '{', '}', '[', ']', ',', ':', '-'][pos as usize % 8]),
+            }
+        }
+        let text: String = text.into_iter().collect();
+        if let Err(e) = parse(&text)
+            && let Some((line, col)) = e.location()
+        {
+            prop_assert!(line >= 1 && col >= 1);
+            prop_assert!(line <= text.lines().count().max(1) + 1, "{e}");
+        }
+    }
+}
+
+#[test]
+fn logs_have_rtapp_columns() {
+    let s = parse(
+        r#"{"tasks": {"t": {"loop": 2, "run": 1000, "timer": {"ref": "unique", "period": 4000}}}}"#,
+    )
+    .unwrap();
+    let mut ex = RefExec::new(s, Share::RunToBlock);
+    ex.run(u64::MAX);
+    let ReportKind::Rtapp(r) = &ex.spec.parts[0].report else {
+        panic!()
+    };
+    let logs = logs(r, 0, &ex.spec, &ex.obs);
+    expect![[r##"
+        [
+            (
+                "rt-app-t-0.log",
+                "# Policy : SCHED_OTHER priority : 0\n#idx     perf      run   period           start             end          rel_st      slack c_duration   c_period     wu_lat\n   0     1000     1000     4000               0            4000               0       3000       1000       4000          0\n   0     1000     1000     4000            4000            8000            4000       3000       1000       4000          0\n",
+            ),
+        ]
+    "##]]
+    .assert_debug_eq(&logs);
+}
