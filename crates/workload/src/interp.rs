@@ -7,7 +7,7 @@ use rand_core::Rng;
 
 use crate::action::Action;
 use crate::ids::{CpusetId, ProbeTag, TaskRef, TimerId};
-use crate::program::{Event, Program, SchedAttr};
+use crate::program::{Event, Loops, Program, SchedAttr};
 use crate::spec::TaskSpec;
 use crate::sync::{SyncState, TimerState};
 
@@ -236,6 +236,11 @@ impl ProgramState {
             return false;
         }
         let phase = &program.phases[self.phase];
+        if !self.in_iteration && phase.loops == Loops::Count(0) {
+            // A phase looped zero times is skipped.
+            self.next_phase(program.phases.len());
+            return true;
+        }
         if !self.in_iteration {
             self.in_iteration = true;
             self.ev = 0;
@@ -280,14 +285,19 @@ impl ProgramState {
         self.in_iteration = false;
         self.phase_loop += 1;
         if phase.loops.finished(self.phase_loop) {
-            self.phase_loop = 0;
-            self.phase += 1;
-            if self.phase == program.phases.len() {
-                self.phase = 0;
-                self.thread_loop += 1;
-            }
+            self.next_phase(program.phases.len());
         }
         true
+    }
+
+    /// Follows rt-app's thread_body(): after the last phase, the thread loop counts one.
+    fn next_phase(&mut self, n_phases: usize) {
+        self.phase_loop = 0;
+        self.phase += 1;
+        if self.phase == n_phases {
+            self.phase = 0;
+            self.thread_loop += 1;
+        }
     }
 
     fn expand<R: Rng + ?Sized>(

@@ -302,6 +302,24 @@ impl Program {
         self.phases.iter().flat_map(|p| p.events.iter())
     }
 
+    /// True if the program may never end by itself: it has a loop that repeats forever with
+    /// no event that can end the program ([`Event::Exit`], [`Event::ExitAfter`],
+    /// [`Event::Claim`]). Such a workload needs a run duration.
+    pub fn may_run_forever(&self) -> bool {
+        let ends = |e: &Event| {
+            matches!(
+                e,
+                Event::Exit | Event::ExitAfter { .. } | Event::Claim { .. }
+            )
+        };
+        let phase_forever = self
+            .phases
+            .iter()
+            .any(|p| p.loops == Loops::Forever && !p.events.iter().any(ends));
+        let program_forever = self.loops == Loops::Forever && !self.events().any(ends);
+        phase_forever || program_forever
+    }
+
     /// Checks that no loop that can repeat forever spins without letting time pass.
     ///
     /// Returns the name of the first offending phase. A phase that loops forever must

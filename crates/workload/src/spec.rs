@@ -300,6 +300,12 @@ impl WorkloadSpec {
         self.cpusets.iter().filter_map(|c| c.last().copied()).max()
     }
 
+    /// True if the run has no natural end: no `duration_ns` and some task may loop forever
+    /// ([`Program::may_run_forever`]). The engine then needs a `--duration`.
+    pub fn needs_duration(&self) -> bool {
+        self.duration_ns.is_none() && self.tasks.iter().any(|t| t.program.may_run_forever())
+    }
+
     /// Fresh run-time state for this workload's sync objects.
     pub fn new_sync_state(&self) -> SyncState {
         SyncState::new(&self.sync, self.templates.len())

@@ -484,6 +484,8 @@ impl SyncState {
         }
     }
 
+    /// Follows glibc nptl's `pthread_mutex_lock()` for a normal mutex (`lll_lock`): take a free
+    /// lock, else sleep on the futex; a woken waiter tries again.
     fn lock(&mut self, task: TaskRef, m: MutexId) -> Outcome {
         let ms = &mut self.mutexes[m.index()];
         if ms.owner.is_none() {
@@ -495,6 +497,8 @@ impl SyncState {
         }
     }
 
+    /// Follows glibc nptl's `pthread_mutex_unlock()` (`lll_unlock`): release and
+    /// `FUTEX_WAKE` one waiter; the lock is not handed over.
     fn unlock(&mut self, m: MutexId, wakes: &mut Wakes) {
         let ms = &mut self.mutexes[m.index()];
         ms.owner = None;
@@ -515,6 +519,10 @@ impl SyncState {
         });
     }
 
+    /// Follows fs/pipe.c: pipe_write() (v6.6) for pipes, and net/unix/af_unix.c:
+    /// unix_stream_sendmsg() with sock_alloc_send_pskb()'s wait for `sk_wmem_alloc <
+    /// sk_sndbuf` and sock_def_readable() for sockets. Messages are written atomically (small
+    /// writes; partial writes of large ones are not modelled).
     fn send(&mut self, task: TaskRef, chan: ChanId, msgs: u32, wakes: &mut Wakes) -> Outcome {
         let waited = std::mem::take(&mut self.task(task).waited_on_chan);
         let cs = &mut self.chans[chan.index()];
@@ -559,6 +567,9 @@ impl SyncState {
         Outcome::Done
     }
 
+    /// Follows fs/pipe.c: pipe_read() (v6.6) for pipes, and net/unix/af_unix.c:
+    /// unix_stream_read_generic() with unix_write_space() (writers woken once
+    /// `unix_writable()`) for sockets. One read takes one message.
     fn recv(&mut self, task: TaskRef, chan: ChanId, wakes: &mut Wakes) -> Outcome {
         let waited = std::mem::take(&mut self.task(task).waited_on_chan);
         let cs = &mut self.chans[chan.index()];

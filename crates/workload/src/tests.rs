@@ -1039,3 +1039,44 @@ fn fork_names_follow_rtapp_and_stop_at_the_limit() {
         })
     );
 }
+
+#[test]
+fn needs_duration_only_for_endless_workloads() {
+    for (arg, needs) in [
+        ("hogs:cpus=0", true),
+        ("busy:threads=2", true),
+        ("periodic:threads=1,run=1ms,period=4ms", true),
+        ("pingpong:cpus=0,1", true),
+        ("sysbench-cpu:threads=4", false),
+        ("sysbench-cpu:threads=4,time=1", false),
+        ("hackbench:groups=1", false),
+        ("pipe:loops=10", false),
+        ("schbench", false),
+        ("tbench:clients=1", false),
+        ("ebizzy:threads=1", false),
+    ] {
+        assert_eq!(spec(arg).needs_duration(), needs, "{arg}");
+    }
+}
+
+#[test]
+fn a_phase_looped_zero_times_is_skipped() {
+    let mut p0 = Phase::once("never", vec![Event::Run { work_ns: 7 }]);
+    p0.loops = Loops::Count(0);
+    let p1 = Phase::once("once", vec![Event::Run { work_ns: 3 }]);
+    let t = task_with(Program {
+        phases: vec![p0, p1],
+        loops: Loops::Count(2),
+        local_timers: Vec::new(),
+        rtapp_log: false,
+        cumulative_slack: false,
+    });
+    let mut st = t.start(TaskRef(0));
+    let mut sync = SyncState::new(&SyncSpec::default(), 0);
+    let mut rng = Pcg64Mcg::seed_from_u64(1);
+    let got: Vec<Action> = (0..4)
+        .map(|_| st.next_action(0, &mut rng, &mut sync))
+        .collect();
+    let run3 = Action::Run { work_ns: 3 };
+    assert_eq!(got, [run3.clone(), run3, Action::Exit, Action::Exit]);
+}

@@ -259,5 +259,27 @@ pub(crate) fn sched_latency_table(obs: &crate::obs::RunObservations, part: u16) 
         f.jain,
         works.len()
     );
+    let mut lat: Vec<u64> = obs
+        .wakeups
+        .iter()
+        .filter(|w| {
+            obs.tasks
+                .get(w.task.index())
+                .is_some_and(|t| t.part == part)
+        })
+        .map(|w| w.latency_ns)
+        .collect();
+    if !lat.is_empty() {
+        lat.sort_unstable();
+        let us = |ns: u64| ns as f64 / 1e3;
+        let _ = writeln!(
+            s,
+            "# lbsim: wake-up latency p50 {:.1} us, p99 {:.1} us, max {:.1} us over {} wake-ups",
+            us(crate::report::nearest_rank(&lat, 50.0)),
+            us(crate::report::nearest_rank(&lat, 99.0)),
+            us(*lat.last().expect("not empty")),
+            lat.len()
+        );
+    }
     s
 }

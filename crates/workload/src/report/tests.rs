@@ -457,20 +457,28 @@ fn sched_latency_tables() {
     obs.tasks[1].nr_voluntary_switches = 10;
     obs.tasks[1].wait_ns = 3 * MS;
     obs.tasks[1].max_wait_ns = MS;
+    for i in 0..10u64 {
+        obs.wakeups.push(crate::obs::WakeupSample {
+            task: TaskRef(1),
+            wake_ns: i * MS,
+            latency_ns: (i + 1) * 7 * US,
+        });
+    }
     check(
         &spec,
         &obs,
         expect![[r#"
-         -----------------------------------------------------------------------------------
-          Task                  |   Runtime ms  | Switches | Avg delay ms    | Max delay ms    |
-         -----------------------------------------------------------------------------------
-          hog-0-0:0             | 846018.956 ms |   779188 | avg:   0.273 ms | max:  58.337 ms |
-          hog-1-0:1             |   1000.000 ms |       10 | avg:   0.300 ms | max:   1.000 ms |
-         -----------------------------------------------------------------------------------
-          TOTAL:                | 847018.956 ms |   779198 |
-         ---------------------------------------------------
-        # lbsim: work min/max 0.0006, Jain's index 0.5006 over 2 tasks
-    "#]],
+             -----------------------------------------------------------------------------------
+              Task                  |   Runtime ms  | Switches | Avg delay ms    | Max delay ms    |
+             -----------------------------------------------------------------------------------
+              hog-0-0:0             | 846018.956 ms |   779188 | avg:   0.273 ms | max:  58.337 ms |
+              hog-1-0:1             |   1000.000 ms |       10 | avg:   0.300 ms | max:   1.000 ms |
+             -----------------------------------------------------------------------------------
+              TOTAL:                | 847018.956 ms |   779198 |
+             ---------------------------------------------------
+            # lbsim: work min/max 0.0006, Jain's index 0.5006 over 2 tasks
+            # lbsim: wake-up latency p50 35.0 us, p99 70.0 us, max 70.0 us over 10 wake-ups
+        "#]],
         expect![[r#"
         cpu_migrations = 0 count (lower is better)
         context_switches = 779198 count (lower is better)

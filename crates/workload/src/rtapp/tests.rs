@@ -387,3 +387,28 @@ fn logs_have_rtapp_columns() {
     "##]]
     .assert_debug_eq(&logs);
 }
+
+/// The "sometimes" side of `mutated_examples_never_panic`: small deterministic mutations of the
+/// examples both keep some files valid and break others, so the property test really reaches
+/// both outcomes.
+#[test]
+fn mutations_reach_both_outcomes() {
+    let (mut ok, mut bad) = (0, 0);
+    for f in examples() {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for pos in (0..text.len()).step_by(37) {
+            if !text.is_char_boundary(pos) {
+                continue;
+            }
+            for ins in [" ", "-", "\"", "9"] {
+                let mut t = text.clone();
+                t.insert_str(pos, ins);
+                match parse(&t) {
+                    Ok(_) => ok += 1,
+                    Err(_) => bad += 1,
+                }
+            }
+        }
+    }
+    assert!(ok > 50 && bad > 50, "ok {ok}, bad {bad}");
+}
