@@ -81,9 +81,19 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// The first non-blank byte at or after the reader's position.
+    /// Where the value about to be parsed starts. After an object's `:` the parser has
+    /// consumed nothing of the value: skip blanks from the reader's position. In an array the
+    /// parser has already peeked (read) the element's first byte: it is just behind.
     fn value_start(&self) -> usize {
         let mut p = self.pos.get();
+        if p > 0
+            && !matches!(
+                self.src[p - 1],
+                b':' | b',' | b'[' | b' ' | b'\t' | b'\n' | b'\r'
+            )
+        {
+            return p - 1;
+        }
         while p < self.src.len() && matches!(self.src[p], b' ' | b'\t' | b'\n' | b'\r') {
             p += 1;
         }

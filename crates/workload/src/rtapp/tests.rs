@@ -290,6 +290,8 @@ fn errors_name_file_line_column_and_cause() {
             "test.json:1:30: tasks.t.priority: priority 30 is not a nice value in -20..=19 (rt-app passes it to setpriority() for SCHED_OTHER)",
             "test.json:1:26: tasks.t.cpus: empty CPU list (sched_setaffinity would fail)",
             "test.json:1:8: trailing characters",
+            "test.json:1:30: tasks.t.cpus: CPU -2 is out of range",
+            "test.json:1:27: tasks.t.cpus: CPU -2 is out of range",
         ]
     "#]]
     .assert_debug_eq(&vec![
@@ -305,6 +307,8 @@ fn errors_name_file_line_column_and_cause() {
         err(r#"{"tasks": {"t": {"priority": 30, "run": 1}}}"#),
         err(r#"{"tasks": {"t": {"cpus": [], "run": 1}}}"#),
         err("{\"x\":1}{"),
+        err(r#"{"tasks": {"t": {"cpus": [1, -2], "run": 1}}}"#),
+        err(r#"{"tasks": {"t": {"cpus": [-2], "run": 1}}}"#),
     ]);
 }
 
