@@ -5,6 +5,7 @@
 //! All randomness comes from one master seed through named, value-stable streams
 //! ([`rng::SeedStreams`]). Nothing here reads the wall clock or the host.
 
+pub mod engine;
 pub mod metrics;
 pub mod queue;
 pub mod rng;

@@ -1,0 +1,1632 @@
+//! The discrete-event engine: runs task programs on per-CPU runqueues under a balancer policy.
+//!
+//! The engine owns simulated time. It follows the kernel's control flow at the points where
+//! scheduling happens, each named after the kernel function it stands for:
+//! - `try_to_wake_up()` ([`Sim::ttwu`]): `select_task_rq()` through the [`Balancer`],
+//!   `set_task_cpu()` on a CPU change, then `ttwu_queue()`: a remote wake-up to a CPU that
+//!   does not share the waker's LLC, or to an idle CPU, goes through the wake list (sets
+//!   `rq->ttwu_pending`, sends an IPI that arrives after `cost_ipi_ns`); otherwise
+//!   `ttwu_do_activate()` runs at once and a reschedule IPI goes to the target if needed.
+//!   Follows core.c: try_to_wake_up(), ttwu_queue_cond() (v6.12).
+//! - `__schedule()` ([`Sim::schedule`]): put the previous task back (or block it), pick,
+//!   newly idle balance when nothing is runnable (the CPU keeps interrupts off meanwhile, so
+//!   wake-up IPIs and timers wait for it to finish), context switch.
+//! - `sched_tick()` ([`Ev::Tick`]): per-CPU periodic tick with a per-CPU phase, stopped while
+//!   the CPU is idle (nohz) and restarted on the next tick boundary when work arrives; then
+//!   the balancer's trigger (SCHED_SOFTIRQ runs at once on the same CPU) and nohz kick.
+//! - The active-balance stopper preempts the busiest CPU's task, runs the balancer's
+//!   `active_load_balance_cpu_stop()`, then the CPU schedules again.
+//!
+//! Work is time at capacity 1024: a task running on a CPU of capacity `c` completes
+//! `c / 1024` ns of work per ns. Scheduler overhead (context switches, wake-ups, balancing)
+//! is charged through the [`CostModel`] to the CPU that does it: during that time the CPU
+//! makes no progress on user work.
+//!
+//! Determinism: events are ordered by `(time, insertion)`; every random draw comes from a
+//! stream of the run's seed ([`SeedStreams`]); no host state is read. The same
+//! configuration and seed give the same event stream ([`RunResult::event_hash`]).
+
+use std::sync::Arc;
+
+use lbsim_balance::cost::CostModel;
+use lbsim_balance::ctx::{
+    BalanceCtx, BalanceOutcome, Balancer, IlbKick, PendingWakeups, StopperRequest, WakeFlags,
+};
+use lbsim_rq::{
+    Features, Policy as RqPolicy, PrevAction, Rq, SchedFeat, SchedParams, Task,
+    TaskId, TaskState, Tasks, Tunables, set_task_cpu,
+};
+use lbsim_topology::{CpuId, Cpumask, Topology};
+use lbsim_workload::{
+    Action, Outcome, Policy as WlPolicy, ProbeRecord, ProgramState, RunObservations, SyncState,
+    TaskObservation, TaskRef, WakeupSample, Wakes, WorkloadSpec,
+};
+use rand_pcg::Pcg64Mcg;
+use slotmap::SecondaryMap;
+
+use crate::metrics::{Fairness, Percentiles, Samples, fairness};
+use crate::queue::EventQueue;
+use crate::rng::{SeedStreams, Stream, below};
+
+/// Engine tunables (set with `--set NAME=VALUE` like the kernel's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineTunables {
+    /// Background kernel-thread wake-ups per second per CPU (a pinned `kworker/N` that runs
+    /// briefly); 0 turns the noise off.
+    pub background_wakeups_hz: u64,
+    /// How long each background wake-up runs (work at capacity 1024), ns.
+    pub background_run_ns: u64,
+    /// Largest per-CPU tick phase offset, ns: each CPU's tick fires at
+    /// `k * TICK_NSEC + phase`, `phase` drawn from the seed in `[0, tick_jitter_ns)`.
+    /// Kernel ticks are aligned across CPUs up to interrupt jitter (no `skew_tick`), so the
+    /// default is small.
+    pub tick_jitter_ns: u64,
+}
+
+impl Default for EngineTunables {
+    fn default() -> Self {
+        EngineTunables {
+            background_wakeups_hz: 10,
+            background_run_ns: 20_000,
+            tick_jitter_ns: 20_000,
+        }
+    }
+}
+
+impl EngineTunables {
+    /// Tunable names, in printing order.
+    pub const NAMES: [&'static str; 3] = [
+        "background_wakeups_hz",
+        "background_run_ns",
+        "tick_jitter_ns",
+    ];
+
+    fn slot(&mut self, name: &str) -> Option<&mut u64> {
+        Some(match name {
+            "background_wakeups_hz" => &mut self.background_wakeups_hz,
+            "background_run_ns" => &mut self.background_run_ns,
+            "tick_jitter_ns" => &mut self.tick_jitter_ns,
+            _ => return None,
+        })
+    }
+
+    /// Whether `name` is an engine tunable.
+    pub fn is_tunable(name: &str) -> bool {
+        Self::NAMES.contains(&name)
+    }
+
+    /// Sets tunable `name` from its text value.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), SimError> {
+        let v: u64 = value.trim().parse().map_err(|_| SimError::BadTunable {
+            name: name.to_owned(),
+            value: value.to_owned(),
+        })?;
+        *self.slot(name).ok_or_else(|| SimError::UnknownTunable {
+            name: name.to_owned(),
+            valid: Self::NAMES.join(", "),
+        })? = v;
+        Ok(())
+    }
+
+    /// `(name, value)` pairs in [`EngineTunables::NAMES`] order.
+    pub fn entries(&self) -> [(&'static str, u64); 3] {
+        let mut copy = *self;
+        Self::NAMES.map(|n| (n, *copy.slot(n).expect("listed")))
+    }
+}
+
+/// Everything a run needs.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// The machine's sched domains.
+    pub topology: Arc<Topology>,
+    /// The tasks to run.
+    pub workload: WorkloadSpec,
+    /// Sched features.
+    pub features: Features,
+    /// Scheduler tunables (built for the machine's CPU count).
+    pub tunables: Tunables,
+    /// Scheduler-work costs.
+    pub cost: CostModel,
+    /// Engine tunables.
+    pub engine: EngineTunables,
+    /// How long to simulate, ns (the workload may end earlier).
+    pub duration_ns: u64,
+    /// The master seed.
+    pub seed: u64,
+    /// Check invariants after every event and stop at the first violation.
+    pub check: bool,
+}
+
+/// Why a run could not complete.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimError {
+    /// An unknown engine tunable.
+    #[error("unknown engine tunable `{name}` (valid: {valid})")]
+    UnknownTunable {
+        /// What was given.
+        name: String,
+        /// The valid names.
+        valid: String,
+    },
+    /// A tunable's value does not parse.
+    #[error("tunable `{name}`: `{value}` is not a non-negative integer")]
+    BadTunable {
+        /// The tunable.
+        name: String,
+        /// What was given.
+        value: String,
+    },
+    /// The workload names a CPU the machine does not have.
+    #[error("the workload uses CPU {cpu} but the machine has CPUs 0-{last}")]
+    NoSuchCpu {
+        /// The CPU the workload names.
+        cpu: u32,
+        /// The machine's last CPU.
+        last: u32,
+    },
+    /// The workload could not be run (a fork beyond the limit, an unsupported action).
+    #[error("workload: {0}")]
+    Workload(String),
+    /// An invariant broke (a model bug); `--check` stops here.
+    #[error("invariant violated at {time_ns} ns on cpu {cpu}{task}: {detail}")]
+    Invariant {
+        /// Simulated time of the violation.
+        time_ns: u64,
+        /// The CPU concerned.
+        cpu: u32,
+        /// The task concerned (formatted), or empty.
+        task: String,
+        /// What broke, and the decision that broke it.
+        detail: String,
+    },
+}
+
+/// The engine's events. A closed set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ev {
+    /// A workload task is created (forked by the launcher) and woken for the first time.
+    Start(u32),
+    /// The running task of `cpu` reaches the end of its current action (stale unless `generation`
+    /// matches the CPU's generation).
+    SegEnd { cpu: u32, generation: u64 },
+    /// A sleeping task's timer fires on its CPU.
+    Timer { run: u32, generation: u64 },
+    /// The periodic tick of `cpu`.
+    Tick { cpu: u32 },
+    /// A wake-list IPI arrives at `cpu` (`sched_ttwu_pending()`).
+    Ipi { cpu: u32 },
+    /// A reschedule request takes effect on `cpu` (`__schedule()`).
+    Resched { cpu: u32 },
+    /// The active-balance stopper runs on `busiest`.
+    Stopper(StopperRequest),
+    /// An idle-load-balancer kick arrives: SCHED_SOFTIRQ runs on the ILB CPU.
+    Kick(IlbKick),
+    /// A background kernel thread wakes on `cpu`.
+    Background { cpu: u32 },
+}
+
+impl Ev {
+    fn hash_key(&self) -> (u8, u64) {
+        match *self {
+            Ev::Start(r) => (1, r.into()),
+            Ev::SegEnd { cpu, .. } => (2, cpu.into()),
+            Ev::Timer { run, .. } => (3, run.into()),
+            Ev::Tick { cpu } => (4, cpu.into()),
+            Ev::Ipi { cpu } => (5, cpu.into()),
+            Ev::Resched { cpu } => (6, cpu.into()),
+            Ev::Stopper(r) => (7, r.busiest.0.into()),
+            Ev::Kick(k) => (8, k.ilb_cpu.0.into()),
+            Ev::Background { cpu } => (9, cpu.into()),
+        }
+    }
+}
+
+/// What a task is in the middle of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Cur {
+    /// Nothing: ask the program for its next action when the task runs.
+    Idle,
+    /// Work left, in units of ns-at-capacity-1024 times 1024 (so that a CPU of capacity `c`
+    /// completes exactly `c` units per ns).
+    Run { rem_units: u64 },
+    /// Running until this wall time.
+    RunWall { end_ns: u64 },
+    /// Blocked in a sync action that is re-applied when the task runs again.
+    Blocked(Action),
+}
+
+#[derive(Debug)]
+enum Kind {
+    /// A task of the workload.
+    Workload {
+        wref: TaskRef,
+        program: Box<ProgramState>,
+        rng: Pcg64Mcg,
+    },
+    /// A background kernel thread pinned to a CPU; `ran` is set once it has run since its
+    /// last wake-up.
+    Kworker { ran: bool },
+}
+
+#[derive(Debug)]
+struct TaskRun {
+    id: TaskId,
+    kind: Kind,
+    cur: Cur,
+    /// The task decided to block (sleep, blocking sync action); the next `__schedule()` on its
+    /// CPU dequeues it.
+    block_pending: bool,
+    /// The task exits at its next `__schedule()`.
+    exit_pending: bool,
+    /// Generation of the task's sleep timer (stale timers are ignored).
+    timer_gen: u64,
+    /// When it was last woken (for the wake-up latency), until it runs.
+    wake_ns: Option<u64>,
+    /// When it last started running (context-switched in).
+    on_cpu_since: u64,
+    /// Time on a CPU, ns.
+    runtime_ns: u64,
+    /// Work completed, in units of ns-at-1024 times 1024.
+    work_units: u128,
+    /// Longest single wait between becoming runnable and running, ns.
+    max_wait_ns: u64,
+}
+
+/// Per-CPU engine state (what is not the runqueue's).
+#[derive(Debug, Clone)]
+struct CpuState {
+    /// When the current task's progress (re)started.
+    seg_start: u64,
+    /// Scheduler overhead in progress until then; user progress resumes after it.
+    busy_until: u64,
+    /// Interrupts are off until then (a newly idle balance): IPIs and timers wait.
+    irq_off_until: u64,
+    /// Generation of the pending segment-end event.
+    generation: u64,
+    /// The tick is stopped (nohz idle).
+    tick_stopped: bool,
+    /// The tick's phase within a tick period.
+    tick_phase_ns: u64,
+    /// A tick event is queued.
+    tick_queued: bool,
+    /// Wake-list entries: (task, migrated, time the waker queued it).
+    wakelist: Vec<(TaskId, bool, u64)>,
+    /// A wake-list IPI is on its way.
+    ipi_queued: bool,
+    /// A reschedule is queued.
+    resched_queued: bool,
+    /// The capacity (`arch_scale_cpu_capacity`).
+    capacity: u64,
+    /// The pinned background kernel thread, if background noise is on.
+    kworker: Option<u32>,
+    /// Accounting: last update, busy and idle time, integral of nr_running over time.
+    acct_last: u64,
+    busy_ns: u64,
+    idle_ns: u64,
+    nr_running_ns: u128,
+}
+
+/// Per-CPU results of a run.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct CpuResult {
+    /// The CPU.
+    pub cpu: u32,
+    /// Time with a task on the CPU, ns.
+    pub busy_ns: u64,
+    /// Time idle, ns.
+    pub idle_ns: u64,
+    /// Time-averaged `nr_running`.
+    pub avg_nr_running: f64,
+    /// `rq->nr_switches`.
+    pub nr_switches: u64,
+}
+
+/// Per-task results of a run.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct TaskResult {
+    /// The task's name.
+    pub name: String,
+    /// Its fairness group.
+    pub group: String,
+    /// The CPU it was last on.
+    pub cpu: u32,
+    /// Time on a CPU, ns.
+    pub runtime_ns: u64,
+    /// Work completed (ns at capacity 1024).
+    pub work_ns: u64,
+    /// Time runnable but waiting (`sched_info.run_delay`), ns.
+    pub wait_ns: u64,
+    /// `se.nr_migrations`.
+    pub nr_migrations: u64,
+    /// Voluntary plus involuntary context switches.
+    pub nr_switches: u64,
+}
+
+/// Fairness of one group of tasks.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct GroupFairness {
+    /// The group label.
+    pub group: String,
+    /// Number of tasks.
+    pub tasks: usize,
+    /// Least over greatest work done.
+    pub min_max_ratio: f64,
+    /// Jain's index of work done.
+    pub jain: f64,
+}
+
+/// What a run measured.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// Simulated time covered, ns.
+    pub sim_time_ns: u64,
+    /// Task migrations (the sum of `se.nr_migrations`, as perf's cpu-migrations counts them).
+    pub migrations: u64,
+    /// Context switches of the workload's tasks (voluntary plus involuntary, as perf's
+    /// context-switches counts them for a process).
+    pub context_switches: u64,
+    /// Time some CPU sat idle while another CPU had a runnable, waiting task allowed to run
+    /// on it, ns.
+    pub idle_while_overloaded_ns: u64,
+    /// Wake-up latencies of the workload's tasks (wake to running), ns.
+    pub wakeup_latency: Percentiles,
+    /// Fairness of work done over all workload tasks.
+    pub fairness: Fairness,
+    /// Fairness per group.
+    pub groups: Vec<GroupFairness>,
+    /// Per-task results (workload tasks, in creation order).
+    pub tasks: Vec<TaskResult>,
+    /// Per-CPU results.
+    pub cpus: Vec<CpuResult>,
+    /// What the workload's reports are computed from.
+    pub observations: RunObservations,
+    /// Events processed.
+    pub events: u64,
+    /// FNV-1a hash of the event stream `(time, kind, cpu or task)`.
+    pub event_hash: u64,
+}
+
+/// The view of pending wake-ups the balancer's passes consult.
+struct Pending<'a> {
+    cpus: &'a [CpuState],
+}
+
+impl PendingWakeups for Pending<'_> {
+    fn ttwu_pending_at(&self, cpu: CpuId, at_ns: u64) -> bool {
+        self.cpus[cpu.index()]
+            .wakelist
+            .iter()
+            .any(|&(_, _, sent)| sent <= at_ns)
+    }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+fn fnv(mut h: u64, v: u64) -> u64 {
+    for b in v.to_le_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(FNV_PRIME);
+    }
+    h
+}
+
+/// The most zero-time actions a task may take in a row before the run is stopped (a program
+/// that never blocks nor consumes time would otherwise hang the simulation).
+const MAX_ZERO_TIME_ACTIONS: u32 = 100_000;
+
+/// A simulation in progress.
+#[derive(Debug)]
+pub struct Sim<B: Balancer> {
+    cfg: SimConfig,
+    balancer: B,
+    now: u64,
+    end_ns: u64,
+    tick_nsec: u64,
+    queue: EventQueue<Ev>,
+    rqs: Vec<Rq>,
+    tasks: Tasks,
+    cpus: Vec<CpuState>,
+    runs: Vec<TaskRun>,
+    run_of: SecondaryMap<TaskId, u32>,
+    /// Workload TaskRef index -> run index.
+    by_ref: Vec<u32>,
+    sync: SyncState,
+    obs: RunObservations,
+    streams: SeedStreams,
+    bg_rng: Pcg64Mcg,
+    latency: Samples,
+    iwo_ns: u64,
+    iwo_active: bool,
+    events: u64,
+    hash: u64,
+    error: Option<SimError>,
+}
+
+impl<B: Balancer> Sim<B> {
+    /// Sets up a run: runqueues, background threads, the workload's tasks' start events and
+    /// the first ticks.
+    pub fn new(cfg: SimConfig, balancer: B) -> Result<Sim<B>, SimError> {
+        let topo = cfg.topology.clone();
+        let machine = topo.machine();
+        let nr_cpus = machine.nr_cpus();
+        if let Some(cpu) = cfg.workload.max_cpu()
+            && cpu as usize >= nr_cpus
+        {
+            return Err(SimError::NoSuchCpu {
+                cpu,
+                last: nr_cpus as u32 - 1,
+            });
+        }
+        cfg.workload
+            .validate()
+            .map_err(|e| SimError::Workload(e.to_string()))?;
+        let params = SchedParams::new(cfg.features, &cfg.tunables);
+        let asym = (0..nr_cpus).any(|c| machine.capacity(CpuId(c as u32)) != machine.capacity(CpuId(0)));
+        let streams = SeedStreams::new(cfg.seed);
+        let mut phase_rng = streams.rng(Stream::TickPhase, 0);
+        let tick_nsec = cfg.tunables.tick_nsec();
+        let mut rqs = Vec::with_capacity(nr_cpus);
+        let mut cpus = Vec::with_capacity(nr_cpus);
+        for c in 0..nr_cpus {
+            let cpu = CpuId(c as u32);
+            let cap = u64::from(machine.capacity(cpu));
+            let mut rq = Rq::new(cpu, cap, params);
+            rq.asym_cpucap_active = asym;
+            rqs.push(rq);
+            let jitter = cfg.engine.tick_jitter_ns.min(tick_nsec);
+            let tick_phase_ns = if jitter == 0 { 0 } else { below(&mut phase_rng, jitter) };
+            cpus.push(CpuState {
+                seg_start: 0,
+                busy_until: 0,
+                irq_off_until: 0,
+                generation: 0,
+                tick_stopped: true,
+                tick_phase_ns,
+                tick_queued: false,
+                wakelist: Vec::new(),
+                ipi_queued: false,
+                resched_queued: false,
+                capacity: cap,
+                kworker: None,
+                acct_last: 0,
+                busy_ns: 0,
+                idle_ns: 0,
+                nr_running_ns: 0,
+            });
+        }
+        let end_ns = cfg
+            .workload
+            .duration_ns
+            .map_or(cfg.duration_ns, |d| d.min(cfg.duration_ns));
+        let sync = cfg.workload.new_sync_state();
+        let bg_rng = streams.rng(Stream::Background, 0);
+        let mut sim = Sim {
+            balancer,
+            now: 0,
+            end_ns,
+            tick_nsec,
+            queue: EventQueue::default(),
+            rqs,
+            tasks: Tasks::with_key(),
+            cpus,
+            runs: Vec::new(),
+            run_of: SecondaryMap::new(),
+            by_ref: Vec::new(),
+            sync,
+            obs: RunObservations::default(),
+            streams,
+            bg_rng,
+            latency: Samples::default(),
+            iwo_ns: 0,
+            iwo_active: false,
+            events: 0,
+            hash: FNV_OFFSET,
+            error: None,
+            cfg,
+        };
+        // Every CPU starts idle with its tick stopped; a tick starts when work arrives.
+        for (i, spec) in sim.cfg.workload.tasks.iter().enumerate() {
+            sim.queue.push_at(spec.start_ns, Ev::Start(i as u32));
+        }
+        if sim.cfg.engine.background_wakeups_hz > 0 {
+            for c in 0..nr_cpus {
+                let run = sim.create_kworker(CpuId(c as u32));
+                sim.cpus[c].kworker = Some(run);
+                let t = sim.next_background_delay();
+                sim.queue.push_at(t, Ev::Background { cpu: c as u32 });
+            }
+        }
+        Ok(sim)
+    }
+
+    fn next_background_delay(&mut self) -> u64 {
+        // Exponential inter-arrival times with mean 1/hz, from a uniform draw:
+        // -ln(u) * mean, with u in (0, 1].
+        let mean = 1_000_000_000 / self.cfg.engine.background_wakeups_hz.max(1);
+        let u = (below(&mut self.bg_rng, 1 << 53) + 1) as f64 / (1u64 << 53) as f64;
+        self.now + ((-u.ln()) * mean as f64) as u64
+    }
+
+    fn create_kworker(&mut self, cpu: CpuId) -> u32 {
+        let nr = self.rqs.len();
+        let mask = Cpumask::from_cpus(nr, [cpu]);
+        let mut task = Task::new(
+            format!("kworker/{}", cpu.0),
+            RqPolicy::Normal,
+            0,
+            mask,
+            cpu,
+            self.cfg.tunables.base_slice_ns,
+        );
+        task.max_allowed_capacity = self.cpus[cpu.index()].capacity;
+        task.state = TaskState::Sleeping;
+        let id = self.tasks.insert(task);
+        self.add_run(id, Kind::Kworker { ran: true })
+    }
+
+    fn add_run(&mut self, id: TaskId, kind: Kind) -> u32 {
+        let idx = self.runs.len() as u32;
+        self.runs.push(TaskRun {
+            id,
+            kind,
+            cur: Cur::Idle,
+            block_pending: false,
+            exit_pending: false,
+            timer_gen: 0,
+            wake_ns: None,
+            on_cpu_since: 0,
+            runtime_ns: 0,
+            work_units: 0,
+            max_wait_ns: 0,
+        });
+        self.run_of.insert(id, idx);
+        idx
+    }
+
+    /// Runs to the end and returns what was measured.
+    pub fn run(mut self) -> Result<RunResult, SimError> {
+        while let Some(t) = self.queue.peek_time() {
+            if t.as_ns() > self.end_ns {
+                break;
+            }
+            let (t, ev) = self.queue.pop().expect("peeked");
+            let t = t.as_ns();
+            if self.iwo_active {
+                self.iwo_ns += t - self.now;
+            }
+            self.now = t;
+            self.events += 1;
+            let (k, v) = ev.hash_key();
+            self.hash = fnv(fnv(fnv(self.hash, t), u64::from(k)), v);
+            self.dispatch(ev);
+            if let Some(e) = self.error.take() {
+                return Err(e);
+            }
+            if self.cfg.check {
+                self.check_invariants()?;
+            }
+            self.iwo_active = self.idle_while_overloaded();
+            if self.all_workload_tasks_exited() {
+                break;
+            }
+        }
+        let end = if self.all_workload_tasks_exited() {
+            self.now
+        } else {
+            self.end_ns.max(self.now)
+        };
+        if self.iwo_active {
+            self.iwo_ns += end - self.now;
+        }
+        self.now = end;
+        Ok(self.finish())
+    }
+
+    fn all_workload_tasks_exited(&self) -> bool {
+        !self.by_ref.is_empty()
+            && self.by_ref.len() >= self.cfg.workload.tasks.len()
+            && self.by_ref.iter().all(|&r| {
+                let id = self.runs[r as usize].id;
+                self.tasks[id].state == TaskState::Exited
+            })
+    }
+
+    fn dispatch(&mut self, ev: Ev) {
+        match ev {
+            Ev::Start(i) => self.start_task(i),
+            Ev::SegEnd { cpu, generation } => {
+                if self.cpus[cpu as usize].generation == generation {
+                    self.segment_end(CpuId(cpu));
+                }
+            }
+            Ev::Timer { run, generation } => self.timer(run, generation),
+            Ev::Tick { cpu } => self.tick(CpuId(cpu)),
+            Ev::Ipi { cpu } => self.ipi(CpuId(cpu)),
+            Ev::Resched { cpu } => {
+                self.cpus[cpu as usize].resched_queued = false;
+                self.schedule(CpuId(cpu));
+            }
+            Ev::Stopper(req) => self.stopper(req),
+            Ev::Kick(kick) => self.kick(kick),
+            Ev::Background { cpu } => self.background(CpuId(cpu)),
+        }
+    }
+
+    // ----------------------------------------------------------------------------------
+    // Accounting
+
+    fn account(&mut self, cpu: CpuId) {
+        let now = self.now;
+        let c = &mut self.cpus[cpu.index()];
+        let dt = now.saturating_sub(c.acct_last);
+        if dt == 0 {
+            return;
+        }
+        let rq = &self.rqs[cpu.index()];
+        if rq.curr.is_some() {
+            c.busy_ns += dt;
+        } else {
+            c.idle_ns += dt;
+        }
+        c.nr_running_ns += u128::from(rq.nr_running) * u128::from(dt);
+        c.acct_last = now;
+    }
+
+    fn account_all(&mut self) {
+        for c in 0..self.cpus.len() {
+            self.account(CpuId(c as u32));
+        }
+    }
+
+    /// Whether some CPU is idle while another has a waiting task allowed to run on it.
+    fn idle_while_overloaded(&self) -> bool {
+        let mut idle: Option<Cpumask> = None;
+        for (c, rq) in self.rqs.iter().enumerate() {
+            if rq.curr.is_none() {
+                idle.get_or_insert_with(|| Cpumask::new(self.rqs.len()))
+                    .set(CpuId(c as u32));
+            }
+        }
+        let Some(idle) = idle else {
+            return false;
+        };
+        for rq in &self.rqs {
+            let waiting = rq.nr_running as usize - usize::from(rq.curr.is_some());
+            if waiting == 0 {
+                continue;
+            }
+            for p in rq.cfs.cfs_tasks() {
+                let t = &self.tasks[p];
+                if Some(p) == rq.curr || t.se.sched_delayed || t.state != TaskState::Queued {
+                    continue;
+                }
+                if t.cpus_mask.intersects(&idle) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    // ----------------------------------------------------------------------------------
+    // Helpers around the balancer
+
+    fn ctx_call<R>(&mut self, f: impl FnOnce(&mut B, &mut BalanceCtx<'_>) -> R) -> R {
+        let Sim {
+            cfg,
+            balancer,
+            now,
+            tick_nsec,
+            rqs,
+            tasks,
+            cpus,
+            ..
+        } = self;
+        let pending = Pending { cpus };
+        let mut ctx = BalanceCtx {
+            now_ns: *now,
+            jiffies: *now / *tick_nsec,
+            hz: cfg.tunables.hz,
+            topo: &cfg.topology,
+            rqs,
+            tasks,
+            features: cfg.features,
+            tunables: &cfg.tunables,
+            cost: &cfg.cost,
+            pending: &pending,
+        };
+        f(balancer, &mut ctx)
+    }
+
+    /// Applies what a balancing pass decided, beyond its runqueue changes: reschedules on
+    /// the CPUs that received tasks, stoppers and kicks.
+    fn apply_outcome(&mut self, from: CpuId, out: &BalanceOutcome) {
+        for m in &out.migrations {
+            if self.cfg.check {
+                let t = &self.tasks[m.task];
+                if !t.cpus_mask.test(m.dst) {
+                    self.error.get_or_insert(SimError::Invariant {
+                        time_ns: self.now,
+                        cpu: m.dst.0,
+                        task: format!(" task {}", t.name),
+                        detail: format!(
+                            "balancer migrated the task from cpu {} to cpu {} outside its affinity {}",
+                            m.src.0,
+                            m.dst.0,
+                            t.cpus_mask.to_cpulist()
+                        ),
+                    });
+                }
+            }
+            if self.rqs[m.dst.index()].need_resched() {
+                self.resched_cpu(m.dst, from);
+            }
+        }
+        let ipi = self.cfg.cost.ipi_ns;
+        for s in &out.stoppers {
+            self.queue.push_at(self.now + ipi, Ev::Stopper(*s));
+        }
+        for k in &out.kicks {
+            self.queue.push_at(self.now + ipi, Ev::Kick(*k));
+        }
+    }
+
+    /// Charges `ns` of scheduler overhead to `cpu` (its current task makes no progress).
+    fn charge(&mut self, cpu: CpuId, ns: u64) {
+        if ns == 0 {
+            return;
+        }
+        self.settle(cpu);
+        let now = self.now;
+        let c = &mut self.cpus[cpu.index()];
+        c.busy_until = c.busy_until.max(now) + ns;
+        if self.rqs[cpu.index()].curr.is_some() {
+            c.seg_start = c.seg_start.max(c.busy_until);
+            self.arm_segment(cpu);
+        }
+    }
+
+    /// `resched_curr()` of a remote or local CPU: local takes effect now, remote after an IPI.
+    fn resched_cpu(&mut self, cpu: CpuId, from: CpuId) {
+        let c = &mut self.cpus[cpu.index()];
+        if c.resched_queued {
+            return;
+        }
+        c.resched_queued = true;
+        let at = if cpu == from {
+            self.now
+        } else {
+            self.now + self.cfg.cost.ipi_ns
+        };
+        self.queue.push_at(at, Ev::Resched { cpu: cpu.0 });
+    }
+
+    // ----------------------------------------------------------------------------------
+    // Progress of the running task
+
+    /// Accounts the current task's progress up to now.
+    fn settle(&mut self, cpu: CpuId) {
+        let now = self.now;
+        let Some(p) = self.rqs[cpu.index()].curr else {
+            return;
+        };
+        let c = &mut self.cpus[cpu.index()];
+        let from = c.seg_start;
+        if now <= from {
+            return;
+        }
+        c.seg_start = now;
+        let cap = c.capacity;
+        let r = &mut self.runs[self.run_of[p] as usize];
+        if let Cur::Run { rem_units } = &mut r.cur {
+            let done = (now - from).saturating_mul(cap).min(*rem_units);
+            *rem_units -= done;
+            r.work_units += u128::from(done);
+        }
+    }
+
+    /// Queues the segment end of `cpu`'s current task (invalidating any earlier one).
+    fn arm_segment(&mut self, cpu: CpuId) {
+        let c = &mut self.cpus[cpu.index()];
+        c.generation += 1;
+        let Some(p) = self.rqs[cpu.index()].curr else {
+            return;
+        };
+        let start = c.seg_start.max(self.now);
+        let r = &self.runs[self.run_of[p] as usize];
+        let at = match r.cur {
+            Cur::Idle | Cur::Blocked(_) => start,
+            Cur::Run { rem_units } => start + rem_units.div_ceil(c.capacity),
+            Cur::RunWall { end_ns } => end_ns.max(start),
+        };
+        if r.block_pending || r.exit_pending {
+            return;
+        }
+        let generation = c.generation;
+        self.queue.push_at(at, Ev::SegEnd { cpu: cpu.0, generation });
+    }
+
+    fn segment_end(&mut self, cpu: CpuId) {
+        self.settle(cpu);
+        let Some(p) = self.rqs[cpu.index()].curr else {
+            return;
+        };
+        let ri = self.run_of[p] as usize;
+        let done = match self.runs[ri].cur {
+            Cur::Idle | Cur::Blocked(_) => true,
+            Cur::Run { rem_units } => rem_units == 0,
+            Cur::RunWall { end_ns } => self.now >= end_ns,
+        };
+        if !done {
+            // Rounding left a sliver: arm again.
+            self.arm_segment(cpu);
+            return;
+        }
+        if !matches!(self.runs[ri].cur, Cur::Blocked(_)) {
+            self.runs[ri].cur = Cur::Idle;
+        }
+        self.advance(cpu, ri);
+    }
+
+    /// The running task `ri` on `cpu` asks for actions until one takes time or blocks.
+    fn advance(&mut self, cpu: CpuId, ri: usize) {
+        let mut steps = 0u32;
+        loop {
+            steps += 1;
+            if steps > MAX_ZERO_TIME_ACTIONS {
+                self.error.get_or_insert(SimError::Workload(format!(
+                    "task {} took {MAX_ZERO_TIME_ACTIONS} actions without consuming time",
+                    self.tasks[self.runs[ri].id].name
+                )));
+                return;
+            }
+            let action = match std::mem::replace(&mut self.runs[ri].cur, Cur::Idle) {
+                Cur::Blocked(a) => a,
+                _ => match &mut self.runs[ri].kind {
+                    Kind::Workload { program, rng, .. } => {
+                        program.next_action(self.now, rng, &mut self.sync)
+                    }
+                    Kind::Kworker { ran } => {
+                        // A background kernel thread runs once per wake-up, then sleeps
+                        // until the background source wakes it again.
+                        if *ran {
+                            self.runs[ri].block_pending = true;
+                            self.resched_cpu(cpu, cpu);
+                            self.cpus[cpu.index()].generation += 1;
+                            return;
+                        }
+                        *ran = true;
+                        Action::Run {
+                            work_ns: self.cfg.engine.background_run_ns,
+                        }
+                    }
+                },
+            };
+            match action {
+                Action::Run { work_ns } => {
+                    self.runs[ri].cur = Cur::Run {
+                        rem_units: work_ns.saturating_mul(1024),
+                    };
+                    self.arm_segment(cpu);
+                    return;
+                }
+                Action::RunWall { ns } => {
+                    self.runs[ri].cur = Cur::RunWall {
+                        end_ns: self.now + ns,
+                    };
+                    self.arm_segment(cpu);
+                    return;
+                }
+                Action::Sleep { ns } => {
+                    self.sleep_until(cpu, ri, self.now + ns);
+                    return;
+                }
+                Action::SleepUntil { abs_ns } => {
+                    if abs_ns <= self.now {
+                        continue;
+                    }
+                    self.sleep_until(cpu, ri, abs_ns);
+                    return;
+                }
+                Action::Yield => {
+                    let now = self.now;
+                    self.rqs[cpu.index()].yield_task_fair(&mut self.tasks, now);
+                    self.resched_cpu(cpu, cpu);
+                    self.cpus[cpu.index()].generation += 1;
+                    return;
+                }
+                Action::Fork(t) => {
+                    let wref = TaskRef(self.obs.tasks.len() as u32);
+                    match self.cfg.workload.fork_task(t, &mut self.sync, wref) {
+                        Ok(spec) => self.create_workload_task(spec, cpu),
+                        Err(e) => {
+                            self.error.get_or_insert(SimError::Workload(e.to_string()));
+                            return;
+                        }
+                    }
+                }
+                Action::Probe { tag, value } => {
+                    if let Kind::Workload { wref, .. } = self.runs[ri].kind {
+                        self.obs.probes.push(ProbeRecord {
+                            task: wref,
+                            time_ns: self.now,
+                            tag,
+                            value,
+                        });
+                    }
+                }
+                Action::SetAffinity(set) => {
+                    let nr = self.rqs.len();
+                    let mask = match set {
+                        None => Cpumask::full(nr),
+                        Some(id) => Cpumask::from_cpus(
+                            nr,
+                            self.cfg.workload.cpuset(id).iter().map(|&c| CpuId(c)),
+                        ),
+                    };
+                    self.set_affinity(ri, mask);
+                    if !self.tasks[self.runs[ri].id].cpus_mask.test(cpu) {
+                        // The task must leave this CPU: it blocks here and is woken at once
+                        // on an allowed CPU (the kernel's migration stopper does the same
+                        // move through the stopper thread).
+                        self.runs[ri].block_pending = true;
+                        self.resched_cpu(cpu, cpu);
+                        let generation = self.runs[ri].timer_gen + 1;
+                        self.runs[ri].timer_gen = generation;
+                        self.queue.push_at(self.now, Ev::Timer { run: ri as u32, generation });
+                        self.cpus[cpu.index()].generation += 1;
+                        return;
+                    }
+                }
+                Action::SetSched(_) => {
+                    self.error.get_or_insert(SimError::Workload(
+                        "sched_setattr/setpriority while running is not modelled (the runqueue model does not reweight a task)".to_owned(),
+                    ));
+                    return;
+                }
+                Action::Exit => {
+                    self.runs[ri].exit_pending = true;
+                    self.resched_cpu(cpu, cpu);
+                    self.cpus[cpu.index()].generation += 1;
+                    return;
+                }
+                a if a.is_sync() => {
+                    let Kind::Workload { wref, .. } = self.runs[ri].kind else {
+                        unreachable!("kernel threads take no sync action")
+                    };
+                    let mut wakes = Wakes::new();
+                    let outcome = self.sync.apply(wref, &a, self.now, &mut wakes);
+                    for w in wakes {
+                        let target = self.by_ref[w.task.index()];
+                        self.ttwu(target as usize, cpu, w.sync);
+                    }
+                    if outcome == Outcome::Blocked {
+                        self.runs[ri].cur = Cur::Blocked(a);
+                        self.runs[ri].block_pending = true;
+                        self.resched_cpu(cpu, cpu);
+                        self.cpus[cpu.index()].generation += 1;
+                        return;
+                    }
+                }
+                other => {
+                    self.error.get_or_insert(SimError::Workload(format!(
+                        "action {other:?} is not modelled by the engine"
+                    )));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn sleep_until(&mut self, cpu: CpuId, ri: usize, at: u64) {
+        let r = &mut self.runs[ri];
+        r.block_pending = true;
+        r.timer_gen += 1;
+        let generation = r.timer_gen;
+        self.queue.push_at(at, Ev::Timer { run: ri as u32, generation });
+        self.resched_cpu(cpu, cpu);
+        self.cpus[cpu.index()].generation += 1;
+    }
+
+    fn set_affinity(&mut self, ri: usize, mask: Cpumask) {
+        let id = self.runs[ri].id;
+        let machine = self.cfg.topology.machine();
+        let max_cap = mask
+            .iter()
+            .map(|c| u64::from(machine.capacity(c)))
+            .max()
+            .unwrap_or(1024);
+        let t = &mut self.tasks[id];
+        t.nr_cpus_allowed = mask.weight() as u32;
+        t.cpus_mask = mask;
+        t.max_allowed_capacity = max_cap;
+    }
+
+    // ----------------------------------------------------------------------------------
+    // Creation and wake-up
+
+    fn start_task(&mut self, i: u32) {
+        let spec = self.cfg.workload.tasks[i as usize].clone();
+        // Top-level tasks are forked by the launcher (rt-app's or the benchmark's main thread),
+        // which lbsim places on CPU 0, or on the task's first allowed CPU.
+        let nr = self.rqs.len();
+        let mask = match spec.affinity {
+            None => Cpumask::full(nr),
+            Some(id) => Cpumask::from_cpus(nr, self.cfg.workload.cpuset(id).iter().map(|&c| CpuId(c))),
+        };
+        let parent = if mask.test(CpuId(0)) {
+            CpuId(0)
+        } else {
+            mask.first().unwrap_or(CpuId(0))
+        };
+        self.create_workload_task(spec, parent);
+    }
+
+    /// `fork()` + `wake_up_new_task()` from `parent_cpu`.
+    fn create_workload_task(&mut self, spec: lbsim_workload::TaskSpec, parent_cpu: CpuId) {
+        let nr = self.rqs.len();
+        let wref = TaskRef(self.obs.tasks.len() as u32);
+        let mask = match spec.affinity {
+            None => Cpumask::full(nr),
+            Some(id) => Cpumask::from_cpus(nr, self.cfg.workload.cpuset(id).iter().map(|&c| CpuId(c))),
+        };
+        if mask.is_empty() {
+            self.error.get_or_insert(SimError::Workload(format!(
+                "task {} has an empty affinity",
+                spec.name
+            )));
+            return;
+        }
+        let policy = match spec.policy {
+            WlPolicy::Normal => RqPolicy::Normal,
+            WlPolicy::Batch => RqPolicy::Batch,
+            WlPolicy::Idle => RqPolicy::Idle,
+        };
+        let mut task = Task::new(
+            spec.name.clone(),
+            policy,
+            spec.nice,
+            mask.clone(),
+            parent_cpu,
+            self.cfg.tunables.base_slice_ns,
+        );
+        if let Some(slice) = spec.custom_slice_ns {
+            task.se.slice = slice;
+            task.se.custom_slice = true;
+        }
+        let id = self.tasks.insert(task);
+        let program = Box::new(spec.start(wref));
+        let rng = self.streams.rng(Stream::Task, u64::from(wref.0));
+        let ri = self.add_run(
+            id,
+            Kind::Workload {
+                wref,
+                program,
+                rng,
+            },
+        );
+        self.set_affinity(ri as usize, mask);
+        self.by_ref.push(ri);
+        self.obs.tasks.push(TaskObservation::new(&spec, self.now));
+        // fork: sched_fork() / task_fork_fair() on the parent's CPU.
+        let now = self.now;
+        self.rqs[parent_cpu.index()].task_fork_fair(&mut self.tasks, id, now);
+        // wake_up_new_task(): select_task_rq(WF_FORK) from the parent's CPU.
+        let placement = self.ctx_call(|b, ctx| {
+            b.select_task_rq(ctx, id, parent_cpu, parent_cpu, WakeFlags::FORK)
+        });
+        let cost = self.cfg.cost.charge(&placement.work);
+        self.charge(parent_cpu, cost);
+        let cpu = self.checked_placement(id, placement.cpu);
+        self.account(cpu);
+        self.tasks[id].cpu = cpu;
+        self.tasks[id].wake_cpu = cpu;
+        // A new task's first run is not a wake-up: no latency sample (perf sched counts
+        // sched_wakeup_new apart from sched_wakeup).
+        self.rqs[cpu.index()].wake_up_new_task(&mut self.tasks, id, now);
+        self.after_enqueue(cpu, parent_cpu);
+    }
+
+    fn checked_placement(&mut self, p: TaskId, cpu: CpuId) -> CpuId {
+        let t = &self.tasks[p];
+        if cpu.index() >= self.rqs.len() || !t.cpus_mask.test(cpu) {
+            self.error.get_or_insert(SimError::Invariant {
+                time_ns: self.now,
+                cpu: cpu.0,
+                task: format!(" task {}", t.name),
+                detail: format!(
+                    "select_task_rq chose cpu {} outside the task's affinity {}",
+                    cpu.0,
+                    t.cpus_mask.to_cpulist()
+                ),
+            });
+            return t.cpus_mask.first().unwrap_or(CpuId(0));
+        }
+        cpu
+    }
+
+    /// After a task was queued on `cpu` by an action on `from`: restart the tick of an idle
+    /// CPU, and reschedule if the enqueue asked for it.
+    fn after_enqueue(&mut self, cpu: CpuId, from: CpuId) {
+        self.restart_tick(cpu);
+        if self.rqs[cpu.index()].need_resched() || self.rqs[cpu.index()].curr.is_none() {
+            self.resched_cpu(cpu, from);
+        }
+    }
+
+    fn timer(&mut self, run: u32, generation: u64) {
+        let ri = run as usize;
+        if self.runs[ri].timer_gen != generation {
+            return;
+        }
+        let id = self.runs[ri].id;
+        // The hrtimer fires on the CPU the task slept on; it waits for interrupts to be on.
+        let cpu = self.tasks[id].cpu;
+        let irq_off = self.cpus[cpu.index()].irq_off_until;
+        if irq_off > self.now {
+            self.queue.push_at(irq_off, Ev::Timer { run, generation });
+            return;
+        }
+        self.ttwu(ri, cpu, false);
+    }
+
+    fn background(&mut self, cpu: CpuId) {
+        let next = self.next_background_delay();
+        self.queue.push_at(next, Ev::Background { cpu: cpu.0 });
+        let Some(ri) = self.cpus[cpu.index()].kworker else {
+            return;
+        };
+        let id = self.runs[ri as usize].id;
+        if self.tasks[id].state != TaskState::Sleeping || self.runs[ri as usize].block_pending {
+            return;
+        }
+        if let Kind::Kworker { ran } = &mut self.runs[ri as usize].kind {
+            *ran = false;
+        }
+        self.ttwu(ri as usize, cpu, false);
+    }
+
+    /// `try_to_wake_up()` of task `ri`, run on `this_cpu`.
+    ///
+    /// Follows core.c: try_to_wake_up() (v6.12): `ttwu_runnable()` if the task is still queued;
+    /// else `select_task_rq()`, `set_task_cpu()` if the CPU changes (`WF_MIGRATED`), and
+    /// `ttwu_queue()` (the wake list when `ttwu_queue_cond()` says so).
+    fn ttwu(&mut self, ri: usize, this_cpu: CpuId, sync: bool) {
+        let id = self.runs[ri].id;
+        let now = self.now;
+        if self.runs[ri].block_pending {
+            // Woken before it got off its CPU (`p->on_rq` still set): it keeps running.
+            // Follows core.c: ttwu_runnable() for the running task.
+            self.runs[ri].block_pending = false;
+            self.runs[ri].timer_gen += 1;
+            let cpu = self.tasks[id].cpu;
+            if self.rqs[cpu.index()].curr == Some(id) {
+                self.arm_segment(cpu);
+            }
+            return;
+        }
+        match self.tasks[id].state {
+            TaskState::Sleeping => {}
+            _ => return,
+        }
+        self.charge(this_cpu, self.cfg.cost.wakeup_ns);
+        let prev_cpu = self.tasks[id].cpu;
+        if self.tasks[id].on_rq_queued() {
+            // Delayed dequeue: still queued on its old CPU.
+            self.account(prev_cpu);
+            let wf = if sync { WakeFlags::TTWU | WakeFlags::SYNC } else { WakeFlags::TTWU };
+            self.rqs[prev_cpu.index()].ttwu_runnable(&mut self.tasks, id, wf, now);
+            self.runs[ri].wake_ns = Some(now);
+            self.after_enqueue(prev_cpu, this_cpu);
+            return;
+        }
+        let mut wf = WakeFlags::TTWU;
+        if sync {
+            wf |= WakeFlags::SYNC;
+        }
+        let wake_cpu = self.tasks[id].wake_cpu;
+        let placement = self.ctx_call(|b, ctx| b.select_task_rq(ctx, id, wake_cpu, this_cpu, wf));
+        let work = self.cfg.cost.charge(&placement.work);
+        self.charge(this_cpu, work);
+        let cpu = self.checked_placement(id, placement.cpu);
+        let migrated = cpu != prev_cpu;
+        if migrated {
+            wf |= WakeFlags::MIGRATED;
+            set_task_cpu(&mut self.rqs[prev_cpu.index()], &mut self.tasks, id, cpu, now);
+        }
+        self.tasks[id].wake_cpu = cpu;
+        self.runs[ri].wake_ns = Some(now);
+        // ttwu_queue_cond() (v6.12): a remote CPU that does not share the waker's cache, or
+        // that has nothing running, gets the wake-up through its wake list.
+        let queue = self.cfg.features.enabled(SchedFeat::TtwuQueue)
+            && cpu != this_cpu
+            && (!self.cfg.topology.cpus_share_cache(this_cpu, cpu)
+                || self.rqs[cpu.index()].nr_running == 0);
+        if queue {
+            let c = &mut self.cpus[cpu.index()];
+            c.wakelist.push((id, migrated, now));
+            self.rqs[cpu.index()].ttwu_pending = true;
+            if !c.ipi_queued {
+                c.ipi_queued = true;
+                let at = now + self.cfg.cost.ipi_ns;
+                self.queue.push_at(at, Ev::Ipi { cpu: cpu.0 });
+            }
+        } else {
+            self.account(cpu);
+            self.rqs[cpu.index()].ttwu_do_activate(&mut self.tasks, id, wf, now);
+            self.after_enqueue(cpu, this_cpu);
+        }
+    }
+
+    /// The wake-list IPI: `sched_ttwu_pending()`.
+    fn ipi(&mut self, cpu: CpuId) {
+        let c = &mut self.cpus[cpu.index()];
+        if c.irq_off_until > self.now {
+            let at = c.irq_off_until;
+            self.queue.push_at(at, Ev::Ipi { cpu: cpu.0 });
+            return;
+        }
+        c.ipi_queued = false;
+        let list = std::mem::take(&mut c.wakelist);
+        if list.is_empty() {
+            return;
+        }
+        self.account(cpu);
+        let now = self.now;
+        self.rqs[cpu.index()].sched_ttwu_pending(
+            &mut self.tasks,
+            list.iter().map(|&(p, migrated, _)| (p, migrated)),
+            now,
+        );
+        self.after_enqueue(cpu, cpu);
+    }
+
+    // ----------------------------------------------------------------------------------
+    // __schedule()
+
+    /// `__schedule()` on `cpu`.
+    fn schedule(&mut self, cpu: CpuId) {
+        let now = self.now;
+        self.settle(cpu);
+        self.account(cpu);
+        let ci = cpu.index();
+        let prev = self.rqs[ci].curr;
+        let mut action = PrevAction::Preempt;
+        if let Some(p) = prev {
+            let r = &mut self.runs[self.run_of[p] as usize];
+            r.runtime_ns += now.saturating_sub(r.on_cpu_since);
+            r.on_cpu_since = now;
+            if r.exit_pending {
+                action = PrevAction::Exit;
+            } else if r.block_pending {
+                action = PrevAction::Block;
+                r.block_pending = false;
+            }
+        }
+        self.rqs[ci].__schedule_prev(&mut self.tasks, action, now);
+        if action == PrevAction::Block
+            && let Some(p) = prev
+            && self.tasks[p].cpu.index() != ci
+        {
+            unreachable!("a blocking task is on its own CPU");
+        }
+        let mut next = self.rqs[ci].pick_next_task_fair(&mut self.tasks);
+        let mut start = self.cpus[ci].busy_until.max(now);
+        if next.is_none() {
+            // sched_balance_newidle(): interrupts stay off until it returns.
+            self.account_all();
+            let out = self.ctx_call(|b, ctx| b.newidle(ctx, cpu));
+            self.apply_outcome(cpu, &out);
+            let end = now + out.elapsed_ns;
+            let c = &mut self.cpus[ci];
+            c.irq_off_until = c.irq_off_until.max(end);
+            start = start.max(end);
+            if self.rqs[ci].nr_running > 0 {
+                next = self.rqs[ci].pick_next_task_fair(&mut self.tasks);
+            }
+            if next.is_none() {
+                self.rqs[ci].pick_next_task_idle(&mut self.tasks);
+            }
+        }
+        if let Some(n) = next
+            && next != prev
+            && let Some(q) = self.tasks[n].sched_info.last_queued
+        {
+            let wait = self.rqs[ci].rq_clock().saturating_sub(q);
+            let r = &mut self.runs[self.run_of[n] as usize];
+            r.max_wait_ns = r.max_wait_ns.max(wait);
+        }
+        let changed = self.rqs[ci].context_switch(&mut self.tasks, next);
+        if action == PrevAction::Exit
+            && let Some(p) = prev
+        {
+            self.rqs[ci].task_dead_fair(&mut self.tasks, p, now);
+            let r = &self.runs[self.run_of[p] as usize];
+            if let Kind::Workload { wref, .. } = r.kind {
+                self.obs.tasks[wref.index()].exited_ns = Some(now);
+            }
+        }
+        if changed && next.is_some() {
+            start += self.cfg.cost.context_switch_ns;
+        }
+        let c = &mut self.cpus[ci];
+        c.busy_until = start;
+        c.seg_start = start;
+        match next {
+            Some(n) => {
+                let ri = self.run_of[n] as usize;
+                if changed {
+                    let r = &mut self.runs[ri];
+                    r.on_cpu_since = now;
+                    if let Some(w) = r.wake_ns.take() {
+                        let lat = start.saturating_sub(w);
+                        if let Kind::Workload { wref, .. } = r.kind {
+                            self.latency.record(lat);
+                            self.obs.wakeups.push(WakeupSample {
+                                task: wref,
+                                wake_ns: w,
+                                latency_ns: lat,
+                            });
+                        }
+                    }
+                    self.ctx_call(|b, ctx| b.task_running(ctx, n, cpu));
+                }
+                self.restart_tick(cpu);
+                self.arm_segment(cpu);
+            }
+            None => {
+                self.cpus[ci].generation += 1;
+                if !self.cpus[ci].tick_stopped {
+                    // The idle loop stops the tick: tick_nohz_idle_stop_tick() ->
+                    // nohz_balance_enter_idle().
+                    self.cpus[ci].tick_stopped = true;
+                    self.ctx_call(|b, ctx| b.nohz_enter_idle(ctx, cpu));
+                }
+            }
+        }
+        if self.rqs[ci].need_resched() {
+            self.resched_cpu(cpu, cpu);
+        }
+    }
+
+    // ----------------------------------------------------------------------------------
+    // Tick, softirq, stopper, kicks
+
+    fn restart_tick(&mut self, cpu: CpuId) {
+        let c = &mut self.cpus[cpu.index()];
+        if c.tick_stopped {
+            c.tick_stopped = false;
+        }
+        if !c.tick_queued {
+            c.tick_queued = true;
+            // The next tick boundary of this CPU strictly after now.
+            let period = self.tick_nsec;
+            let phase = c.tick_phase_ns;
+            let k = (self.now.saturating_sub(phase)) / period + 1;
+            let at = phase + k * period;
+            self.queue.push_at(at, Ev::Tick { cpu: cpu.0 });
+        }
+    }
+
+    fn tick(&mut self, cpu: CpuId) {
+        let ci = cpu.index();
+        self.cpus[ci].tick_queued = false;
+        if self.cpus[ci].tick_stopped {
+            return;
+        }
+        if self.cpus[ci].irq_off_until > self.now {
+            // The tick interrupt waits for interrupts to be enabled again.
+            let at = self.cpus[ci].irq_off_until;
+            self.cpus[ci].tick_queued = true;
+            self.queue.push_at(at, Ev::Tick { cpu: cpu.0 });
+            return;
+        }
+        self.settle(cpu);
+        self.account(cpu);
+        if let Some(p) = self.rqs[ci].curr {
+            let r = &mut self.runs[self.run_of[p] as usize];
+            r.runtime_ns += self.now.saturating_sub(r.on_cpu_since);
+            r.on_cpu_since = self.now;
+        }
+        let now = self.now;
+        let resched = self.rqs[ci].sched_tick(&mut self.tasks, now);
+        // sched_balance_trigger(): SCHED_SOFTIRQ and the nohz kick.
+        self.account_all();
+        let out = self.ctx_call(|b, ctx| b.tick(ctx, cpu));
+        self.charge(cpu, self.cfg.cost.charge(&out.work));
+        if let Some(k) = out.kick {
+            self.queue.push_at(now + self.cfg.cost.ipi_ns, Ev::Kick(k));
+        }
+        if out.raise_softirq {
+            self.softirq(cpu);
+        }
+        if resched || self.rqs[ci].need_resched() {
+            self.resched_cpu(cpu, cpu);
+        }
+        // Keep ticking while busy; an idle CPU stopped its tick when it went idle.
+        if self.rqs[ci].curr.is_some() || self.rqs[ci].nr_running > 0 {
+            self.restart_tick(cpu);
+        } else if !self.cpus[ci].tick_stopped {
+            self.cpus[ci].tick_stopped = true;
+            self.ctx_call(|b, ctx| b.nohz_enter_idle(ctx, cpu));
+        }
+    }
+
+    /// SCHED_SOFTIRQ on `cpu`.
+    fn softirq(&mut self, cpu: CpuId) {
+        self.account_all();
+        let out = self.ctx_call(|b, ctx| b.softirq(ctx, cpu));
+        self.charge(cpu, out.elapsed_ns.max(self.cfg.cost.charge(&out.work)));
+        self.apply_outcome(cpu, &out);
+        if self.rqs[cpu.index()].nr_running > 0 && self.rqs[cpu.index()].curr.is_none() {
+            self.restart_tick(cpu);
+            self.resched_cpu(cpu, cpu);
+        }
+    }
+
+    fn kick(&mut self, kick: IlbKick) {
+        let cpu = kick.ilb_cpu;
+        if self.cpus[cpu.index()].irq_off_until > self.now {
+            let at = self.cpus[cpu.index()].irq_off_until;
+            self.queue.push_at(at, Ev::Kick(kick));
+            return;
+        }
+        self.softirq(cpu);
+    }
+
+    /// The stopper preempts the busiest CPU's task and runs active balancing there.
+    fn stopper(&mut self, req: StopperRequest) {
+        let cpu = req.busiest;
+        let ci = cpu.index();
+        self.settle(cpu);
+        self.account(cpu);
+        let now = self.now;
+        if let Some(p) = self.rqs[ci].curr {
+            // The stopper class preempts the fair task: put it back on the queue.
+            let r = &mut self.runs[self.run_of[p] as usize];
+            r.runtime_ns += now.saturating_sub(r.on_cpu_since);
+            r.on_cpu_since = now;
+            if r.block_pending || r.exit_pending {
+                // It was about to leave the CPU anyway; schedule that first.
+                self.schedule(cpu);
+            } else {
+                self.rqs[ci].__schedule_prev(&mut self.tasks, PrevAction::Preempt, now);
+                self.rqs[ci].pick_next_task_idle(&mut self.tasks);
+                self.rqs[ci].context_switch(&mut self.tasks, None);
+                self.cpus[ci].generation += 1;
+            }
+        }
+        self.account_all();
+        let out = self.ctx_call(|b, ctx| b.active_balance(ctx, req));
+        self.apply_outcome(cpu, &out);
+        let c = &mut self.cpus[ci];
+        c.busy_until = c.busy_until.max(now) + out.elapsed_ns + self.cfg.cost.context_switch_ns;
+        self.resched_cpu(cpu, cpu);
+    }
+
+    // ----------------------------------------------------------------------------------
+    // Checks and results
+
+    fn check_invariants(&self) -> Result<(), SimError> {
+        for (c, rq) in self.rqs.iter().enumerate() {
+            rq.check_invariants(&self.tasks).map_err(|e| SimError::Invariant {
+                time_ns: self.now,
+                cpu: c as u32,
+                task: String::new(),
+                detail: e.to_string(),
+            })?;
+            if let Some(p) = rq.curr {
+                let t = &self.tasks[p];
+                if !t.cpus_mask.test(CpuId(c as u32)) {
+                    return Err(SimError::Invariant {
+                        time_ns: self.now,
+                        cpu: c as u32,
+                        task: format!(" task {}", t.name),
+                        detail: format!("runs outside its affinity {}", t.cpus_mask.to_cpulist()),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> RunResult {
+        for c in 0..self.cpus.len() {
+            let cpu = CpuId(c as u32);
+            self.settle(cpu);
+            if let Some(p) = self.rqs[c].curr {
+                let r = &mut self.runs[self.run_of[p] as usize];
+                r.runtime_ns += self.now.saturating_sub(r.on_cpu_since);
+                r.on_cpu_since = self.now;
+            }
+        }
+        self.account_all();
+        let mut tasks = Vec::new();
+        let mut migrations = 0;
+        let mut switches = 0;
+        for (i, &ri) in self.by_ref.iter().enumerate() {
+            let r = &self.runs[ri as usize];
+            let t = &self.tasks[r.id];
+            let work_ns = (r.work_units / 1024) as u64;
+            let o = &mut self.obs.tasks[i];
+            o.runtime_ns = r.runtime_ns;
+            o.work_ns = work_ns;
+            o.wait_ns = t.sched_info.run_delay;
+            o.max_wait_ns = r.max_wait_ns;
+            o.nr_voluntary_switches = t.nvcsw;
+            o.nr_involuntary_switches = t.nivcsw;
+            o.nr_migrations = t.se.nr_migrations;
+            o.last_cpu = Some(t.cpu.0);
+            migrations += t.se.nr_migrations;
+            switches += t.nvcsw + t.nivcsw;
+            tasks.push(TaskResult {
+                name: t.name.clone(),
+                group: o.group.clone(),
+                cpu: t.cpu.0,
+                runtime_ns: r.runtime_ns,
+                work_ns,
+                wait_ns: t.sched_info.run_delay,
+                nr_migrations: t.se.nr_migrations,
+                nr_switches: t.nvcsw + t.nivcsw,
+            });
+        }
+        self.obs.sim_time_ns = self.now;
+        let shares: Vec<u64> = tasks.iter().map(|t| t.work_ns).collect();
+        let mut groups: Vec<GroupFairness> = Vec::new();
+        let mut labels: Vec<&str> = tasks.iter().map(|t| t.group.as_str()).collect();
+        labels.sort_unstable();
+        labels.dedup();
+        for g in labels {
+            let s: Vec<u64> = tasks.iter().filter(|t| t.group == g).map(|t| t.work_ns).collect();
+            let f = fairness(&s);
+            groups.push(GroupFairness {
+                group: g.to_owned(),
+                tasks: s.len(),
+                min_max_ratio: f.min_max_ratio,
+                jain: f.jain,
+            });
+        }
+        let cpus = self
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(c, s)| CpuResult {
+                cpu: c as u32,
+                busy_ns: s.busy_ns,
+                idle_ns: s.idle_ns,
+                avg_nr_running: if self.now == 0 {
+                    0.0
+                } else {
+                    s.nr_running_ns as f64 / self.now as f64
+                },
+                nr_switches: self.rqs[c].nr_switches,
+            })
+            .collect();
+        RunResult {
+            sim_time_ns: self.now,
+            migrations,
+            context_switches: switches,
+            idle_while_overloaded_ns: self.iwo_ns,
+            wakeup_latency: self.latency.percentiles(),
+            fairness: fairness(&shares),
+            groups,
+            tasks,
+            cpus,
+            observations: self.obs,
+            events: self.events,
+            event_hash: self.hash,
+        }
+    }
+}
+
+impl<E> EventQueue<E> {
+    fn push_at(&mut self, at: u64, ev: E) {
+        self.push(crate::time::SimTime(at), ev);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,98 @@
+//! Engine tests: exact expectations from the scheduling rules, with the trivial policy so
+//! that only the engine and the runqueue model are exercised.
+
+use std::sync::Arc;
+
+use lbsim_balance::TrivialBalancer;
+use lbsim_balance::cost::CostModel;
+use lbsim_rq::{Features, Tunables};
+use lbsim_topology::{SdParams, Topology, parse_machine};
+use lbsim_workload::parse_workloads;
+
+use super::*;
+
+fn config(machine: &str, workloads: &[&str], duration_ms: u64, seed: u64) -> SimConfig {
+    let machine = parse_machine(machine).expect("machine");
+    let topology = Arc::new(Topology::build(&machine, &SdParams::default()).expect("topology"));
+    let nr = topology.nr_cpus() as u32;
+    SimConfig {
+        topology,
+        workload: parse_workloads(workloads).expect("workload"),
+        features: Features::defaults(),
+        tunables: Tunables::new(nr),
+        cost: CostModel::default(),
+        engine: EngineTunables {
+            background_wakeups_hz: 0,
+            ..EngineTunables::default()
+        },
+        duration_ns: duration_ms * 1_000_000,
+        seed,
+        check: true,
+    }
+}
+
+fn run(cfg: SimConfig) -> RunResult {
+    Sim::new(cfg, TrivialBalancer).expect("setup").run().expect("run")
+}
+
+#[test]
+fn two_busy_tasks_share_one_cpu_equally() {
+    // Rule: EEVDF gives equal-weight tasks equal service; over 1 s each gets half, to within
+    // a slice (base_slice 0.75 ms x factor 1 on one CPU) plus one tick.
+    let r = run(config("1", &["busy:threads=2"], 1000, 1));
+    assert_eq!(r.tasks.len(), 2);
+    let (a, b) = (r.tasks[0].runtime_ns, r.tasks[1].runtime_ns);
+    let total = a + b;
+    assert!(total > 990_000_000, "the CPU was busy: {total}");
+    let diff = a.abs_diff(b);
+    assert!(diff <= 750_000 + 4_000_000, "runtimes {a} vs {b}");
+    assert!(r.fairness.min_max_ratio > 0.99, "{:?}", r.fairness);
+}
+
+#[test]
+fn nice_0_and_nice_5_share_as_their_weights() {
+    // Rule: service is proportional to weight: 1024 : 335 (sched_prio_to_weight).
+    let r = run(config("1", &["busy:threads=1", "busy:threads=1,nice=5"], 2000, 1));
+    let (a, b) = (r.tasks[0].runtime_ns as f64, r.tasks[1].runtime_ns as f64);
+    let ratio = a / b;
+    let want = 1024.0 / 335.0;
+    assert!((ratio - want).abs() / want < 0.01, "ratio {ratio} want {want}");
+}
+
+#[test]
+fn pinned_task_never_leaves_its_cpu() {
+    let r = run(config("4", &["busy:threads=3,cpus=3"], 200, 1));
+    for t in &r.tasks {
+        assert_eq!(t.cpu, 3);
+        assert_eq!(t.nr_migrations, 0);
+    }
+    assert_eq!(r.cpus[3].idle_ns, 0, "cpu 3 was busy from the first tick");
+}
+
+#[test]
+fn same_seed_same_run_and_seeds_differ() {
+    let mk = |seed| {
+        let mut c = config("4", &["periodic:threads=6,run=3ms,period=10ms"], 300, seed);
+        c.engine.background_wakeups_hz = 50;
+        c
+    };
+    let a = run(mk(7));
+    let b = run(mk(7));
+    assert_eq!(a.event_hash, b.event_hash);
+    assert_eq!(a.tasks, b.tasks);
+    let c = run(mk(8));
+    assert_ne!(a.event_hash, c.event_hash, "tick phases and noise come from the seed");
+}
+
+#[test]
+fn wakeup_on_idle_cpu_waits_only_the_modelled_costs() {
+    // One periodic task alone on one CPU: each wake-up is a timer on the sleeping CPU, a local
+    // ttwu_do_activate on an idle CPU (no IPI: same CPU), then a context switch. The wake-up
+    // latency is exactly wake-up cost + context-switch cost.
+    let r = run(config("1", &["periodic:threads=1,run=1ms,period=10ms"], 100, 3));
+    let costs = CostModel::default();
+    let want = costs.wakeup_ns + costs.context_switch_ns;
+    assert!(r.wakeup_latency.count >= 9, "{:?}", r.wakeup_latency);
+    assert_eq!(r.wakeup_latency.max, want, "{:?}", r.wakeup_latency);
+    assert_eq!(r.wakeup_latency.min, want);
+}
