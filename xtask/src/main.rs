@@ -81,7 +81,10 @@ fn run_step(s: &Step) -> Result<f64, String> {
         .map_err(|e| format!("{}: cannot run cargo: {e}", s.label))?;
     let secs = start.elapsed().as_secs_f64();
     if !status.success() {
-        return Err(format!("step `{}` failed ({status}) after {secs:.1}s", s.label));
+        return Err(format!(
+            "step `{}` failed ({status}) after {secs:.1}s",
+            s.label
+        ));
     }
     eprintln!("    [{}] ok in {secs:.1}s", s.label);
     Ok(secs)
@@ -98,8 +101,12 @@ fn verify(args: &[String]) -> Result<(), String> {
     }
     // Proptest case counts: a default that keeps CI well inside its budget on
     // 2 cores, raised by --full. An explicit PROPTEST_CASES in the environment wins.
-    let cases = env::var("PROPTEST_CASES").unwrap_or_else(|_| if full { "1024" } else { "64" }.to_owned());
-    let mut test = step("test", &["test", "--workspace", "--locked", "--all-targets"]);
+    let cases =
+        env::var("PROPTEST_CASES").unwrap_or_else(|_| if full { "1024" } else { "64" }.to_owned());
+    let mut test = step(
+        "test",
+        &["test", "--workspace", "--locked", "--all-targets"],
+    );
     test.envs.push(("PROPTEST_CASES", cases));
     if full {
         test.envs.push(("LBSIM_FULL_TESTS", "1".to_owned()));
@@ -110,7 +117,15 @@ fn verify(args: &[String]) -> Result<(), String> {
         step("fmt", &["fmt", "--all", "--check"]),
         step(
             "clippy",
-            &["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"],
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--locked",
+                "--",
+                "-D",
+                "warnings",
+            ],
         ),
         test,
         doc,
@@ -121,7 +136,12 @@ fn verify(args: &[String]) -> Result<(), String> {
         match run_step(s) {
             Ok(secs) => timings.push(format!("{} {secs:.0}s", s.label)),
             Err(e) => {
-                eprintln!("verify: FAILED at step `{}` ({} of {} steps passed)", s.label, timings.len(), steps.len());
+                eprintln!(
+                    "verify: FAILED at step `{}` ({} of {} steps passed)",
+                    s.label,
+                    timings.len(),
+                    steps.len()
+                );
                 return Err(e);
             }
         }

@@ -196,8 +196,14 @@ mod tests {
             redo_passes: 2,
         };
         assert_eq!(c.charge(&w), 200 + 600 + 600 + 1500 + 1600);
-        assert!(matches!(c.set("cost_bogus", "1"), Err(CostError::Unknown { .. })));
-        assert!(matches!(c.set("cost_ipi_ns", "-3"), Err(CostError::BadValue { .. })));
+        assert!(matches!(
+            c.set("cost_bogus", "1"),
+            Err(CostError::Unknown { .. })
+        ));
+        assert!(matches!(
+            c.set("cost_ipi_ns", "-3"),
+            Err(CostError::BadValue { .. })
+        ));
         assert_eq!(c.entries().len(), CostModel::NAMES.len());
     }
 }

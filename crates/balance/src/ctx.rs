@@ -214,7 +214,38 @@ pub trait Balancer {
     /// tick, inside [`Balancer::tick`].)
     fn nohz_enter_idle(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId);
 
-
     /// `p` starts running on `cpu` (set_next_task): lets IDLE_RESERVE release a reservation.
     fn task_running(&mut self, _ctx: &mut BalanceCtx<'_>, _p: TaskId, _cpu: CpuId) {}
+}
+
+/// A boxed policy is a policy, so the engine can run a policy chosen at run time.
+impl<B: Balancer + ?Sized> Balancer for Box<B> {
+    fn select_task_rq(
+        &mut self,
+        ctx: &mut BalanceCtx<'_>,
+        p: TaskId,
+        prev_cpu: CpuId,
+        this_cpu: CpuId,
+        wake_flags: WakeFlags,
+    ) -> Placement {
+        (**self).select_task_rq(ctx, p, prev_cpu, this_cpu, wake_flags)
+    }
+    fn tick(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> TickOutcome {
+        (**self).tick(ctx, cpu)
+    }
+    fn softirq(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> BalanceOutcome {
+        (**self).softirq(ctx, cpu)
+    }
+    fn newidle(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> BalanceOutcome {
+        (**self).newidle(ctx, cpu)
+    }
+    fn active_balance(&mut self, ctx: &mut BalanceCtx<'_>, req: StopperRequest) -> BalanceOutcome {
+        (**self).active_balance(ctx, req)
+    }
+    fn nohz_enter_idle(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) {
+        (**self).nohz_enter_idle(ctx, cpu)
+    }
+    fn task_running(&mut self, ctx: &mut BalanceCtx<'_>, p: TaskId, cpu: CpuId) {
+        (**self).task_running(ctx, p, cpu)
+    }
 }

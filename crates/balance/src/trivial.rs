@@ -4,7 +4,9 @@ use lbsim_rq::TaskId;
 use lbsim_topology::CpuId;
 
 use crate::cost::WorkAccount;
-use crate::ctx::{BalanceCtx, BalanceOutcome, Balancer, Placement, StopperRequest, TickOutcome, WakeFlags};
+use crate::ctx::{
+    BalanceCtx, BalanceOutcome, Balancer, Placement, StopperRequest, TickOutcome, WakeFlags,
+};
 
 /// Never migrates a queued task, wakes a task on its previous CPU (or, if that CPU is not
 /// allowed, the first allowed one), and places a new task on its parent's CPU.
@@ -52,7 +54,11 @@ impl Balancer for TrivialBalancer {
         BalanceOutcome::default()
     }
 
-    fn active_balance(&mut self, _ctx: &mut BalanceCtx<'_>, _req: StopperRequest) -> BalanceOutcome {
+    fn active_balance(
+        &mut self,
+        _ctx: &mut BalanceCtx<'_>,
+        _req: StopperRequest,
+    ) -> BalanceOutcome {
         BalanceOutcome::default()
     }
 

@@ -5,6 +5,8 @@
 //! clear line naming what is wrong, with exit code 2; nothing panics.
 
 mod commands;
+mod policy;
+mod scenario;
 
 use std::process::ExitCode;
 
@@ -24,6 +26,8 @@ enum Cmd {
     Topology(commands::topology::Args),
     /// Print the PELT signals (util_avg, load_avg, ...) of one task following a run/sleep pattern.
     Pelt(commands::pelt::Args),
+    /// Simulate workloads on a machine and report what the scheduler did.
+    Run(commands::run::Args),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +35,7 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Topology(args) => commands::topology::run(&args),
         Cmd::Pelt(args) => commands::pelt::run(&args),
+        Cmd::Run(args) => commands::run::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

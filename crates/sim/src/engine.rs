@@ -33,13 +33,13 @@ use lbsim_balance::ctx::{
     BalanceCtx, BalanceOutcome, Balancer, IlbKick, PendingWakeups, StopperRequest, WakeFlags,
 };
 use lbsim_rq::{
-    Features, Policy as RqPolicy, PrevAction, Rq, SchedFeat, SchedParams, Task,
-    TaskId, TaskState, Tasks, Tunables, set_task_cpu,
+    Features, Policy as RqPolicy, PrevAction, Rq, SchedFeat, SchedParams, Task, TaskId, TaskState,
+    Tasks, Tunables, set_task_cpu,
 };
 use lbsim_topology::{CpuId, Cpumask, Topology};
 use lbsim_workload::{
     Action, Outcome, Policy as WlPolicy, ProbeRecord, ProgramState, RunObservations, SyncState,
-    TaskObservation, TaskRef, WakeupSample, Wakes, WorkloadSpec,
+    TaskObservation, TaskRef, Wakes, WakeupSample, WorkloadSpec,
 };
 use rand_pcg::Pcg64Mcg;
 use slotmap::SecondaryMap;
@@ -464,7 +464,8 @@ impl<B: Balancer> Sim<B> {
             .validate()
             .map_err(|e| SimError::Workload(e.to_string()))?;
         let params = SchedParams::new(cfg.features, &cfg.tunables);
-        let asym = (0..nr_cpus).any(|c| machine.capacity(CpuId(c as u32)) != machine.capacity(CpuId(0)));
+        let asym =
+            (0..nr_cpus).any(|c| machine.capacity(CpuId(c as u32)) != machine.capacity(CpuId(0)));
         let streams = SeedStreams::new(cfg.seed);
         let mut phase_rng = streams.rng(Stream::TickPhase, 0);
         let tick_nsec = cfg.tunables.tick_nsec();
@@ -477,7 +478,11 @@ impl<B: Balancer> Sim<B> {
             rq.asym_cpucap_active = asym;
             rqs.push(rq);
             let jitter = cfg.engine.tick_jitter_ns.min(tick_nsec);
-            let tick_phase_ns = if jitter == 0 { 0 } else { below(&mut phase_rng, jitter) };
+            let tick_phase_ns = if jitter == 0 {
+                0
+            } else {
+                below(&mut phase_rng, jitter)
+            };
             cpus.push(CpuState {
                 seg_start: 0,
                 busy_until: 0,
@@ -846,7 +851,13 @@ impl<B: Balancer> Sim<B> {
             return;
         }
         let generation = c.generation;
-        self.queue.push_at(at, Ev::SegEnd { cpu: cpu.0, generation });
+        self.queue.push_at(
+            at,
+            Ev::SegEnd {
+                cpu: cpu.0,
+                generation,
+            },
+        );
     }
 
     fn segment_end(&mut self, cpu: CpuId) {
@@ -976,7 +987,13 @@ impl<B: Balancer> Sim<B> {
                         self.resched_cpu(cpu, cpu);
                         let generation = self.runs[ri].timer_gen + 1;
                         self.runs[ri].timer_gen = generation;
-                        self.queue.push_at(self.now, Ev::Timer { run: ri as u32, generation });
+                        self.queue.push_at(
+                            self.now,
+                            Ev::Timer {
+                                run: ri as u32,
+                                generation,
+                            },
+                        );
                         self.cpus[cpu.index()].generation += 1;
                         return;
                     }
@@ -1026,7 +1043,13 @@ impl<B: Balancer> Sim<B> {
         r.block_pending = true;
         r.timer_gen += 1;
         let generation = r.timer_gen;
-        self.queue.push_at(at, Ev::Timer { run: ri as u32, generation });
+        self.queue.push_at(
+            at,
+            Ev::Timer {
+                run: ri as u32,
+                generation,
+            },
+        );
         self.resched_cpu(cpu, cpu);
         self.cpus[cpu.index()].generation += 1;
     }
@@ -1055,7 +1078,9 @@ impl<B: Balancer> Sim<B> {
         let nr = self.rqs.len();
         let mask = match spec.affinity {
             None => Cpumask::full(nr),
-            Some(id) => Cpumask::from_cpus(nr, self.cfg.workload.cpuset(id).iter().map(|&c| CpuId(c))),
+            Some(id) => {
+                Cpumask::from_cpus(nr, self.cfg.workload.cpuset(id).iter().map(|&c| CpuId(c)))
+            }
         };
         let parent = if mask.test(CpuId(0)) {
             CpuId(0)
@@ -1071,7 +1096,9 @@ impl<B: Balancer> Sim<B> {
         let wref = TaskRef(self.obs.tasks.len() as u32);
         let mask = match spec.affinity {
             None => Cpumask::full(nr),
-            Some(id) => Cpumask::from_cpus(nr, self.cfg.workload.cpuset(id).iter().map(|&c| CpuId(c))),
+            Some(id) => {
+                Cpumask::from_cpus(nr, self.cfg.workload.cpuset(id).iter().map(|&c| CpuId(c)))
+            }
         };
         if mask.is_empty() {
             self.error.get_or_insert(SimError::Workload(format!(
@@ -1100,14 +1127,7 @@ impl<B: Balancer> Sim<B> {
         let id = self.tasks.insert(task);
         let program = Box::new(spec.start(wref));
         let rng = self.streams.rng(Stream::Task, u64::from(wref.0));
-        let ri = self.add_run(
-            id,
-            Kind::Workload {
-                wref,
-                program,
-                rng,
-            },
-        );
+        let ri = self.add_run(id, Kind::Workload { wref, program, rng });
         self.set_affinity(ri as usize, mask);
         self.by_ref.push(ri);
         self.obs.tasks.push(TaskObservation::new(&spec, self.now));
@@ -1115,9 +1135,8 @@ impl<B: Balancer> Sim<B> {
         let now = self.now;
         self.rqs[parent_cpu.index()].task_fork_fair(&mut self.tasks, id, now);
         // wake_up_new_task(): select_task_rq(WF_FORK) from the parent's CPU.
-        let placement = self.ctx_call(|b, ctx| {
-            b.select_task_rq(ctx, id, parent_cpu, parent_cpu, WakeFlags::FORK)
-        });
+        let placement = self
+            .ctx_call(|b, ctx| b.select_task_rq(ctx, id, parent_cpu, parent_cpu, WakeFlags::FORK));
         let cost = self.cfg.cost.charge(&placement.work);
         self.charge(parent_cpu, cost);
         let cpu = self.checked_placement(id, placement.cpu);
@@ -1217,7 +1236,11 @@ impl<B: Balancer> Sim<B> {
         if self.tasks[id].on_rq_queued() {
             // Delayed dequeue: still queued on its old CPU.
             self.account(prev_cpu);
-            let wf = if sync { WakeFlags::TTWU | WakeFlags::SYNC } else { WakeFlags::TTWU };
+            let wf = if sync {
+                WakeFlags::TTWU | WakeFlags::SYNC
+            } else {
+                WakeFlags::TTWU
+            };
             self.rqs[prev_cpu.index()].ttwu_runnable(&mut self.tasks, id, wf, now);
             self.runs[ri].wake_ns = Some(now);
             self.after_enqueue(prev_cpu, this_cpu);
@@ -1235,7 +1258,13 @@ impl<B: Balancer> Sim<B> {
         let migrated = cpu != prev_cpu;
         if migrated {
             wf |= WakeFlags::MIGRATED;
-            set_task_cpu(&mut self.rqs[prev_cpu.index()], &mut self.tasks, id, cpu, now);
+            set_task_cpu(
+                &mut self.rqs[prev_cpu.index()],
+                &mut self.tasks,
+                id,
+                cpu,
+                now,
+            );
         }
         self.tasks[id].wake_cpu = cpu;
         self.runs[ri].wake_ns = Some(now);
@@ -1512,12 +1541,13 @@ impl<B: Balancer> Sim<B> {
 
     fn check_invariants(&self) -> Result<(), SimError> {
         for (c, rq) in self.rqs.iter().enumerate() {
-            rq.check_invariants(&self.tasks).map_err(|e| SimError::Invariant {
-                time_ns: self.now,
-                cpu: c as u32,
-                task: String::new(),
-                detail: e.to_string(),
-            })?;
+            rq.check_invariants(&self.tasks)
+                .map_err(|e| SimError::Invariant {
+                    time_ns: self.now,
+                    cpu: c as u32,
+                    task: String::new(),
+                    detail: e.to_string(),
+                })?;
             if let Some(p) = rq.curr {
                 let t = &self.tasks[p];
                 if !t.cpus_mask.test(CpuId(c as u32)) {
@@ -1580,7 +1610,11 @@ impl<B: Balancer> Sim<B> {
         labels.sort_unstable();
         labels.dedup();
         for g in labels {
-            let s: Vec<u64> = tasks.iter().filter(|t| t.group == g).map(|t| t.work_ns).collect();
+            let s: Vec<u64> = tasks
+                .iter()
+                .filter(|t| t.group == g)
+                .map(|t| t.work_ns)
+                .collect();
             let f = fairness(&s);
             groups.push(GroupFairness {
                 group: g.to_owned(),

@@ -113,7 +113,11 @@ pub fn fairness(shares: &[u64]) -> Fairness {
     }
     let min = *shares.iter().min().expect("non-empty");
     let max = *shares.iter().max().expect("non-empty");
-    let min_max_ratio = if max == 0 { 1.0 } else { min as f64 / max as f64 };
+    let min_max_ratio = if max == 0 {
+        1.0
+    } else {
+        min as f64 / max as f64
+    };
     let sum: f64 = shares.iter().map(|&x| x as f64).sum();
     let sum_sq: f64 = shares.iter().map(|&x| (x as f64) * (x as f64)).sum();
     let jain = if sum_sq == 0.0 {
@@ -121,7 +125,10 @@ pub fn fairness(shares: &[u64]) -> Fairness {
     } else {
         sum * sum / (shares.len() as f64 * sum_sq)
     };
-    Fairness { min_max_ratio, jain }
+    Fairness {
+        min_max_ratio,
+        jain,
+    }
 }
 
 #[cfg(test)]

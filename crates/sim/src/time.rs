@@ -57,7 +57,12 @@ impl Sub for SimTime {
 impl fmt::Display for SimTime {
     /// Seconds with nanosecond precision, as ftrace prints timestamps (`12.000345678`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:09}", self.0 / 1_000_000_000, self.0 % 1_000_000_000)
+        write!(
+            f,
+            "{}.{:09}",
+            self.0 / 1_000_000_000,
+            self.0 % 1_000_000_000
+        )
     }
 }
 

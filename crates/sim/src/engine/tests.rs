@@ -32,7 +32,10 @@ fn config(machine: &str, workloads: &[&str], duration_ms: u64, seed: u64) -> Sim
 }
 
 fn run(cfg: SimConfig) -> RunResult {
-    Sim::new(cfg, TrivialBalancer).expect("setup").run().expect("run")
+    Sim::new(cfg, TrivialBalancer)
+        .expect("setup")
+        .run()
+        .expect("run")
 }
 
 #[test]
@@ -52,11 +55,19 @@ fn two_busy_tasks_share_one_cpu_equally() {
 #[test]
 fn nice_0_and_nice_5_share_as_their_weights() {
     // Rule: service is proportional to weight: 1024 : 335 (sched_prio_to_weight).
-    let r = run(config("1", &["busy:threads=1", "busy:threads=1,nice=5"], 2000, 1));
+    let r = run(config(
+        "1",
+        &["busy:threads=1", "busy:threads=1,nice=5"],
+        2000,
+        1,
+    ));
     let (a, b) = (r.tasks[0].runtime_ns as f64, r.tasks[1].runtime_ns as f64);
     let ratio = a / b;
     let want = 1024.0 / 335.0;
-    assert!((ratio - want).abs() / want < 0.01, "ratio {ratio} want {want}");
+    assert!(
+        (ratio - want).abs() / want < 0.01,
+        "ratio {ratio} want {want}"
+    );
 }
 
 #[test]
@@ -81,7 +92,10 @@ fn same_seed_same_run_and_seeds_differ() {
     assert_eq!(a.event_hash, b.event_hash);
     assert_eq!(a.tasks, b.tasks);
     let c = run(mk(8));
-    assert_ne!(a.event_hash, c.event_hash, "tick phases and noise come from the seed");
+    assert_ne!(
+        a.event_hash, c.event_hash,
+        "tick phases and noise come from the seed"
+    );
 }
 
 #[test]
@@ -89,7 +103,12 @@ fn wakeup_on_idle_cpu_waits_only_the_modelled_costs() {
     // One periodic task alone on one CPU: each wake-up is a timer on the sleeping CPU, a local
     // ttwu_do_activate on an idle CPU (no IPI: same CPU), then a context switch. The wake-up
     // latency is exactly wake-up cost + context-switch cost.
-    let r = run(config("1", &["periodic:threads=1,run=1ms,period=10ms"], 100, 3));
+    let r = run(config(
+        "1",
+        &["periodic:threads=1,run=1ms,period=10ms"],
+        100,
+        3,
+    ));
     let costs = CostModel::default();
     let want = costs.wakeup_ns + costs.context_switch_ns;
     assert!(r.wakeup_latency.count >= 9, "{:?}", r.wakeup_latency);

@@ -1,0 +1,199 @@
+//! `lbsim run`: one simulation, reported for a person (text) or a script (JSON).
+
+use std::io::Write as _;
+
+use anyhow::Context as _;
+use lbsim_sim::engine::{RunResult, Sim};
+use lbsim_workload::Report;
+use serde_json::json;
+
+use crate::policy::{BalancerKind, make_balancer};
+use crate::scenario::{Scenario, workload_warnings};
+
+/// Output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A summary for a person, then each workload's report as its tool prints it.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+/// Arguments of `lbsim run`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Machine spec: a CPU count, key=value list, preset (`lbsim topology --list`) or file.
+    #[arg(long, value_name = "SPEC")]
+    pub topology: String,
+    /// A workload (`busy:threads=4`, `sysbench-cpu:threads=8,requests=1000`,
+    /// `rtapp:FILE.json`, ...); repeatable, all run together.
+    #[arg(long = "workload", value_name = "WL", required = true)]
+    pub workloads: Vec<String>,
+    /// How long to simulate (`500ms`, `2s`); a workload that ends sooner ends the run.
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub duration: String,
+    /// The master seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Sched features, as /sys/kernel/debug/sched/features takes them (`NO_X,Y`), and
+    /// tunables (`imbalance_pct=125`); repeatable.
+    #[arg(long = "features", value_name = "LIST")]
+    pub features: Vec<String>,
+    /// Set a tunable by its kernel name (`migration_cost_ns=250000`, `hz=1000`,
+    /// `imbalance_pct=125`, `cost_ipi_ns=2000`, ...); repeatable.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub sets: Vec<String>,
+    /// The balancer policy.
+    #[arg(long, value_enum, default_value_t = BalancerKind::default())]
+    pub balancer: BalancerKind,
+    /// Check invariants after every event; stop at the first violation.
+    #[arg(long)]
+    pub check: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// Runs `lbsim run`.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let duration_ns = lbsim_pelt::parse_duration_ns(&args.duration)
+        .with_context(|| format!("--duration `{}`", args.duration))?;
+    let scenario = Scenario {
+        topology: args.topology.clone(),
+        workloads: args.workloads.clone(),
+        features: args.features.clone(),
+        sets: args.sets.clone(),
+        duration_ns,
+    };
+    let built = scenario.build()?;
+    for w in workload_warnings(&built.config.workload) {
+        eprintln!("lbsim: {w}");
+    }
+    let mut cfg = built.config;
+    cfg.seed = args.seed;
+    cfg.check = args.check;
+    let spec = cfg.workload.clone();
+    let result = Sim::new(cfg, make_balancer(args.balancer))?.run()?;
+    let reports = spec.reports(&result.observations);
+    let mut out = std::io::stdout().lock();
+    let text = match args.format {
+        Format::Text => text_report(&result, &reports),
+        Format::Json => serde_json::to_string_pretty(&json_report(&result, &reports))? + "\n",
+    };
+    match out.write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing the report"),
+    }
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// The text report: totals, per-task and per-CPU tables, then each workload's own report.
+pub fn text_report(r: &RunResult, reports: &[Report]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let l = &r.wakeup_latency;
+    let _ = writeln!(
+        s,
+        "simulated time:            {:.6} s",
+        r.sim_time_ns as f64 / 1e9
+    );
+    let _ = writeln!(s, "migrations:                {}", r.migrations);
+    let _ = writeln!(s, "context switches:          {}", r.context_switches);
+    let _ = writeln!(
+        s,
+        "idle while overloaded:     {:.3} ms",
+        r.idle_while_overloaded_ns as f64 / 1e6
+    );
+    let _ = writeln!(
+        s,
+        "wake-up latency (us):      p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}  ({} wake-ups)",
+        us(l.p50),
+        us(l.p90),
+        us(l.p99),
+        us(l.p999),
+        us(l.max),
+        l.count
+    );
+    let _ = writeln!(
+        s,
+        "fairness (work done):      min/max {:.2}%  Jain {:.4}",
+        r.fairness.min_max_ratio * 100.0,
+        r.fairness.jain
+    );
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<24} {:>4} {:>12} {:>12} {:>12} {:>6} {:>8}",
+        "task", "cpu", "runtime_ms", "work_ms", "wait_ms", "migr", "switches"
+    );
+    for t in &r.tasks {
+        let _ = writeln!(
+            s,
+            "{:<24} {:>4} {:>12.3} {:>12.3} {:>12.3} {:>6} {:>8}",
+            t.name,
+            t.cpu,
+            t.runtime_ns as f64 / 1e6,
+            t.work_ns as f64 / 1e6,
+            t.wait_ns as f64 / 1e6,
+            t.nr_migrations,
+            t.nr_switches
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "{:>4} {:>8} {:>14}", "cpu", "busy%", "avg_nr_running");
+    for c in &r.cpus {
+        let total = (c.busy_ns + c.idle_ns).max(1);
+        let _ = writeln!(
+            s,
+            "{:>4} {:>7.2}% {:>14.3}",
+            c.cpu,
+            c.busy_ns as f64 * 100.0 / total as f64,
+            c.avg_nr_running
+        );
+    }
+    for rep in reports {
+        let _ = writeln!(s);
+        let _ = writeln!(s, "== {} ==", rep.workload);
+        s.push_str(&rep.text);
+        if !rep.text.ends_with('\n') {
+            s.push('\n');
+        }
+    }
+    s
+}
+
+/// The JSON report.
+pub fn json_report(r: &RunResult, reports: &[Report]) -> serde_json::Value {
+    let l = &r.wakeup_latency;
+    json!({
+        "sim_time_ns": r.sim_time_ns,
+        "migrations": r.migrations,
+        "context_switches": r.context_switches,
+        "idle_while_overloaded_ns": r.idle_while_overloaded_ns,
+        "wakeup_latency_us": {
+            "p50": us(l.p50), "p90": us(l.p90), "p99": us(l.p99), "p999": us(l.p999),
+            "max": us(l.max), "count": l.count,
+        },
+        "fairness": { "min_max_ratio": r.fairness.min_max_ratio, "jain": r.fairness.jain },
+        "groups": r.groups,
+        "tasks": r.tasks.iter().map(|t| json!({
+            "name": t.name, "group": t.group, "cpu": t.cpu, "runtime_ns": t.runtime_ns,
+            "work_ns": t.work_ns, "wait_ns": t.wait_ns, "nr_migrations": t.nr_migrations,
+            "nr_switches": t.nr_switches,
+        })).collect::<Vec<_>>(),
+        "cpus": r.cpus,
+        "events": r.events,
+        "event_hash": format!("{:016x}", r.event_hash),
+        "reports": reports.iter().map(|rep| json!({
+            "workload": rep.workload,
+            "text": rep.text,
+            "metrics": rep.metrics.iter().map(|m| json!({
+                "name": m.name, "unit": m.unit, "value": m.value,
+                "higher_is_better": m.higher_is_better,
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
