@@ -1,0 +1,307 @@
+//! NOHZ idle balancing: idle CPUs with their tick stopped are balanced by one of them, the
+//! idle load balancer (ILB), kicked by a busy CPU's tick.
+//!
+//! Follows kernel/sched/fair.c of v6.6 (nohz_balance_enter_idle(), nohz_balance_exit_idle(),
+//! nohz_balancer_kick(), kick_ilb(), find_new_ilb(), _nohz_idle_balance(),
+//! nohz_idle_balance(), update_nohz_stats()) and core.c: nohz_csd_func(), checked against
+//! v6.12. Where they differ, v6.6 is followed: `_nohz_idle_balance()` aborts when the ILB
+//! itself has work (`need_resched()`; v6.12 also requires it not to be idle).
+//!
+//! Kick flags are [`NohzFlags`] (ctx.rs); housekeeping masks are not modelled (every CPU
+//! does scheduler housekeeping).
+
+use lbsim_topology::CpuId;
+
+use crate::ctx::{BalanceCtx, IlbKick, NohzFlags};
+use crate::lb::{CpuIdleType, Pass, check_cpu_capacity, idle_cpu, ttwu_pending};
+use crate::newidle::update_blocked_averages;
+use crate::rebalance::rebalance_domains;
+use crate::state::{BalanceState, msecs_to_jiffies};
+
+/// `NOHZ_KICK_MASK`: the kicks delivered by IPI.
+pub const NOHZ_KICK_MASK: NohzFlags =
+    NohzFlags(NohzFlags::STATS.0 | NohzFlags::BALANCE.0 | NohzFlags::NEXT.0);
+
+/// `LOAD_AVG_PERIOD` (ms): the blocked load of idle CPUs is updated at most this often.
+pub const LOAD_AVG_PERIOD_MS: u64 = 32;
+
+/// Follows fair.c: nohz_balance_enter_idle() with set_cpu_sd_state_idle() (v6.6-v6.12):
+/// the CPU stops its tick; it joins `nohz.idle_cpus_mask`, leaves its LLC's
+/// `nr_busy_cpus`, and marks blocked load to be decayed.
+pub fn nohz_balance_enter_idle(ctx: &mut BalanceCtx<'_>, st: &mut BalanceState, cpu: CpuId) {
+    let topo = ctx.topo;
+    let c = cpu.index();
+    ctx.rqs[c].has_blocked_load = true;
+    if !st.cpus[c].nohz_tick_stopped {
+        if topo.domains(cpu).is_empty() {
+            return;
+        }
+        st.cpus[c].nohz_tick_stopped = true;
+        st.nohz.idle_cpus_mask.set(cpu);
+        st.nohz.nr_cpus += 1;
+        if let Some(llc) = topo.sd_llc(cpu)
+            && !st.sd(cpu, llc).nohz_idle
+        {
+            st.sd_mut(cpu, llc).nohz_idle = true;
+            if let Some(s) = st.sd_llc_shared_mut(topo, cpu) {
+                s.nr_busy_cpus = s.nr_busy_cpus.saturating_sub(1);
+            }
+        }
+        st.nohz.needs_update = true;
+    }
+    st.nohz.has_blocked = true;
+}
+
+/// Follows fair.c: nohz_balance_exit_idle() with set_cpu_sd_state_busy() (v6.6-v6.12).
+pub fn nohz_balance_exit_idle(ctx: &BalanceCtx<'_>, st: &mut BalanceState, cpu: CpuId) {
+    let topo = ctx.topo;
+    let c = cpu.index();
+    if !st.cpus[c].nohz_tick_stopped {
+        return;
+    }
+    st.cpus[c].nohz_tick_stopped = false;
+    st.nohz.idle_cpus_mask.clear(cpu);
+    st.nohz.nr_cpus -= 1;
+    if let Some(llc) = topo.sd_llc(cpu)
+        && st.sd(cpu, llc).nohz_idle
+    {
+        st.sd_mut(cpu, llc).nohz_idle = false;
+        if let Some(s) = st.sd_llc_shared_mut(topo, cpu) {
+            s.nr_busy_cpus += 1;
+        }
+    }
+}
+
+/// Follows fair.c: find_new_ilb() (v6.6-v6.12): the first CPU of `nohz.idle_cpus_mask`,
+/// other than the kicking CPU, that is idle.
+/// Counts one CPU scanned per idle-mask CPU checked.
+pub fn find_new_ilb(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    this_cpu: CpuId,
+    pass: &mut Pass,
+) -> Option<CpuId> {
+    let at_ns = pass.now_ns(ctx);
+    for c in st.nohz.idle_cpus_mask.iter().filter(|&c| c != this_cpu) {
+        pass.work.cpus_scanned += 1;
+        if idle_cpu(ctx, c, at_ns) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// Follows fair.c: kick_ilb() (v6.6-v6.12): with BALANCE, push `nohz.next_balance` one jiffy
+/// ahead; pick the ILB; merge the flags into its `nohz_flags` and send the IPI unless all
+/// the flags were already set or a kick is already in flight.
+pub fn kick_ilb(
+    ctx: &BalanceCtx<'_>,
+    st: &mut BalanceState,
+    this_cpu: CpuId,
+    flags: NohzFlags,
+    pass: &mut Pass,
+) -> Option<IlbKick> {
+    if flags.contains(NohzFlags::BALANCE) {
+        st.nohz.next_balance = ctx.jiffies + 1;
+    }
+    let ilb_cpu = find_new_ilb(ctx, st, this_cpu, pass)?;
+    let cur = st.cpus[ilb_cpu.index()].nohz_flags;
+    if cur.0 & flags.0 == flags.0 {
+        return None;
+    }
+    st.cpus[ilb_cpu.index()].nohz_flags = cur.union(flags);
+    if cur.0 & NOHZ_KICK_MASK.0 != 0 {
+        return None;
+    }
+    Some(IlbKick { ilb_cpu, flags })
+}
+
+/// Follows fair.c: nohz_balancer_kick() (v6.6-v6.12), on a tick of `cpu`: leaves nohz idle,
+/// then decides whether an idle CPU should balance on behalf of the idle ones: blocked load
+/// due (STATS), or, once `nohz.next_balance` has passed, this CPU has two or more tasks, or
+/// one CFS task on reduced capacity, or a misfit task on an asymmetric machine, or its LLC
+/// has more than one busy CPU (STATS | BALANCE); NEXT when `nohz.needs_update`.
+pub fn nohz_balancer_kick(
+    ctx: &BalanceCtx<'_>,
+    st: &mut BalanceState,
+    cpu: CpuId,
+    idle_balance: bool,
+    pass: &mut Pass,
+) -> Option<IlbKick> {
+    if idle_balance {
+        return None;
+    }
+    nohz_balance_exit_idle(ctx, st, cpu);
+    if st.nohz.nr_cpus == 0 {
+        return None;
+    }
+    let topo = ctx.topo;
+    let now = ctx.jiffies;
+    let r = &ctx.rqs[cpu.index()];
+    let mut flags = NohzFlags::default();
+    if st.nohz.has_blocked && now > st.nohz.next_blocked {
+        flags = NohzFlags::STATS;
+    }
+    let stats_balance = NohzFlags::STATS.union(NohzFlags::BALANCE);
+    'out: {
+        if now < st.nohz.next_balance {
+            break 'out;
+        }
+        if r.nr_running >= 2 {
+            flags = stats_balance;
+            break 'out;
+        }
+        if let Some(sd) = topo.domains(cpu).first()
+            && r.cfs.h_nr_running >= 1
+            && check_cpu_capacity(ctx, cpu, sd)
+        {
+            flags = stats_balance;
+            break 'out;
+        }
+        // sd_asym_packing: SD_ASYM_PACKING is not built by the topology crate.
+        if topo.sd_asym_cpucapacity(cpu).is_some() {
+            if r.misfit_task_load != 0 {
+                flags = stats_balance;
+            }
+            break 'out;
+        }
+        if st
+            .sd_llc_shared(topo, cpu)
+            .is_some_and(|s| s.nr_busy_cpus > 1)
+        {
+            flags = stats_balance;
+        }
+    }
+    if st.nohz.needs_update {
+        flags = flags.union(NohzFlags::NEXT);
+    }
+    if flags.is_empty() {
+        return None;
+    }
+    kick_ilb(ctx, st, cpu, flags, pass)
+}
+
+/// Follows core.c: nohz_csd_func() and fair.c: nohz_idle_balance() (v6.6-v6.12), in the
+/// softirq of `this_cpu`: takes the pending kick flags; if there were any and the CPU is
+/// idle, runs [`nohz_idle_balance_flags`] and returns true (the softirq then does nothing
+/// else).
+pub fn nohz_idle_balance(
+    ctx: &mut BalanceCtx<'_>,
+    st: &mut BalanceState,
+    this_cpu: CpuId,
+    pass: &mut Pass,
+) -> bool {
+    let c = this_cpu.index();
+    let kicked = NohzFlags(st.cpus[c].nohz_flags.0 & NOHZ_KICK_MASK.0);
+    if !kicked.is_empty() {
+        st.cpus[c].nohz_flags = NohzFlags(st.cpus[c].nohz_flags.0 & !NOHZ_KICK_MASK.0);
+        if idle_cpu(ctx, this_cpu, pass.now_ns(ctx)) {
+            st.cpus[c].nohz_idle_balance = kicked;
+        }
+    }
+    let flags = st.cpus[c].nohz_idle_balance;
+    if flags.is_empty() {
+        return false;
+    }
+    st.cpus[c].nohz_idle_balance = NohzFlags::default();
+    if !idle_cpu(ctx, this_cpu, pass.now_ns(ctx)) {
+        return false;
+    }
+    nohz_idle_balance_flags(ctx, st, this_cpu, flags, pass);
+    true
+}
+
+/// Follows fair.c: update_nohz_stats() (v6.6-v6.12): decay an idle CPU's blocked load if it
+/// has some and was not updated this jiffy; returns whether it still has blocked load.
+fn update_nohz_stats(
+    ctx: &mut BalanceCtx<'_>,
+    st: &mut BalanceState,
+    cpu: CpuId,
+    pass: &mut Pass,
+) -> bool {
+    let c = cpu.index();
+    if !ctx.rqs[c].has_blocked_load {
+        return false;
+    }
+    if !st.nohz.idle_cpus_mask.test(cpu) {
+        return false;
+    }
+    if ctx.jiffies <= st.cpus[c].last_blocked_load_update_tick {
+        return true;
+    }
+    update_blocked_averages(ctx, st, cpu, pass);
+    ctx.rqs[c].has_blocked_load
+}
+
+/// Follows fair.c: _nohz_idle_balance() (v6.6): for each CPU of `nohz.idle_cpus_mask`,
+/// starting after `this_cpu` and ending with it, that is still idle: decay its blocked load
+/// (STATS) and, if its `next_balance` is due, run rebalance_domains() on its behalf as
+/// CPU_IDLE (BALANCE). Aborts if `this_cpu` gets work. Then collate `nohz.next_balance`
+/// and schedule the next blocked-load update 32 ms later.
+pub fn nohz_idle_balance_flags(
+    ctx: &mut BalanceCtx<'_>,
+    st: &mut BalanceState,
+    this_cpu: CpuId,
+    flags: NohzFlags,
+    pass: &mut Pass,
+) {
+    let now = ctx.jiffies;
+    let mut next_balance = now + 60 * u64::from(ctx.hz);
+    let mut has_blocked_load = false;
+    let mut update_next = false;
+    if flags.contains(NohzFlags::STATS) {
+        st.nohz.has_blocked = false;
+    }
+    if flags.contains(NohzFlags::NEXT) {
+        st.nohz.needs_update = false;
+    }
+    let n = ctx.topo.nr_cpus();
+    let start = CpuId(((this_cpu.index() + 1) % n) as u32);
+    let cpus: Vec<CpuId> = st.nohz.idle_cpus_mask.iter_wrap(start).collect();
+    let mut aborted = false;
+    for balance_cpu in cpus {
+        if !idle_cpu(ctx, balance_cpu, pass.now_ns(ctx)) {
+            continue;
+        }
+        if ctx.rqs[this_cpu.index()].nr_running > 0 || ttwu_pending(ctx, this_cpu, pass.now_ns(ctx))
+        {
+            if flags.contains(NohzFlags::STATS) {
+                has_blocked_load = true;
+            }
+            if flags.contains(NohzFlags::NEXT) {
+                st.nohz.needs_update = true;
+            }
+            aborted = true;
+            break;
+        }
+        if flags.contains(NohzFlags::STATS) {
+            has_blocked_load |= update_nohz_stats(ctx, st, balance_cpu, pass);
+        }
+        if now >= ctx.rqs[balance_cpu.index()].next_balance {
+            let t = pass.now_ns(ctx);
+            ctx.rqs[balance_cpu.index()].update_rq_clock(t);
+            if flags.contains(NohzFlags::BALANCE) {
+                rebalance_domains(ctx, st, balance_cpu, CpuIdleType::Idle, pass);
+            }
+        }
+        let nb = ctx.rqs[balance_cpu.index()].next_balance;
+        if next_balance > nb {
+            next_balance = nb;
+            update_next = true;
+        }
+    }
+    if !aborted {
+        if update_next {
+            st.nohz.next_balance = next_balance;
+        }
+        if flags.contains(NohzFlags::STATS) {
+            st.nohz.next_blocked = now + msecs_to_jiffies(LOAD_AVG_PERIOD_MS, ctx.hz);
+        }
+    }
+    if has_blocked_load {
+        st.nohz.has_blocked = true;
+    }
+}
+
+#[cfg(test)]
+mod tests;

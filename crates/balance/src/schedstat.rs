@@ -1,0 +1,235 @@
+//! The counters of /proc/schedstat, per CPU and per domain, and their text in version 17's
+//! layout.
+//!
+//! Follows kernel/sched/stats.c: show_schedstat() with `SCHEDSTAT_VERSION 17` (v6.14; the
+//! per-migration-type `lb_imbalance_*` columns and the domain name are what version 17
+//! added over the v6.6-v6.12 version 16) and Documentation/scheduler/sched-stats.rst. The
+//! idle-type columns come in the order of `enum cpu_idle_type` since v6.10 (version 16):
+//! busy (`__CPU_NOT_IDLE`), idle, newly idle.
+//!
+//! The balancer fills the domain counters; the per-CPU counters of the `cpu<N>` line
+//! (`yld_count`, `sched_count`, ...) belong to the engine, which fills [`CpuSchedstat`]; the
+//! wake-up engineer fills `ttwu_wake_remote`, `ttwu_move_affine` and `ttwu_move_balance`.
+//! `sbe_*`/`sbf_*` (exec/fork balancing) are printed as the kernel does and stay 0: v6.6+
+//! never increments them.
+
+use std::fmt::Write as _;
+
+use lbsim_topology::{CpuId, Topology};
+
+use crate::lb::{CpuIdleType, MigrationType};
+
+/// The version line's number.
+pub const SCHEDSTAT_VERSION: u32 = 17;
+
+/// The load-balance counters of one domain for one idle type (`sd->lb_*[idle]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LbCounters {
+    /// `lb_count`: sched_balance_rq() calls.
+    pub lb_count: u32,
+    /// `lb_balanced`: calls that found the domain balanced (or all tasks pinned).
+    pub lb_balanced: u32,
+    /// `lb_failed`: calls that found an imbalance but moved nothing.
+    pub lb_failed: u32,
+    /// `lb_imbalance_{load,util,task,misfit}`: the imbalance found, summed per migration type.
+    pub lb_imbalance: [u32; 4],
+    /// `lb_gained`: tasks pulled.
+    pub lb_gained: u32,
+    /// `lb_hot_gained`: tasks pulled although cache hot (nr_balance_failed > cache_nice_tries).
+    pub lb_hot_gained: u32,
+    /// `lb_nobusyq`: no busiest runqueue in the busiest group.
+    pub lb_nobusyq: u32,
+    /// `lb_nobusyg`: no busiest group.
+    pub lb_nobusyg: u32,
+}
+
+/// The counters of one domain (one CPU, one level).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DomainSchedstat {
+    /// Load-balance counters per idle type, indexed by [`CpuIdleType::index`].
+    pub lb: [LbCounters; 3],
+    /// `alb_count`: active balances tried (the stopper ran).
+    pub alb_count: u32,
+    /// `alb_failed`: active balances that moved nothing.
+    pub alb_failed: u32,
+    /// `alb_pushed`: active balances that moved a task.
+    pub alb_pushed: u32,
+    /// `ttwu_wake_remote`: wake-ups of a task that last ran on another CPU of this domain.
+    pub ttwu_wake_remote: u32,
+    /// `ttwu_move_affine`: wake-ups moved to the waking CPU by wake_affine().
+    pub ttwu_move_affine: u32,
+    /// `ttwu_move_balance`: wake-ups that started passive balancing (always 0 since v2.6.x;
+    /// kept for the layout and for the wake-up engineer to fill if a path ever does).
+    pub ttwu_move_balance: u32,
+}
+
+impl DomainSchedstat {
+    /// The counters for idle type `idle`.
+    pub fn lb(&self, idle: CpuIdleType) -> &LbCounters {
+        &self.lb[idle.index()]
+    }
+
+    /// The counters for idle type `idle`, mutable.
+    pub fn lb_mut(&mut self, idle: CpuIdleType) -> &mut LbCounters {
+        &mut self.lb[idle.index()]
+    }
+
+    /// `update_lb_imbalance_stat()` (v6.14): adds `imbalance` to the column of `migration_type`.
+    /// The kernel stores `unsigned int`; the sum wraps as the kernel's does.
+    pub fn add_imbalance(
+        &mut self,
+        idle: CpuIdleType,
+        migration_type: MigrationType,
+        imbalance: i64,
+    ) {
+        let slot = &mut self.lb[idle.index()].lb_imbalance[migration_type.index()];
+        *slot = slot.wrapping_add(imbalance as u32);
+    }
+}
+
+/// The per-CPU counters of the `cpu<N>` line, filled by the engine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuSchedstat {
+    /// `rq->yld_count`: sched_yield() calls.
+    pub yld_count: u32,
+    /// `rq->sched_count`: schedule() calls.
+    pub sched_count: u32,
+    /// `rq->sched_goidle`: schedule() calls that left the CPU idle.
+    pub sched_goidle: u32,
+    /// `rq->ttwu_count`: try_to_wake_up() calls on this CPU.
+    pub ttwu_count: u32,
+    /// `rq->ttwu_local`: of which woke a task on this CPU.
+    pub ttwu_local: u32,
+    /// `rq->rq_cpu_time`: ns tasks ran on this CPU.
+    pub rq_cpu_time: u64,
+    /// `rq->rq_sched_info.run_delay`: ns tasks waited on this runqueue.
+    pub run_delay: u64,
+    /// `rq->rq_sched_info.pcount`: timeslices run on this CPU.
+    pub pcount: u64,
+}
+
+/// All counters of one machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedstat {
+    dom_base: Vec<usize>,
+    /// Per-CPU counters, indexed by CPU.
+    pub cpus: Vec<CpuSchedstat>,
+    domains: Vec<DomainSchedstat>,
+}
+
+impl Schedstat {
+    /// Zeroed counters for every CPU and domain of `topo`.
+    pub fn new(topo: &Topology) -> Schedstat {
+        let n = topo.nr_cpus();
+        let mut dom_base = Vec::with_capacity(n + 1);
+        let mut total = 0;
+        for c in 0..n {
+            dom_base.push(total);
+            total += topo.domains(CpuId(c as u32)).len();
+        }
+        dom_base.push(total);
+        Schedstat {
+            dom_base,
+            cpus: vec![CpuSchedstat::default(); n],
+            domains: vec![DomainSchedstat::default(); total],
+        }
+    }
+
+    /// The counters of `cpu`'s domain at `level`.
+    ///
+    /// # Panics
+    /// If `cpu` has no domain at `level` (a caller bug).
+    pub fn sd(&self, cpu: CpuId, level: usize) -> &DomainSchedstat {
+        &self.domains[self.index(cpu, level)]
+    }
+
+    /// The counters of `cpu`'s domain at `level`, mutable.
+    pub fn sd_mut(&mut self, cpu: CpuId, level: usize) -> &mut DomainSchedstat {
+        let i = self.index(cpu, level);
+        &mut self.domains[i]
+    }
+
+    fn index(&self, cpu: CpuId, level: usize) -> usize {
+        let i = self.dom_base[cpu.index()] + level;
+        assert!(
+            i < self.dom_base[cpu.index() + 1],
+            "cpu {cpu} has no domain at level {level}"
+        );
+        i
+    }
+
+    /// Sum of one domain counter over every CPU and level, for summaries and tests.
+    pub fn total(&self, f: impl Fn(&DomainSchedstat) -> u64) -> u64 {
+        self.domains.iter().map(f).sum()
+    }
+
+    /// The text of /proc/schedstat at time `jiffies`.
+    ///
+    /// Follows stats.c: show_schedstat() (version 17): a `version` and a `timestamp` line,
+    /// then per CPU a `cpu<N>` line of nine numbers and one `domain<N> <name> <span>` line
+    /// per domain, bottom-up, with 11 counters for each idle type (busy, idle, newly idle)
+    /// and 12 more (alb_*, sbe_*, sbf_*, ttwu_*). The span is printed as `%*pb` prints a
+    /// cpumask: hex in comma-separated 32-bit chunks.
+    pub fn format(&self, topo: &Topology, jiffies: u64) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "version {SCHEDSTAT_VERSION}");
+        let _ = writeln!(out, "timestamp {jiffies}");
+        for c in 0..topo.nr_cpus() {
+            let cpu = CpuId(c as u32);
+            let s = &self.cpus[c];
+            let _ = writeln!(
+                out,
+                "cpu{c} {} 0 {} {} {} {} {} {} {}",
+                s.yld_count,
+                s.sched_count,
+                s.sched_goidle,
+                s.ttwu_count,
+                s.ttwu_local,
+                s.rq_cpu_time,
+                s.run_delay,
+                s.pcount
+            );
+            for (level, sd) in topo.domains(cpu).iter().enumerate() {
+                let d = self.sd(cpu, level);
+                let _ = write!(
+                    out,
+                    "domain{level} {} {}",
+                    sd.name,
+                    topo.span(sd.span).to_hex()
+                );
+                for idle in CpuIdleType::ALL {
+                    let l = d.lb(idle);
+                    let _ = write!(
+                        out,
+                        " {} {} {} {} {} {} {} {} {} {} {}",
+                        l.lb_count,
+                        l.lb_balanced,
+                        l.lb_failed,
+                        l.lb_imbalance[0],
+                        l.lb_imbalance[1],
+                        l.lb_imbalance[2],
+                        l.lb_imbalance[3],
+                        l.lb_gained,
+                        l.lb_hot_gained,
+                        l.lb_nobusyq,
+                        l.lb_nobusyg
+                    );
+                }
+                let _ = writeln!(
+                    out,
+                    " {} {} {} 0 0 0 0 0 0 {} {} {}",
+                    d.alb_count,
+                    d.alb_failed,
+                    d.alb_pushed,
+                    d.ttwu_wake_remote,
+                    d.ttwu_move_affine,
+                    d.ttwu_move_balance
+                );
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;

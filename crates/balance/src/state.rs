@@ -1,0 +1,301 @@
+//! The balancer's mutable state: what the kernel keeps in `struct sched_domain`,
+//! `struct sched_group_capacity`, `struct sched_domain_shared`, `struct root_domain`,
+//! the `nohz` global and the balancing fields of `struct rq`.
+//!
+//! The topology crate builds the immutable part of the domains (spans, groups, flags,
+//! initial intervals); everything a balance pass changes lives here, in `Vec`s indexed by
+//! `(cpu, level)`, [`SgcId`] or [`SharedId`] (no hash maps: iteration order must not
+//! depend on the host).
+//!
+//! Follows kernel/sched/sched.h and include/linux/sched/topology.h (v6.6-v6.12): the
+//! field names are the kernel's. Deliberately left out: the proportional-newidle fields
+//! of recent kernels (`newidle_call`, `newidle_success`, `newidle_ratio`), energy-model
+//! perf domains, and CPU hotplug (every CPU is active).
+
+use lbsim_topology::{CpuId, Cpumask, SgcId, SharedId, Topology};
+
+use crate::ctx::NohzFlags;
+use crate::schedstat::Schedstat;
+
+/// The runtime fields of one `struct sched_domain` (one CPU, one level).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DomainState {
+    /// `sd->balance_interval`, in ms (initially `sd_weight`, see sd_init()).
+    pub balance_interval: u64,
+    /// `sd->nr_balance_failed`.
+    pub nr_balance_failed: u32,
+    /// `sd->last_balance`, in jiffies.
+    pub last_balance: u64,
+    /// `sd->max_newidle_lb_cost`, in ns of simulated time.
+    pub max_newidle_lb_cost: u64,
+    /// `sd->last_decay_max_lb_cost`, in jiffies.
+    pub last_decay_max_lb_cost: u64,
+    /// `sd->nohz_idle`: only meaningful on the CPU's `sd_llc` (set_cpu_sd_state_idle()).
+    pub nohz_idle: bool,
+}
+
+/// The runtime fields of one `struct sched_group_capacity`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SgcState {
+    /// `sgc->capacity`.
+    pub capacity: u64,
+    /// `sgc->min_capacity`.
+    pub min_capacity: u64,
+    /// `sgc->max_capacity`.
+    pub max_capacity: u64,
+    /// `sgc->imbalance`: set by the child level when affinity kept it from balancing.
+    pub imbalance: bool,
+    /// `sgc->next_update`, in jiffies: when newidle balancing refreshes the capacity.
+    pub next_update: u64,
+}
+
+/// The runtime fields of one `struct sched_domain_shared` (only the one of `sd_llc` is used).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedState {
+    /// `sds->nr_busy_cpus`: CPUs of the LLC not in nohz idle (initially the domain weight).
+    pub nr_busy_cpus: u32,
+    /// `sds->has_idle_cores`: a whole core of the LLC may be idle (wake-up path hint).
+    pub has_idle_cores: bool,
+    /// `sds->nr_idle_scan`: SIS_UTIL's scan budget, written by update_idle_cpu_scan().
+    pub nr_idle_scan: u32,
+}
+
+/// `struct root_domain` flags the balancer reads and writes (one root domain: no cpusets).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RootDomainState {
+    /// `rd->overloaded` (`rd->overload` before v6.10): some CPU has more than one task.
+    pub overloaded: bool,
+    /// `rd->overutilized`: only ever set with an energy model, which lbsim does not model.
+    pub overutilized: bool,
+}
+
+/// The global `nohz` structure of fair.c.
+#[derive(Clone, Debug)]
+pub struct NohzState {
+    /// `nohz.idle_cpus_mask`: CPUs idle with their tick stopped.
+    pub idle_cpus_mask: Cpumask,
+    /// `nohz.nr_cpus`: weight of `idle_cpus_mask`.
+    pub nr_cpus: u32,
+    /// `nohz.has_blocked`: some idle CPU may still carry blocked load to decay.
+    pub has_blocked: bool,
+    /// `nohz.needs_update`: a CPU entered nohz idle; `next_balance` must be collated.
+    pub needs_update: bool,
+    /// `nohz.next_balance`, in jiffies.
+    pub next_balance: u64,
+    /// `nohz.next_blocked`, in jiffies.
+    pub next_blocked: u64,
+}
+
+/// The balancing fields of one `struct rq` that the runqueue crate does not keep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpuLbState {
+    /// `rq->nohz_tick_stopped`: the CPU is in `nohz.idle_cpus_mask`.
+    pub nohz_tick_stopped: bool,
+    /// `atomic_read(nohz_flags(cpu))`: kicks sent to this CPU and not yet taken.
+    pub nohz_flags: NohzFlags,
+    /// `rq->nohz_idle_balance`: the kick flags taken by the softirq (nohz_csd_func()).
+    pub nohz_idle_balance: NohzFlags,
+    /// `rq->last_blocked_load_update_tick`, in jiffies.
+    pub last_blocked_load_update_tick: u64,
+    /// `rq->active_balance`: a stopper push is queued on this CPU.
+    pub active_balance: bool,
+    /// `rq->push_cpu`: where the queued stopper pushes to.
+    pub push_cpu: CpuId,
+}
+
+/// All mutable balancer state of one machine.
+#[derive(Clone, Debug)]
+pub struct BalanceState {
+    dom_base: Vec<usize>,
+    domains: Vec<DomainState>,
+    sgcs: Vec<SgcState>,
+    shared: Vec<SharedState>,
+    /// Per-CPU balancing fields of `struct rq`.
+    pub cpus: Vec<CpuLbState>,
+    /// The root domain's flags.
+    pub rd: RootDomainState,
+    /// The `nohz` global.
+    pub nohz: NohzState,
+    /// `max_load_balance_interval`, in jiffies (update_max_interval(): `HZ * nr_cpus / 10`).
+    pub max_load_balance_interval: u64,
+    /// The SD_SERIALIZE flag (`balancing` spinlock in v6.6, `sched_balance_running` in
+    /// v6.12): simulated time until which the CPU that took it is still balancing.
+    pub serialize_busy_until_ns: u64,
+    /// The CPU holding the SD_SERIALIZE flag until `serialize_busy_until_ns`.
+    pub serialize_owner: Option<CpuId>,
+    /// /proc/schedstat counters.
+    pub schedstat: Schedstat,
+}
+
+impl BalanceState {
+    /// The state at boot for `topo`, with `jiffies` the current time and `hz` the tick rate.
+    ///
+    /// Follows topology.c: sd_init() (`balance_interval = sd_weight`, `last_balance =
+    /// jiffies`, `max_newidle_lb_cost = 0`, `last_decay_max_lb_cost = jiffies`),
+    /// init_sched_groups_capacity() (sgc capacities, `next_update = jiffies`), sd_init()'s
+    /// `sds->nr_busy_cpus = sd_weight`; fair.c: init_sched_fair_class() (`nohz.next_balance =
+    /// jiffies`, `nohz.next_blocked = jiffies`), update_max_interval(). The runqueue fields
+    /// (`next_balance`, `max_idle_balance_cost`, `avg_idle`) are the runqueue crate's.
+    pub fn new(topo: &Topology, jiffies: u64, hz: u32) -> BalanceState {
+        let n = topo.nr_cpus();
+        let mut dom_base = Vec::with_capacity(n + 1);
+        let mut domains = Vec::new();
+        for c in 0..n {
+            dom_base.push(domains.len());
+            for sd in topo.domains(CpuId(c as u32)) {
+                domains.push(DomainState {
+                    balance_interval: sd.balance_interval,
+                    nr_balance_failed: 0,
+                    last_balance: jiffies,
+                    max_newidle_lb_cost: 0,
+                    last_decay_max_lb_cost: jiffies,
+                    nohz_idle: false,
+                });
+            }
+        }
+        dom_base.push(domains.len());
+        let mut sgcs = vec![
+            SgcState {
+                capacity: 0,
+                min_capacity: 0,
+                max_capacity: 0,
+                imbalance: false,
+                next_update: jiffies
+            };
+            topo.nr_sgcs()
+        ];
+        for g in topo.all_groups() {
+            let init = topo.sgc(g.sgc);
+            sgcs[g.sgc.index()] = SgcState {
+                capacity: init.capacity,
+                min_capacity: init.min_capacity,
+                max_capacity: init.max_capacity,
+                imbalance: false,
+                next_update: jiffies,
+            };
+        }
+        let mut shared = vec![
+            SharedState {
+                nr_busy_cpus: 0,
+                has_idle_cores: false,
+                nr_idle_scan: 0
+            };
+            topo.nr_shared()
+        ];
+        for c in 0..n {
+            for id in topo
+                .domains(CpuId(c as u32))
+                .iter()
+                .filter_map(|sd| sd.shared)
+            {
+                shared[id.index()].nr_busy_cpus = topo.shared(id).nr_busy_cpus;
+            }
+        }
+        let cpus = (0..n)
+            .map(|c| CpuLbState {
+                nohz_tick_stopped: false,
+                nohz_flags: NohzFlags::default(),
+                nohz_idle_balance: NohzFlags::default(),
+                last_blocked_load_update_tick: jiffies,
+                active_balance: false,
+                push_cpu: CpuId(c as u32),
+            })
+            .collect();
+        BalanceState {
+            dom_base,
+            domains,
+            sgcs,
+            shared,
+            cpus,
+            rd: RootDomainState::default(),
+            nohz: NohzState {
+                idle_cpus_mask: Cpumask::new(n),
+                nr_cpus: 0,
+                has_blocked: false,
+                needs_update: false,
+                next_balance: jiffies,
+                next_blocked: jiffies,
+            },
+            max_load_balance_interval: max_load_balance_interval(hz, n),
+            serialize_busy_until_ns: 0,
+            serialize_owner: None,
+            schedstat: Schedstat::new(topo),
+        }
+    }
+
+    /// Index of `(cpu, level)` in per-domain vectors (also used by [`Schedstat`]).
+    ///
+    /// # Panics
+    /// If `cpu` has no domain at `level` (a caller bug).
+    pub fn domain_index(&self, cpu: CpuId, level: usize) -> usize {
+        let i = self.dom_base[cpu.index()] + level;
+        assert!(
+            i < self.dom_base[cpu.index() + 1],
+            "cpu {cpu} has no domain at level {level}"
+        );
+        i
+    }
+
+    /// The state of `cpu`'s domain at `level`.
+    pub fn sd(&self, cpu: CpuId, level: usize) -> &DomainState {
+        &self.domains[self.domain_index(cpu, level)]
+    }
+
+    /// The state of `cpu`'s domain at `level`, mutable.
+    pub fn sd_mut(&mut self, cpu: CpuId, level: usize) -> &mut DomainState {
+        let i = self.domain_index(cpu, level);
+        &mut self.domains[i]
+    }
+
+    /// Number of domains `cpu` has.
+    pub fn nr_domains(&self, cpu: CpuId) -> usize {
+        self.dom_base[cpu.index() + 1] - self.dom_base[cpu.index()]
+    }
+
+    /// A group capacity's state.
+    pub fn sgc(&self, id: SgcId) -> &SgcState {
+        &self.sgcs[id.index()]
+    }
+
+    /// A group capacity's state, mutable.
+    pub fn sgc_mut(&mut self, id: SgcId) -> &mut SgcState {
+        &mut self.sgcs[id.index()]
+    }
+
+    /// A `sched_domain_shared`'s state.
+    pub fn shared(&self, id: SharedId) -> &SharedState {
+        &self.shared[id.index()]
+    }
+
+    /// A `sched_domain_shared`'s state, mutable.
+    pub fn shared_mut(&mut self, id: SharedId) -> &mut SharedState {
+        &mut self.shared[id.index()]
+    }
+
+    /// `per_cpu(sd_llc_shared, cpu)`: the LLC shared state of `cpu`, if it has an LLC domain.
+    pub fn sd_llc_shared(&self, topo: &Topology, cpu: CpuId) -> Option<&SharedState> {
+        topo.shortcuts(cpu).sd_llc_shared.map(|id| self.shared(id))
+    }
+
+    /// `per_cpu(sd_llc_shared, cpu)`, mutable.
+    pub fn sd_llc_shared_mut(&mut self, topo: &Topology, cpu: CpuId) -> Option<&mut SharedState> {
+        topo.shortcuts(cpu)
+            .sd_llc_shared
+            .map(|id| &mut self.shared[id.index()])
+    }
+}
+
+/// `max_load_balance_interval` after update_max_interval(): `HZ * num_online_cpus() / 10`
+/// jiffies (fair.c, v6.6-v6.12); at least 1.
+pub fn max_load_balance_interval(hz: u32, nr_cpus: usize) -> u64 {
+    (u64::from(hz) * nr_cpus as u64 / 10).max(1)
+}
+
+/// `msecs_to_jiffies(ms)`: rounds up, as include/linux/jiffies.h does for every HZ that
+/// divides 1000 (and, through its 32-bit multiplier, for HZ=300).
+pub fn msecs_to_jiffies(ms: u64, hz: u32) -> u64 {
+    (ms * u64::from(hz)).div_ceil(1000)
+}
+
+#[cfg(test)]
+mod tests;
