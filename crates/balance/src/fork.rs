@@ -1,0 +1,445 @@
+//! The slow path of task placement: the idlest group and CPU, walking down the domains, as
+//! fork and exec (and any domain with `SD_BALANCE_WAKE`) place a task; and the capacity
+//! fitness tests the fast path shares.
+//!
+//! Follows kernel/sched/fair.c of v6.12 (read in a 6.12.67 tree; the functions modelled here
+//! carry no out-of-tree code there), cross-checked with v6.6, where these functions have the
+//! same logic under their older names:
+//! - `sched_balance_find_dst_cpu()` (`find_idlest_cpu()` before v6.10),
+//! - `sched_balance_find_dst_group()` (`find_idlest_group()`), with `update_sg_wakeup_stats()`
+//!   and `update_pick_idlest()`,
+//! - `sched_balance_find_dst_group_cpu()` (`find_idlest_group_cpu()`),
+//! - `util_fits_cpu()`, `asym_fits_cpu()`, `task_fits_cpu()`, `sync_entity_load_avg()`,
+//!   `cpu_load_without()`, `task_running_on_cpu()`, `idle_cpu_without()`.
+//!
+//! The group classification, `adjust_numa_imbalance()` and the load getters are the load
+//! balancer's ([`crate::lb`]): the kernel shares them between both paths, and so do we.
+//!
+//! Deliberately left out: uclamp (`uclamp_is_used()` is false, so `util_fits_cpu()` is
+//! `fits_capacity(util, capacity_of(cpu))` and never returns -1), cpuidle states
+//! (`idle_get_state()` is NULL, so among idle CPUs the most recently idled wins, by
+//! `rq->idle_stamp`), core scheduling cookies (always match), NUMA balancing
+//! (`p->numa_preferred_nid` is `NUMA_NO_NODE`), and group scheduling (`task_h_load()` is the
+//! task's `load_avg`).
+
+use lbsim_rq::TaskId;
+use lbsim_rq::task::OnRq;
+use lbsim_topology::machine::MAX_CPUS;
+use lbsim_topology::{CpuId, GroupId, SchedDomain, SchedGroup, SdFlag};
+
+use crate::cost::WorkAccount;
+use crate::ctx::BalanceCtx;
+use crate::lb::{
+    GroupType, NICE_0_LOAD, SCHED_CAPACITY_SCALE, SgLbStats, adjust_numa_imbalance, capacity_of,
+    cpu_load, fits_capacity, group_classify, idle_cpu, ttwu_pending,
+};
+use crate::state::BalanceState;
+
+/// `NR_CPUS`: the kernel's compile-time CPU limit, which `p->nr_cpus_allowed` is compared
+/// with to tell a task with restricted affinity (lbsim's largest machine size).
+pub const NR_CPUS: u32 = MAX_CPUS as u32;
+
+// ---------------------------------------------------------------------------
+// Capacity fitness (shared with the fast path).
+// ---------------------------------------------------------------------------
+
+/// `sched_asym_cpucap_active()`: the machine has CPUs of different capacities (a domain was
+/// built with `SD_ASYM_CPUCAPACITY`).
+pub fn sched_asym_cpucap_active(ctx: &BalanceCtx<'_>) -> bool {
+    ctx.topo.has_asym_cpucapacity()
+}
+
+/// Follows fair.c: util_fits_cpu() (v6.6-v6.12) with uclamp's defaults (`uclamp_min` 0,
+/// `uclamp_max` 1024): uclamp is not modelled, `uclamp_is_used()` is false, and the kernel
+/// then returns `fits_capacity(util, capacity_of(cpu))` (1 or 0; never -1, which only a
+/// `uclamp_min` boost can produce).
+pub fn util_fits_cpu(ctx: &BalanceCtx<'_>, util: u64, cpu: CpuId) -> i32 {
+    i32::from(fits_capacity(util, capacity_of(ctx, cpu)))
+}
+
+/// Follows fair.c: asym_fits_cpu() (v6.6-v6.12): on an asymmetric-capacity machine the task's
+/// utilization (`util`, its `task_util_est()`) must fit the CPU; elsewhere every CPU fits.
+pub fn asym_fits_cpu(ctx: &BalanceCtx<'_>, util: u64, cpu: CpuId) -> bool {
+    if sched_asym_cpucap_active(ctx) {
+        return util_fits_cpu(ctx, util, cpu) > 0;
+    }
+    true
+}
+
+/// Follows fair.c: task_fits_cpu() (v6.6-v6.12): `util_fits_cpu(task_util_est(p), uclamp
+/// defaults, cpu) > 0`.
+pub fn task_fits_cpu(ctx: &BalanceCtx<'_>, p: TaskId, cpu: CpuId) -> bool {
+    util_fits_cpu(ctx, task_util_est(ctx, p), cpu) > 0
+}
+
+/// `task_util_est(p)`: `max(util_avg, util_est)` of the task's PELT signal.
+pub fn task_util_est(ctx: &BalanceCtx<'_>, p: TaskId) -> u64 {
+    lbsim_pelt::task_util_est(&ctx.tasks[p].se.avg)
+}
+
+/// Follows fair.c: sync_entity_load_avg() (v6.6-v6.12): decay a dequeued task's PELT signal
+/// to the `last_update_time` of the cfs_rq it last ran on (no lock on that runqueue is taken
+/// in the kernel; lbsim reads it directly).
+pub fn sync_entity_load_avg(ctx: &mut BalanceCtx<'_>, p: TaskId) {
+    let cpu = ctx.tasks[p].cpu;
+    let last_update_time = ctx.rqs[cpu.index()].cfs.avg.avg.last_update_time;
+    let se = &mut ctx.tasks[p].se;
+    let weight = se.se_weight();
+    lbsim_pelt::update_load_avg_blocked_se(last_update_time, &mut se.avg, weight);
+}
+
+// ---------------------------------------------------------------------------
+// Per-CPU quantities "without p".
+// ---------------------------------------------------------------------------
+
+/// Follows fair.c: cpu_load_without() (v6.6-v6.12): the CPU's load without `p`'s contribution,
+/// if `p` last ran here and is not new. The load is [`crate::lb::cpu_load`], so
+/// `LB_TIP_AVG_HIGH` tips it as it tips every `cpu_load()` read (the 2016 patch changed the
+/// function this one calls).
+pub fn cpu_load_without(ctx: &BalanceCtx<'_>, cpu: CpuId, p: TaskId) -> u64 {
+    let t = &ctx.tasks[p];
+    if t.cpu != cpu || t.se.avg.last_update_time == 0 {
+        return cpu_load(ctx, cpu);
+    }
+    cpu_load(ctx, cpu).saturating_sub(t.se.avg.load_avg)
+}
+
+/// Follows fair.c: task_running_on_cpu() (v6.6-v6.12): 1 if `p` counts in `cpu`'s
+/// `nr_running` (it last ran there, is not new, and is queued).
+pub fn task_running_on_cpu(ctx: &BalanceCtx<'_>, cpu: CpuId, p: TaskId) -> u32 {
+    let t = &ctx.tasks[p];
+    if t.cpu != cpu || t.se.avg.last_update_time == 0 {
+        return 0;
+    }
+    u32::from(t.on_rq == OnRq::Queued)
+}
+
+/// Follows fair.c: idle_cpu_without() (v6.6-v6.12): `cpu` would be idle without `p` (the
+/// caller has checked that `nr_running` without `p` is 0): it runs the idle task or `p`, and
+/// has no wake-up pending at the decision time.
+pub fn idle_cpu_without(ctx: &BalanceCtx<'_>, cpu: CpuId, p: TaskId) -> bool {
+    let rq = &ctx.rqs[cpu.index()];
+    if rq.curr.is_some() && rq.curr != Some(p) {
+        return false;
+    }
+    !ttwu_pending(ctx, cpu, ctx.now_ns)
+}
+
+/// `available_idle_cpu(cpu)` at the decision time: `idle_cpu()` (no paravirt preemption).
+pub fn available_idle_cpu(ctx: &BalanceCtx<'_>, cpu: CpuId) -> bool {
+    idle_cpu(ctx, cpu, ctx.now_ns)
+}
+
+/// `sched_idle_cpu(cpu)`: only `SCHED_IDLE` tasks are runnable there.
+pub fn sched_idle_cpu(ctx: &BalanceCtx<'_>, cpu: CpuId) -> bool {
+    ctx.rqs[cpu.index()].sched_idle_rq()
+}
+
+// ---------------------------------------------------------------------------
+// The idlest group.
+// ---------------------------------------------------------------------------
+
+/// Follows fair.c: update_sg_wakeup_stats() (v6.6-v6.12): the statistics of `group` as if
+/// `p` were not queued anywhere: load, util and runnable without `p`, task counts without
+/// `p`, idle CPUs (ignoring `p`), and on an asymmetric-capacity domain a misfit mark unless
+/// `p` fits one of the group's CPUs. Every CPU of the group is read (`work`).
+pub fn update_sg_wakeup_stats(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    sd: &SchedDomain,
+    group: &SchedGroup,
+    p: TaskId,
+    work: &mut WorkAccount,
+) -> SgLbStats {
+    let mut sgs = SgLbStats::default();
+    let asym = sd.flags.contains(SdFlag::AsymCpucapacity);
+    if asym {
+        sgs.group_misfit_task_load = 1;
+    }
+    for i in ctx.topo.span(group.span).iter() {
+        work.cpus_scanned += 1;
+        let rq = &ctx.rqs[i.index()];
+        sgs.group_load += cpu_load_without(ctx, i, p);
+        sgs.group_util += rq.cpu_util_without(ctx.tasks, p);
+        sgs.group_runnable += rq.cpu_runnable_without(ctx.tasks, p);
+        let local = task_running_on_cpu(ctx, i, p);
+        sgs.sum_h_nr_running += rq.cfs.h_nr_running - local;
+        let nr_running = rq.nr_running - local;
+        sgs.sum_nr_running += nr_running;
+        if nr_running == 0 && idle_cpu_without(ctx, i, p) {
+            sgs.idle_cpus += 1;
+        }
+        if asym && sgs.group_misfit_task_load != 0 && task_fits_cpu(ctx, p, i) {
+            sgs.group_misfit_task_load = 0;
+        }
+    }
+    let sgc = st.sgc(group.sgc);
+    sgs.group_capacity = sgc.capacity;
+    sgs.group_weight = group.group_weight;
+    sgs.group_type = group_classify(sd.imbalance_pct, sgc.imbalance, &sgs);
+    if matches!(sgs.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
+        sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity;
+    }
+    sgs
+}
+
+/// Follows fair.c: update_pick_idlest() (v6.6-v6.12): whether `group` (with `sgs`) is idler
+/// than the idlest so far: a lower group type; at equal type the lower `avg_load`
+/// (fully_busy, overloaded), the larger `max_capacity` (misfit), or the more idle CPUs and
+/// then the lower util (has_spare). The other types never occur on this path.
+pub fn update_pick_idlest(
+    st: &BalanceState,
+    idlest: Option<&SchedGroup>,
+    idlest_sgs: &SgLbStats,
+    group: &SchedGroup,
+    sgs: &SgLbStats,
+) -> bool {
+    if sgs.group_type < idlest_sgs.group_type {
+        return true;
+    }
+    if sgs.group_type > idlest_sgs.group_type {
+        return false;
+    }
+    match sgs.group_type {
+        GroupType::Overloaded | GroupType::FullyBusy => {
+            if idlest_sgs.avg_load <= sgs.avg_load {
+                return false;
+            }
+        }
+        GroupType::Imbalanced | GroupType::AsymPacking | GroupType::SmtBalance => return false,
+        GroupType::MisfitTask => {
+            // The kernel dereferences `idlest`; the sentinel (overloaded) never compares
+            // equal to misfit, so an idlest group exists here.
+            let idlest_max = idlest.map_or(0, |g| st.sgc(g.sgc).max_capacity);
+            if idlest_max >= st.sgc(group.sgc).max_capacity {
+                return false;
+            }
+        }
+        GroupType::HasSpare => {
+            if idlest_sgs.idle_cpus > sgs.idle_cpus {
+                return false;
+            }
+            if idlest_sgs.idle_cpus == sgs.idle_cpus && idlest_sgs.group_util <= sgs.group_util {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Follows fair.c: sched_balance_find_dst_group() (v6.10-v6.12; find_idlest_group() in v6.6):
+/// the idlest group of `sd` (a domain of `this_cpu`) for `p`, or `None` to stay in the local
+/// group.
+///
+/// Groups without a CPU in `p`'s affinity are skipped. The idlest non-local group is compared
+/// with the local one: a lower type wins outright; at equal type, fully_busy/overloaded move
+/// only if the idlest is lighter by the imbalance allowance (`1024 * (pct - 100) / 100`) and
+/// by `imbalance_pct`, and on `SD_NUMA` never if the idlest plus the allowance is not lighter;
+/// misfit moves to a larger `max_capacity`; has_spare moves to more idle CPUs, except that on
+/// `SD_NUMA` the task stays while `adjust_numa_imbalance()` allows the idle-CPU difference
+/// (with `imb_numa_nr` capped by the task's allowed CPUs in the local group).
+pub fn sched_balance_find_dst_group(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    sd: &SchedDomain,
+    p: TaskId,
+    this_cpu: CpuId,
+    work: &mut WorkAccount,
+) -> Option<GroupId> {
+    let topo = ctx.topo;
+    let cpus_mask = &ctx.tasks[p].cpus_mask;
+    let mut idlest: Option<GroupId> = None;
+    let mut local: Option<GroupId> = None;
+    let mut local_sgs = SgLbStats::default();
+    let mut idlest_sgs = SgLbStats {
+        avg_load: u64::from(u32::MAX),
+        group_type: GroupType::Overloaded,
+        ..SgLbStats::default()
+    };
+    work.domains += 1;
+    for gid in topo.group_ids(sd) {
+        let group = topo.group(gid);
+        let span = topo.span(group.span);
+        if !span.intersects(cpus_mask) {
+            continue;
+        }
+        let local_group = span.test(this_cpu);
+        let sgs = update_sg_wakeup_stats(ctx, st, sd, group, p, work);
+        if local_group {
+            local = Some(gid);
+            local_sgs = sgs;
+        } else if update_pick_idlest(st, idlest.map(|g| topo.group(g)), &idlest_sgs, group, &sgs) {
+            idlest = Some(gid);
+            idlest_sgs = sgs;
+        }
+    }
+    let idlest = idlest?;
+    let Some(local) = local else {
+        return Some(idlest);
+    };
+    if local_sgs.group_type < idlest_sgs.group_type {
+        return None;
+    }
+    if local_sgs.group_type > idlest_sgs.group_type {
+        return Some(idlest);
+    }
+    let pct = u64::from(sd.imbalance_pct);
+    match local_sgs.group_type {
+        GroupType::Overloaded | GroupType::FullyBusy => {
+            let imbalance = NICE_0_LOAD * (pct - 100) / 100;
+            if sd.flags.contains(SdFlag::Numa)
+                && idlest_sgs.avg_load + imbalance >= local_sgs.avg_load
+            {
+                return None;
+            }
+            if idlest_sgs.avg_load >= local_sgs.avg_load + imbalance {
+                return None;
+            }
+            if 100 * local_sgs.avg_load <= pct * idlest_sgs.avg_load {
+                return None;
+            }
+        }
+        GroupType::Imbalanced | GroupType::AsymPacking | GroupType::SmtBalance => return None,
+        GroupType::MisfitTask => {
+            let local_max = st.sgc(topo.group(local).sgc).max_capacity;
+            if local_max >= st.sgc(topo.group(idlest).sgc).max_capacity {
+                return None;
+            }
+        }
+        GroupType::HasSpare => {
+            if sd.flags.contains(SdFlag::Numa) {
+                // CONFIG_NUMA_BALANCING's preferred-node checks are no-ops: no task has a
+                // preferred node (NUMA_NO_NODE).
+                let mut imb_numa_nr = i64::from(sd.imb_numa_nr);
+                if ctx.tasks[p].nr_cpus_allowed != NR_CPUS {
+                    let allowed_local = topo.span(topo.group(local).span).weight_and(cpus_mask);
+                    imb_numa_nr = imb_numa_nr.min(allowed_local as i64);
+                }
+                let imbalance =
+                    (i64::from(local_sgs.idle_cpus) - i64::from(idlest_sgs.idle_cpus)).abs();
+                if adjust_numa_imbalance(
+                    imbalance,
+                    i64::from(local_sgs.sum_nr_running) + 1,
+                    imb_numa_nr,
+                ) == 0
+                {
+                    return None;
+                }
+            }
+            if local_sgs.idle_cpus >= idlest_sgs.idle_cpus {
+                return None;
+            }
+        }
+    }
+    Some(idlest)
+}
+
+/// Follows fair.c: sched_balance_find_dst_group_cpu() (v6.10-v6.12; find_idlest_group_cpu()
+/// in v6.6): the idlest allowed CPU of `group`.
+///
+/// A one-CPU group answers its CPU without looking. Otherwise, over the allowed CPUs: a CPU
+/// running only SCHED_IDLE tasks is taken at once; among idle CPUs the most recently idled
+/// (largest `idle_stamp`; lbsim has no cpuidle states, so `idle_get_state()` is NULL and an
+/// idle CPU whose `idle_stamp` is unset (0) is never chosen, as in the kernel); if no idle
+/// CPU qualified, the least loaded busy CPU, starting from `this_cpu` as the kernel does.
+pub fn sched_balance_find_dst_group_cpu(
+    ctx: &BalanceCtx<'_>,
+    group: &SchedGroup,
+    p: TaskId,
+    this_cpu: CpuId,
+    work: &mut WorkAccount,
+) -> CpuId {
+    let span = ctx.topo.span(group.span);
+    if group.group_weight == 1 {
+        return span.first().expect("a sched group spans at least one CPU");
+    }
+    let mut min_load = u64::MAX;
+    let mut latest_idle_timestamp = 0u64;
+    let mut least_loaded_cpu = this_cpu;
+    let mut shallowest_idle_cpu: Option<CpuId> = None;
+    let cpus_mask = &ctx.tasks[p].cpus_mask;
+    for i in span.iter().filter(|&i| cpus_mask.test(i)) {
+        work.cpus_scanned += 1;
+        if sched_idle_cpu(ctx, i) {
+            return i;
+        }
+        if available_idle_cpu(ctx, i) {
+            let idle_stamp = ctx.rqs[i.index()].idle_stamp.unwrap_or(0);
+            if idle_stamp > latest_idle_timestamp {
+                latest_idle_timestamp = idle_stamp;
+                shallowest_idle_cpu = Some(i);
+            }
+        } else if shallowest_idle_cpu.is_none() {
+            let load = cpu_load(ctx, i);
+            if load < min_load {
+                min_load = load;
+                least_loaded_cpu = i;
+            }
+        }
+    }
+    shallowest_idle_cpu.unwrap_or(least_loaded_cpu)
+}
+
+/// Follows fair.c: sched_balance_find_dst_cpu() (v6.10-v6.12; find_idlest_cpu() in v6.6): the
+/// slow path, from `sd` (the domain of `cpu` at `level`, the highest with `sd_flag`) down.
+///
+/// If `p` may run nowhere in `sd`, it stays on `prev_cpu`. Otherwise (syncing a waking or
+/// exec'ing task's PELT signal first) at each level with `sd_flag` the idlest group is found
+/// and its idlest CPU; if that is `cpu` itself the walk goes down `cpu`'s child domain,
+/// otherwise it continues on the new CPU from its highest domain with `sd_flag` smaller than
+/// the level just done.
+#[allow(clippy::too_many_arguments)]
+pub fn sched_balance_find_dst_cpu(
+    ctx: &mut BalanceCtx<'_>,
+    st: &BalanceState,
+    level: usize,
+    mut cpu: CpuId,
+    prev_cpu: CpuId,
+    p: TaskId,
+    sd_flag: u32,
+    work: &mut WorkAccount,
+) -> CpuId {
+    let topo = ctx.topo;
+    let mut new_cpu = cpu;
+    let span = topo.span(topo.domains(cpu)[level].span);
+    if !span.intersects(&ctx.tasks[p].cpus_mask) {
+        return prev_cpu;
+    }
+    if sd_flag & SdFlag::BalanceFork.bit() == 0 {
+        sync_entity_load_avg(ctx, p);
+    }
+    let ctx: &BalanceCtx<'_> = ctx;
+    let mut sd: Option<usize> = Some(level);
+    while let Some(lvl) = sd {
+        let dom = &topo.domains(cpu)[lvl];
+        let child = lvl.checked_sub(1);
+        if dom.flags.bits() & sd_flag == 0 {
+            sd = child;
+            continue;
+        }
+        let Some(group) = sched_balance_find_dst_group(ctx, st, dom, p, cpu, work) else {
+            sd = child;
+            continue;
+        };
+        new_cpu = sched_balance_find_dst_group_cpu(ctx, topo.group(group), p, cpu, work);
+        if new_cpu == cpu {
+            sd = child;
+            continue;
+        }
+        cpu = new_cpu;
+        let weight = dom.span_weight;
+        sd = None;
+        for (l, tmp) in topo.domains(cpu).iter().enumerate() {
+            if weight <= tmp.span_weight {
+                break;
+            }
+            if tmp.flags.bits() & sd_flag != 0 {
+                sd = Some(l);
+            }
+        }
+    }
+    new_cpu
+}
+
+#[cfg(test)]
+mod tests;

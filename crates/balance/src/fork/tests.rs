@@ -1,0 +1,249 @@
+//! Scenario tests of the slow path (fork and exec placement), each quoting the rule of fair.c
+//! (v6.12) it checks.
+
+use lbsim_rq::{TaskId, WakeFlags};
+use lbsim_topology::CpuId;
+
+use crate::ctx::Placement;
+use crate::lb::GroupType;
+use crate::wake::bench::Bench;
+use crate::wake::select_task_rq;
+
+fn place(b: &mut Bench, p: TaskId, prev: u32, this_cpu: u32, flags: WakeFlags) -> Placement {
+    let (mut ctx, st, wake) = b.parts();
+    select_task_rq(&mut ctx, st, wake, p, CpuId(prev), CpuId(this_cpu), flags)
+}
+
+fn fork(b: &mut Bench, child: TaskId, parent_cpu: u32) -> Placement {
+    place(b, child, parent_cpu, parent_cpu, WakeFlags::FORK)
+}
+
+/// Every idle CPU went newly idle at a distinct time (`rq->idle_stamp`), CPU `c` at `c` ms.
+fn stamp_idle_cpus(b: &mut Bench) {
+    for c in 0..b.nr_cpus() as u32 {
+        if b.rqs[c as usize].curr.is_none() {
+            b.idle_since(c, u64::from(c + 1) * 1_000_000);
+        }
+    }
+}
+
+#[test]
+fn fork_spreads_tasks_over_idle_groups() {
+    // hikey: LLC 0 = CPUs 0-3 (the parent runs on 0), LLC 1 = CPUs 4-7, all idle.
+    // Rule (find_idlest_group): both groups have spare capacity; the non-local one with more
+    // idle CPUs (4 > 3) wins. Rule (find_idlest_group_cpu): among idle CPUs the most recently
+    // idled (largest idle_stamp): CPU 7. Then the walk goes down CPU 7's MC domain, where
+    // every single-CPU group has one idle CPU: the local one (7) stays.
+    let mut b = Bench::new("hikey");
+    b.running(0);
+    b.set_avg(0, 1024, 300);
+    stamp_idle_cpus(&mut b);
+    let c1 = b.newborn(0, None);
+    let pl = fork(&mut b, c1, 0);
+    assert_eq!(pl.cpu, CpuId(7));
+    assert_eq!(pl.work.domains, 2, "PKG of CPU 0, then MC of CPU 7");
+    assert_eq!(
+        pl.work.cpus_scanned,
+        8 + 4 + 4,
+        "both LLCs, LLC 1's CPUs, MC of 7's groups"
+    );
+
+    // The first child runs on 7. Rule: now both LLCs have 3 idle CPUs, and the local group
+    // wins ties (local idle_cpus >= idlest idle_cpus): stay in LLC 0, where at MC level the
+    // parent's CPU (0 idle CPUs) loses to the first idle single-CPU group, CPU 1.
+    b.running(7);
+    let c2 = b.newborn(0, None);
+    assert_eq!(fork(&mut b, c2, 0).cpu, CpuId(1));
+}
+
+#[test]
+fn fork_respects_affinity() {
+    // Rule (find_idlest_group): groups without an allowed CPU are skipped; with the local
+    // group skipped, the idlest is taken; find_idlest_group_cpu() looks at allowed CPUs only.
+    let mut b = Bench::new("hikey");
+    b.running(0);
+    stamp_idle_cpus(&mut b);
+    let c = b.newborn(0, Some(&[2, 3]));
+    assert_eq!(
+        fork(&mut b, c, 0).cpu,
+        CpuId(2),
+        "first of equal single-CPU groups"
+    );
+    let c = b.newborn(0, Some(&[4, 6]));
+    assert_eq!(
+        fork(&mut b, c, 0).cpu,
+        CpuId(6),
+        "most recently idled allowed CPU of LLC 1"
+    );
+    let c = b.newborn(0, Some(&[5]));
+    assert_eq!(
+        fork(&mut b, c, 0).cpu,
+        CpuId(5),
+        "pinned: core.c takes the only CPU"
+    );
+}
+
+#[test]
+fn overloaded_local_group_pushes_to_a_fully_busy_one() {
+    // Two LLCs of two CPUs. LLC 0: two tasks on each CPU, util 1000 each CPU: sum_nr_running 4
+    // > 2 and util 2000 * 117 > capacity 2048 * 100: overloaded. LLC 1: one task per CPU, util
+    // 1000 each: not more tasks than CPUs, and capacity 2048 * 100 <= 2000 * 117: fully busy.
+    // Rule (find_idlest_group): a local group of a higher type than the idlest pushes.
+    // Rule (find_idlest_group_cpu): no idle CPU: the least loaded (CPU 3, load 800).
+    // Rule (MC of CPU 3): both single-CPU groups fully busy; the idlest (CPU 2, avg_load 900)
+    // must be lighter by 1024 * 17 / 100 = 174 and by imbalance_pct: 900 >= 800 + 174 is false
+    // but 100 * 800 <= 117 * 900, so stay on CPU 3.
+    let mut b = Bench::new("llcs=2,cores=2");
+    for cpu in 0..4 {
+        b.running(cpu);
+    }
+    b.queued(0);
+    b.queued(1);
+    b.set_avg(0, 2048, 1000);
+    b.set_avg(1, 2048, 1000);
+    b.set_avg(2, 900, 1000);
+    b.set_avg(3, 800, 1000);
+    let c = b.newborn(0, None);
+    let pl = fork(&mut b, c, 0);
+    assert_eq!(pl.cpu, CpuId(3));
+}
+
+#[test]
+fn fully_busy_groups_compare_avg_load_with_imbalance_pct() {
+    // Both LLCs fully busy (one task per CPU, util 1000 each CPU). Local avg_load = 2000 *
+    // 1024 / 2048 = 1000.
+    // Rule: move iff idlest_avg < local_avg + 174 and 100 * local_avg > 117 * idlest_avg.
+    for (remote_load, moves) in [
+        (1600, true),  // avg 800: 100000 > 93600
+        (1720, false), // avg 860: 100000 <= 100620
+    ] {
+        let mut b = Bench::new("llcs=2,cores=2");
+        for cpu in 0..4 {
+            b.running(cpu);
+            b.set_avg(cpu, 1000, 1000);
+        }
+        b.set_avg(2, remote_load / 2, 1000);
+        b.set_avg(3, remote_load / 2, 1000);
+        let c = b.newborn(0, None);
+        let cpu = fork(&mut b, c, 0).cpu;
+        assert_eq!(cpu.0 >= 2, moves, "remote load {remote_load}: cpu {cpu}");
+    }
+}
+
+#[test]
+fn numa_allowance_keeps_a_lightly_loaded_node_local() {
+    // Two nodes of 16 CPUs, one LLC each (distance 20 < node_reclaim_distance, so
+    // SD_BALANCE_FORK stays on the NUMA level). imb_numa_nr (build_sched_domains(), before
+    // degeneration): the PKG level over one LLC gets span_weight >> 3 = 2; the NUMA level
+    // spans the first NUMA span, factor 1: 2.
+    // Rule (find_idlest_group, has_spare on SD_NUMA): imbalance = |local idle - idlest idle|;
+    // stay local if adjust_numa_imbalance(imbalance, local sum_nr_running + 1, imb_numa_nr)
+    // is 0: dst_running <= imb_numa_nr and imbalance <= NUMA_IMBALANCE_MIN (2).
+    let mut b = Bench::new("nodes=2,cores=16");
+    let top = b.topo.domains(CpuId(0)).last().unwrap().clone();
+    assert!(top.flags.contains(lbsim_topology::SdFlag::Numa));
+    assert_eq!(top.imb_numa_nr, 2);
+    b.running(0);
+    stamp_idle_cpus(&mut b);
+    let c = b.newborn(0, None);
+    // imbalance |15 - 16| = 1, dst_running 2 <= 2: stay on node 0; its MC level then takes
+    // the first idle single-CPU group, CPU 1.
+    assert_eq!(fork(&mut b, c, 0).cpu, CpuId(1));
+
+    // The same shape without NUMA (two LLCs of one package) moves to the idler LLC.
+    let mut b = Bench::new("llcs=2,cores=16");
+    b.running(0);
+    stamp_idle_cpus(&mut b);
+    let c = b.newborn(0, None);
+    assert!(fork(&mut b, c, 0).cpu.0 >= 16);
+
+    // Two tasks on node 0: dst_running 3 > 2, the imbalance |14 - 16| = 2 stands, and node 1
+    // has more idle CPUs: move.
+    let mut b = Bench::new("nodes=2,cores=16");
+    b.running(0);
+    b.running(1);
+    stamp_idle_cpus(&mut b);
+    let c = b.newborn(0, None);
+    assert!(fork(&mut b, c, 0).cpu.0 >= 16);
+
+    // On 2 x 4 CPUs, imb_numa_nr is 1 (4 >> 3 = 0, at least 1): one running task already
+    // exceeds it, and the fork moves to the idler node.
+    let mut b = Bench::new("nodes=2,cores=4");
+    assert_eq!(b.topo.domains(CpuId(0)).last().unwrap().imb_numa_nr, 1);
+    b.running(0);
+    stamp_idle_cpus(&mut b);
+    let c = b.newborn(0, None);
+    assert!(fork(&mut b, c, 0).cpu.0 >= 4);
+}
+
+#[test]
+fn exec_moves_a_big_task_to_a_big_cpu() {
+    // hikey960: CPUs 0-3 capacity 462, 4-7 capacity 1024. A task of util 600 exec's on CPU 0.
+    // Rule (update_sg_wakeup_stats, SD_ASYM_CPUCAPACITY): a group is misfit unless the task
+    // fits one of its CPUs (fits_capacity: 600 * 1280 < capacity * 1024 only for 1024).
+    // Rule (find_idlest_group): the local misfit group is of a higher type than the big
+    // has_spare group: move there; then its most recently idled CPU.
+    let mut b = Bench::new("hikey960");
+    let p = b.running(0);
+    b.tasks[p].se.avg.util_avg = 600;
+    b.tasks[p].se.avg.load_avg = 600;
+    stamp_idle_cpus(&mut b);
+    let pl = place(&mut b, p, 0, 0, WakeFlags::EXEC);
+    assert_eq!(pl.cpu, CpuId(7));
+
+    // A small task fits the little CPUs: their group is has_spare, not misfit, and the
+    // exec'ing task's own CPU counts as idle without it (idle_cpu_without).
+    let mut b = Bench::new("hikey960");
+    let q = b.running(0);
+    b.tasks[q].se.avg.util_avg = 100;
+    b.tasks[q].se.avg.load_avg = 100;
+    let (ctx, st, _) = b.parts();
+    let sd = ctx.topo.domains(CpuId(0)).last().unwrap();
+    let little = ctx.topo.local_group(sd);
+    let mut work = Default::default();
+    let sgs = super::update_sg_wakeup_stats(&ctx, st, sd, little, q, &mut work);
+    assert_eq!(
+        sgs.group_type,
+        GroupType::HasSpare,
+        "a small task fits the little CPUs"
+    );
+    assert_eq!(
+        sgs.idle_cpus, 4,
+        "the exec'ing task's own CPU counts as idle without it"
+    );
+}
+
+/// find_idlest_group_cpu() over LLC 1 of hikey (CPUs 4-7), asked from CPU 0.
+fn idlest_cpu_of_llc1(b: &mut Bench, p: TaskId) -> CpuId {
+    let (ctx, _, _) = b.parts();
+    let pkg = ctx.topo.domains(CpuId(0)).last().unwrap();
+    let llc1 = ctx.topo.groups(pkg).nth(1).unwrap();
+    let mut work = Default::default();
+    super::sched_balance_find_dst_group_cpu(&ctx, llc1, p, CpuId(0), &mut work)
+}
+
+#[test]
+fn find_idlest_group_cpu_prefers_sched_idle_then_recent_idle_then_least_loaded() {
+    use lbsim_rq::Policy;
+    let mut b = Bench::new("hikey");
+    b.running(4);
+    b.running(5);
+    b.set_avg(4, 700, 500);
+    b.set_avg(5, 600, 500);
+    b.idle_since(6, 5_000);
+    b.idle_since(7, 9_000);
+    let p = b.newborn(0, None);
+    // Rule: the most recently idled CPU (largest idle_stamp) among the idle ones.
+    assert_eq!(idlest_cpu_of_llc1(&mut b, p), CpuId(7));
+
+    // Rule: idle CPUs whose idle_stamp is unset never qualify (no cpuidle state, and the
+    // stamp must exceed 0): the least loaded busy CPU is taken.
+    b.rqs[6].idle_stamp = None;
+    b.rqs[7].idle_stamp = None;
+    assert_eq!(idlest_cpu_of_llc1(&mut b, p), CpuId(5));
+
+    // Rule: a CPU running only SCHED_IDLE tasks is taken as soon as it is reached.
+    b.idle_since(7, 9_000);
+    b.running_policy(6, Policy::Idle);
+    assert_eq!(idlest_cpu_of_llc1(&mut b, p), CpuId(6));
+}
