@@ -12,7 +12,7 @@
 //! The experiment switches of ../shared/EXPERIMENTS.md that live here:
 //! - `LB_UTIL_SKIP_SINGLE` ([`find_busiest_queue`], migrate_util);
 //! - `LB_RELAX_BY_FAILED` ([`detach_tasks`]: off means `load/2 > imbalance` whatever
-//!   `nr_balance_failed`, the v5.5-v5.9 rule, for migrate_load and migrate_util alike);
+//!   `nr_balance_failed`, the v5.5-v5.9 rule; see [`load_too_big`], [`util_too_big`]);
 //! - `NEWIDLE_BAIL_ON_PENDING` ([`should_we_balance`]);
 //! - `LB_TIP_AVG_HIGH` ([`cpu_load`]);
 //! - `PREFER_SIBLING_NR_DIFF` ([`find_busiest_group`] and [`calculate_imbalance`], see
@@ -1356,17 +1356,43 @@ fn attach_tasks(ctx: &mut BalanceCtx<'_>, env: &mut LbEnv, pass: &mut Pass) {
     }
 }
 
-/// The size test of detach_tasks() for migrate_load and migrate_util: is `amount` too big
-/// for the remaining imbalance?
+/// The size test of detach_tasks() for migrate_load: is a task of load `load` too big for
+/// the remaining imbalance?
 ///
-/// With `LB_RELAX_BY_FAILED` (v5.10, seed 001): `shr_bound(amount, nr_balance_failed) >
+/// With `LB_RELAX_BY_FAILED` (v5.10, seed 001): `shr_bound(load, nr_balance_failed) >
 /// imbalance`, so each failed balance halves the effective size. Without it, the v5.5-v5.9
-/// rule: `amount / 2 > imbalance`, whatever the failures.
-pub fn too_big(relax_by_failed: bool, amount: u64, nr_balance_failed: u32, imbalance: i64) -> bool {
+/// rule: `load / 2 > imbalance`, whatever the failures.
+pub fn load_too_big(
+    relax_by_failed: bool,
+    load: u64,
+    nr_balance_failed: u32,
+    imbalance: i64,
+) -> bool {
     let eff = if relax_by_failed {
-        shr_bound(amount, nr_balance_failed)
+        shr_bound(load, nr_balance_failed)
     } else {
-        amount / 2
+        load / 2
+    };
+    eff as i64 > imbalance
+}
+
+/// The size test of detach_tasks() for migrate_util: is a task of utilization `util` too
+/// big for the remaining imbalance?
+///
+/// v6.12 (Pierre Gondois' v6.8 patch, also in 6.6.y stable): `shr_bound(util,
+/// nr_balance_failed) > imbalance`, the relaxation migrate_load has had since v5.10; v6.6.0
+/// itself still had `util > imbalance`. lbsim follows v6.12 with `LB_RELAX_BY_FAILED`, and
+/// without it the rule of the kernels before that switch (v5.5-v5.9): `util > imbalance`.
+pub fn util_too_big(
+    relax_by_failed: bool,
+    util: u64,
+    nr_balance_failed: u32,
+    imbalance: i64,
+) -> bool {
+    let eff = if relax_by_failed {
+        shr_bound(util, nr_balance_failed)
+    } else {
+        util
     };
     eff as i64 > imbalance
 }
@@ -1416,7 +1442,7 @@ pub fn detach_tasks(
                 MigrationType::Load => {
                     let load = task_h_load(ctx, p).max(1);
                     if (lb_min && load < 16 && failed == 0)
-                        || too_big(relax, load, failed, env.imbalance)
+                        || load_too_big(relax, load, failed, env.imbalance)
                     {
                         false
                     } else {
@@ -1426,7 +1452,7 @@ pub fn detach_tasks(
                 }
                 MigrationType::Util => {
                     let util = lbsim_pelt::task_util_est(&ctx.tasks[p].se.avg);
-                    if too_big(relax, util, failed, env.imbalance) {
+                    if util_too_big(relax, util, failed, env.imbalance) {
                         false
                     } else {
                         env.imbalance -= util as i64;

@@ -220,10 +220,18 @@ fn nine_tasks_size_test_and_relax_by_failed() {
         assert_eq!(cluster_counts(&w), (4, 5));
     }
     // As failures grow, the relaxed test accepts tasks the old rule never would.
-    assert!(too_big(false, 1024, 5, 300));
-    assert!(too_big(true, 1024, 1, 300));
-    assert!(!too_big(true, 1024, 2, 300));
-    assert!(!too_big(true, 1024, 200, 0), "shr_bound caps the shift");
+    assert!(load_too_big(false, 1024, 5, 300));
+    assert!(load_too_big(true, 1024, 1, 300));
+    assert!(!load_too_big(true, 1024, 2, 300));
+    assert!(
+        !load_too_big(true, 1024, 200, 0),
+        "shr_bound caps the shift"
+    );
+    // migrate_util: before the switch, `util > imbalance`; with it, relaxed like load.
+    assert!(util_too_big(false, 600, 3, 500));
+    assert!(!util_too_big(false, 500, 0, 500));
+    assert!(util_too_big(true, 600, 0, 500));
+    assert!(!util_too_big(true, 600, 1, 500));
 }
 
 /// Rule (find_busiest_queue, migrate_util): with LB_UTIL_SKIP_SINGLE a runqueue with at most
@@ -880,4 +888,33 @@ mod props {
         assert!(moved > 0, "no pass moved anything");
         assert!(util_found > 0, "no migrate_util search found a source");
     }
+}
+
+/// Rule (LB_TIP_AVG_HIGH, seed 003, never merged): when the queued weight exceeds twice the
+/// PELT load average, the load balancing reads is `load_avg + min(NICE_0_LOAD, weight / 2)`;
+/// otherwise, or with the feature off (the default), it is `load_avg`.
+#[test]
+fn tip_avg_high_cpu_load() {
+    let mut w = World::new("cores=2");
+    w.spawn(0, None);
+    w.spawn(0, None);
+    w.run_ticks(5);
+    assert_eq!(w.rqs[0].cfs.load.weight, 2048);
+    // As after a long sleep: the average lags the two queued nice-0 tasks.
+    w.rqs[0].cfs.avg.avg.load_avg = 100;
+    let read = |w: &mut World| {
+        let (ctx, _) = w.split();
+        cpu_load(&ctx, CpuId(0))
+    };
+    assert_eq!(read(&mut w), 100);
+    w.set_feature(SchedFeat::LbTipAvgHigh, true);
+    assert_eq!(read(&mut w), 100 + 1024);
+    w.rqs[0].cfs.avg.avg.load_avg = 1024;
+    assert_eq!(
+        read(&mut w),
+        1024,
+        "weight 2048 is not more than twice 1024"
+    );
+    w.rqs[0].cfs.avg.avg.load_avg = 1023;
+    assert_eq!(read(&mut w), 1023 + 1024);
 }
