@@ -236,14 +236,32 @@ fn find_idlest_group_cpu_prefers_sched_idle_then_recent_idle_then_least_loaded()
     // Rule: the most recently idled CPU (largest idle_stamp) among the idle ones.
     assert_eq!(idlest_cpu_of_llc1(&mut b, p), CpuId(7));
 
-    // Rule: idle CPUs whose idle_stamp is unset never qualify (no cpuidle state, and the
-    // stamp must exceed 0): the least loaded busy CPU is taken.
+    // Rule: with every idle CPU in the same idle state, the first idle CPU is the candidate
+    // and a later one replaces it only with a strictly larger idle_stamp: without stamps,
+    // the first idle CPU (6).
     b.rqs[6].idle_stamp = None;
     b.rqs[7].idle_stamp = None;
-    assert_eq!(idlest_cpu_of_llc1(&mut b, p), CpuId(5));
-
-    // Rule: a CPU running only SCHED_IDLE tasks is taken as soon as it is reached.
+    assert_eq!(idlest_cpu_of_llc1(&mut b, p), CpuId(6));
+    b.idle_since(6, 9_000);
     b.idle_since(7, 9_000);
+    assert_eq!(
+        idlest_cpu_of_llc1(&mut b, p),
+        CpuId(6),
+        "equal stamps: the first stays"
+    );
+
+    // Rule: a CPU running only SCHED_IDLE tasks is taken as soon as it is reached, before
+    // the later, more recently idled CPU 7.
+    b.idle_since(7, 20_000);
     b.running_policy(6, Policy::Idle);
     assert_eq!(idlest_cpu_of_llc1(&mut b, p), CpuId(6));
+
+    // Rule: no idle CPU: the least loaded one.
+    let mut b = Bench::new("hikey");
+    for (cpu, load) in [(4, 700), (5, 600), (6, 900), (7, 800)] {
+        b.running(cpu);
+        b.set_avg(cpu, load, 500);
+    }
+    let p = b.newborn(0, None);
+    assert_eq!(idlest_cpu_of_llc1(&mut b, p), CpuId(5));
 }
