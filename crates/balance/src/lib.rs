@@ -1,12 +1,35 @@
 //! The Linux kernel's fair-class balancer policy: periodic load balancing, newly idle and
 //! nohz idle balancing, active balance, and wake-up and fork placement.
 //!
-//! The engine calls a [`ctx::Balancer`] at the kernel's decision points; the policy reads and
+//! Follows kernel/sched/fair.c of v6.6, cross-checked against v6.12 (each function names
+//! the kernel function and version it follows and says where it differs), with the
+//! experiment switches of ../shared/EXPERIMENTS.md as sched features and tunables. The
+//! engine calls a [`ctx::Balancer`] at the kernel's decision points; the policy reads and
 //! changes the runqueues through [`ctx::BalanceCtx`] and reports its work
 //! ([`cost::WorkAccount`]) so the engine can charge it in simulated time.
+//!
+//! Modules: [`kernel`] (the [`kernel::KernelBalancer`] entry points), [`lb`] (one
+//! load_balance() pass), [`rebalance`] (periodic balancing and intervals), [`newidle`]
+//! (newly idle balancing), [`nohz`] (idle load balancer), [`wake`] and [`fork`] (wake-up,
+//! fork and exec placement), [`state`] (per-domain, per-group and nohz state),
+//! [`schedstat`] (/proc/schedstat counters), [`trivial`] (a no-balancing reference).
+//!
+//! Deliberately left out: NUMA balancing, group scheduling, CFS bandwidth, energy-aware
+//! scheduling, core scheduling, asym packing priorities (the topology crate does not build
+//! SD_ASYM_PACKING), CPU hotplug, and the proportional-newidle and cache-aware paths of
+//! recent trees.
 
 pub mod cost;
 pub mod ctx;
+pub mod fork;
+pub mod kernel;
+pub mod lb;
+pub mod newidle;
+pub mod nohz;
+pub mod rebalance;
+pub mod schedstat;
+pub mod state;
 pub mod trivial;
+pub mod wake;
 
 pub use trivial::TrivialBalancer;
