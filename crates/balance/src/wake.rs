@@ -72,7 +72,9 @@ pub struct WakeState {
     /// The idle task of each CPU, as `current` of a wake-up from an idle CPU.
     pub idle_wakee: Vec<WakeeRecord>,
     /// `IDLE_RESERVE`: per CPU, the task the CPU was handed to and not yet run.
-    pub reserved_by: Vec<Option<Reservation>>,
+    reserved_by: Vec<Option<Reservation>>,
+    /// Number of `Some` in `reserved_by`.
+    nr_reserved: usize,
     /// `select_rq_mask` (one per CPU in the kernel; decisions do not nest, so one here).
     select_rq_mask: Cpumask,
 }
@@ -83,7 +85,30 @@ impl WakeState {
         WakeState {
             idle_wakee: vec![WakeeRecord::default(); nr_cpus],
             reserved_by: vec![None; nr_cpus],
+            nr_reserved: 0,
             select_rq_mask: Cpumask::new(nr_cpus),
+        }
+    }
+
+    /// The `IDLE_RESERVE` mark on `cpu`, if one was set and not cleared (it may have lapsed:
+    /// see [`idle_reserve_task_running`]).
+    pub fn reservation(&self, cpu: CpuId) -> Option<Reservation> {
+        self.reserved_by[cpu.index()]
+    }
+
+    fn set_reservation(&mut self, cpu: CpuId, r: Reservation) {
+        let slot = &mut self.reserved_by[cpu.index()];
+        if slot.is_none() {
+            self.nr_reserved += 1;
+        }
+        *slot = Some(r);
+    }
+
+    fn clear_reservation(&mut self, cpu: usize, p: TaskId) {
+        let slot = &mut self.reserved_by[cpu];
+        if slot.is_some_and(|r| r.task == p) {
+            *slot = None;
+            self.nr_reserved -= 1;
         }
     }
 }
@@ -126,23 +151,22 @@ fn reserved_for_other(
     }
 }
 
-/// `p` started running on `cpu` (set_next_task): its `IDLE_RESERVE` mark, if any, is spent.
+/// `p` started running on `cpu` (set_next_task): its `IDLE_RESERVE` mark is spent, on `cpu`
+/// or, if it was moved before it ran, wherever the mark stands.
 pub fn idle_reserve_task_running(wake: &mut WakeState, p: TaskId, cpu: CpuId) {
-    for slot in &mut wake.reserved_by {
-        if slot.is_some_and(|r| r.task == p) {
-            *slot = None;
-        }
+    if wake.nr_reserved == 0 {
+        return;
     }
-    let _ = cpu;
+    wake.clear_reservation(cpu.index(), p);
+    for c in 0..wake.reserved_by.len() {
+        wake.clear_reservation(c, p);
+    }
 }
 
 /// `p` was moved off `src` before it ran there (a balancer migration): the mark it held on
 /// `src` is released.
 pub fn idle_reserve_task_moved(wake: &mut WakeState, p: TaskId, src: CpuId) {
-    let slot = &mut wake.reserved_by[src.index()];
-    if slot.is_some_and(|r| r.task == p) {
-        *slot = None;
-    }
+    wake.clear_reservation(src.index(), p);
 }
 
 /// The wake-up search's view of idleness: the kernel's test, plus `IDLE_RESERVE`'s marks.
@@ -869,10 +893,13 @@ pub fn select_task_rq_fair(
             .idle(new_cpu)
         {
             let t = &ctx.tasks[p];
-            wake.reserved_by[new_cpu.index()] = Some(Reservation {
-                task: p,
-                switches: t.nvcsw + t.nivcsw,
-            });
+            wake.set_reservation(
+                new_cpu,
+                Reservation {
+                    task: p,
+                    switches: t.nvcsw + t.nivcsw,
+                },
+            );
         }
     }
     new_cpu

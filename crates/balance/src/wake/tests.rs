@@ -462,11 +462,11 @@ fn idle_reserve_keeps_concurrent_wakeups_off_the_same_idle_cpu() {
         CpuId(3),
         "on: CPU 3 is reserved for the first wakee"
     );
-    assert_eq!(b.wake.reserved_by[3].map(|r| r.task), Some(p));
+    assert_eq!(b.wake.reservation(CpuId(3)).map(|r| r.task), Some(p));
 
     // The mark ends when its task runs there.
     idle_reserve_task_running(&mut b.wake, p, CpuId(3));
-    assert_eq!(b.wake.reserved_by[3], None);
+    assert_eq!(b.wake.reservation(CpuId(3)), None);
     assert_eq!(ttwu(&mut b, q, 2, 0).cpu, CpuId(3));
 }
 
