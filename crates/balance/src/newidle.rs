@@ -65,7 +65,10 @@ pub fn sched_balance_newidle(
             domains_balanced: 0,
         };
     }
-    ctx.rqs[c].idle_stamp = Some(ctx.now_ns);
+    let now = ctx.now_ns;
+    let r = &mut ctx.rqs[c];
+    r.update_rq_clock(now);
+    r.idle_stamp = Some(r.rq_clock());
 
     let domains = topo.domains(this_cpu);
     'out: {

@@ -87,10 +87,11 @@ fn newidle_gates_and_pull() {
         (r.pulled_task, r.domains_balanced, pass.work.domains),
         (false, 0, 0)
     );
+    assert_eq!(w.rqs[0].rq_clock(), w.now + lbsim_rq::SCHED_CLOCK_OFFSET_NS);
     assert_eq!(
         w.rqs[0].idle_stamp,
-        Some(w.now),
-        "idle_stamp set before the gates"
+        Some(w.rqs[0].rq_clock()),
+        "rq_clock before the gates"
     );
 
     w.st.rd.overloaded = true;
