@@ -110,14 +110,14 @@ pub struct StopperRequest {
 pub struct NohzFlags(pub u32);
 
 impl NohzFlags {
-    /// Update blocked load (`NOHZ_STATS_KICK`).
-    pub const STATS: NohzFlags = NohzFlags(0x1);
-    /// Run rebalance_domains for idle CPUs (`NOHZ_BALANCE_KICK`).
-    pub const BALANCE: NohzFlags = NohzFlags(0x2);
-    /// Update nohz.next_balance (`NOHZ_NEXT_KICK`).
-    pub const NEXT: NohzFlags = NohzFlags(0x4);
-    /// Newly idle blocked-load update (`NOHZ_NEWILB_KICK`).
-    pub const NEWILB: NohzFlags = NohzFlags(0x8);
+    /// Run rebalance_domains for idle CPUs (`NOHZ_BALANCE_KICK`, bit 0).
+    pub const BALANCE: NohzFlags = NohzFlags(0x1);
+    /// Update blocked load (`NOHZ_STATS_KICK`, bit 1).
+    pub const STATS: NohzFlags = NohzFlags(0x2);
+    /// Newly idle blocked-load update (`NOHZ_NEWILB_KICK`, bit 2).
+    pub const NEWILB: NohzFlags = NohzFlags(0x4);
+    /// Update nohz.next_balance (`NOHZ_NEXT_KICK`, bit 3).
+    pub const NEXT: NohzFlags = NohzFlags(0x8);
 
     /// Whether every bit of `other` is set.
     pub const fn contains(self, other: NohzFlags) -> bool {

@@ -6,6 +6,7 @@
 //! ([`rng::SeedStreams`]). Nothing here reads the wall clock or the host.
 
 pub mod engine;
+pub mod experiment;
 pub mod metrics;
 pub mod queue;
 pub mod rng;

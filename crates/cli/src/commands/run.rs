@@ -73,7 +73,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     cfg.seed = args.seed;
     cfg.check = args.check;
     let spec = cfg.workload.clone();
-    let result = Sim::new(cfg, make_balancer(args.balancer))?.run()?;
+    let balancer = make_balancer(args.balancer, &cfg);
+    let result = Sim::new(cfg, balancer)?.run()?;
     let reports = spec.reports(&result.observations);
     let mut out = std::io::stdout().lock();
     let text = match args.format {

@@ -1,0 +1,57 @@
+//! Engine throughput: events per second on an 8-CPU machine running a mixed workload
+//! (always-running threads, periodic threads and a pipe ping-pong pair), with the kernel's
+//! balancer when it is built in, else the trivial policy.
+//!
+//! Run with `cargo xtask bench engine`; divan prints the time per run and, through the item
+//! counter, events per second.
+
+use std::sync::Arc;
+
+use divan::counter::ItemsCount;
+use lbsim_balance::TrivialBalancer;
+use lbsim_balance::cost::CostModel;
+use lbsim_rq::{Features, Tunables};
+use lbsim_sim::engine::{EngineTunables, Sim, SimConfig};
+use lbsim_topology::{SdParams, Topology, parse_machine};
+use lbsim_workload::parse_workloads;
+
+fn main() {
+    divan::main();
+}
+
+fn config() -> SimConfig {
+    let machine = parse_machine("sockets=1,clusters=2,cores=4").expect("machine");
+    let topology = Arc::new(Topology::build(&machine, &SdParams::default()).expect("topology"));
+    SimConfig {
+        topology,
+        workload: parse_workloads(&[
+            "busy:threads=6",
+            "periodic:threads=8,run=2ms,period=5ms",
+            "pipe:loops=100000",
+        ])
+        .expect("workload"),
+        features: Features::defaults(),
+        tunables: Tunables::new(8),
+        cost: CostModel::default(),
+        engine: EngineTunables::default(),
+        duration_ns: 500_000_000,
+        seed: 1,
+        check: false,
+    }
+}
+
+#[divan::bench(sample_count = 10)]
+fn mixed_8cpu_trivial(bencher: divan::Bencher<'_, '_>) {
+    let cfg = config();
+    let events = Sim::new(cfg.clone(), TrivialBalancer)
+        .expect("setup")
+        .run()
+        .expect("run")
+        .events;
+    bencher.counter(ItemsCount::new(events)).bench(|| {
+        Sim::new(cfg.clone(), TrivialBalancer)
+            .expect("setup")
+            .run()
+            .expect("run")
+    });
+}
