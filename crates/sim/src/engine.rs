@@ -2,16 +2,16 @@
 //!
 //! The engine owns simulated time. It follows the kernel's control flow at the points where
 //! scheduling happens, each named after the kernel function it stands for:
-//! - `try_to_wake_up()` ([`Sim::ttwu`]): `select_task_rq()` through the [`Balancer`],
+//! - `try_to_wake_up()` (`Sim::ttwu`): `select_task_rq()` through the [`Balancer`],
 //!   `set_task_cpu()` on a CPU change, then `ttwu_queue()`: a remote wake-up to a CPU that
 //!   does not share the waker's LLC, or to an idle CPU, goes through the wake list (sets
 //!   `rq->ttwu_pending`, sends an IPI that arrives after `cost_ipi_ns`); otherwise
 //!   `ttwu_do_activate()` runs at once and a reschedule IPI goes to the target if needed.
 //!   Follows core.c: try_to_wake_up(), ttwu_queue_cond() (v6.12).
-//! - `__schedule()` ([`Sim::schedule`]): put the previous task back (or block it), pick,
+//! - `__schedule()` (`Sim::schedule`): put the previous task back (or block it), pick,
 //!   newly idle balance when nothing is runnable (the CPU keeps interrupts off meanwhile, so
 //!   wake-up IPIs and timers wait for it to finish), context switch.
-//! - `sched_tick()` ([`Ev::Tick`]): per-CPU periodic tick with a per-CPU phase, stopped while
+//! - `sched_tick()` (`Ev::Tick`): per-CPU periodic tick with a per-CPU phase, stopped while
 //!   the CPU is idle (nohz) and restarted on the next tick boundary when work arrives; then
 //!   the balancer's trigger (SCHED_SOFTIRQ runs at once on the same CPU) and nohz kick.
 //! - The active-balance stopper preempts the busiest CPU's task, runs the balancer's
