@@ -175,6 +175,16 @@ pub struct BalanceOutcome {
     pub pulled_task: bool,
 }
 
+/// One step of a newly idle balance (see [`Balancer::newidle_begin`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NewidleStep {
+    /// What this step did; `elapsed_ns` is this step's simulated duration, and
+    /// `pulled_task` is meaningful once `done`.
+    pub outcome: BalanceOutcome,
+    /// The newly idle balance is over.
+    pub done: bool,
+}
+
 /// The balancer policy, called by the engine at the kernel's decision points.
 ///
 /// Implementations: `KernelBalancer` (fair.c v6.6-v6.12 with the experiment switches) and
@@ -201,8 +211,44 @@ pub trait Balancer {
     /// kicked as idle load balancer, else rebalance_domains for itself).
     fn softirq(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> BalanceOutcome;
 
-    /// `cpu` found no CFS task to run: sched_balance_newidle().
-    fn newidle(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> BalanceOutcome;
+    /// `cpu` found no CFS task to run: sched_balance_newidle(), as one step.
+    ///
+    /// Equivalent to [`Balancer::newidle_begin`] followed by [`Balancer::newidle_continue`]
+    /// until done, with nothing happening elsewhere in between (tests use it; the engine
+    /// drives the steps in simulated time instead).
+    fn newidle(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> BalanceOutcome {
+        let mut step = self.newidle_begin(ctx, cpu);
+        let mut out = BalanceOutcome::default();
+        loop {
+            out.migrations
+                .extend(step.outcome.migrations.iter().copied());
+            out.stoppers.extend(step.outcome.stoppers.iter().copied());
+            out.kicks.extend(step.outcome.kicks.iter().copied());
+            out.work.add(&step.outcome.work);
+            out.elapsed_ns += step.outcome.elapsed_ns;
+            out.pulled_task = step.outcome.pulled_task;
+            if step.done {
+                return out;
+            }
+            ctx.now_ns += step.outcome.elapsed_ns;
+            step = self.newidle_continue(ctx, cpu);
+        }
+    }
+
+    /// `cpu` found no CFS task to run: the first step of sched_balance_newidle().
+    ///
+    /// A newly idle balance takes simulated time, and the kernel runs it with the runqueue
+    /// lock dropped: other CPUs go on meanwhile, and a wake-up can be queued on this CPU.
+    /// The policy therefore runs it in steps, each ending where the kernel looks for a
+    /// pending wake-up or a queued task (the start of sched_balance_newidle(), every
+    /// should_we_balance() call, the domain loop's check after each domain). The engine
+    /// runs the next step ([`Balancer::newidle_continue`]) when this one's `elapsed_ns`
+    /// has passed, after processing whatever happened on other CPUs in between.
+    fn newidle_begin(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> NewidleStep;
+
+    /// The next step of the newly idle balance begun by [`Balancer::newidle_begin`] on
+    /// `cpu` (only called while the last step returned `done == false`).
+    fn newidle_continue(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> NewidleStep;
 
     /// The stopper queued by an earlier [`StopperRequest`] runs on `busiest`:
     /// active_load_balance_cpu_stop().
@@ -216,6 +262,12 @@ pub trait Balancer {
 
     /// `p` starts running on `cpu` (set_next_task): lets IDLE_RESERVE release a reservation.
     fn task_running(&mut self, _ctx: &mut BalanceCtx<'_>, _p: TaskId, _cpu: CpuId) {}
+
+    /// The /proc/schedstat counters this policy keeps, if any; the engine fills the
+    /// per-CPU `cpu<N>` counters (schedule, wake-up and run-delay accounting) itself.
+    fn schedstat_mut(&mut self) -> Option<&mut crate::schedstat::Schedstat> {
+        None
+    }
 }
 
 /// A boxed policy is a policy, so the engine can run a policy chosen at run time.
@@ -239,6 +291,12 @@ impl<B: Balancer + ?Sized> Balancer for Box<B> {
     fn newidle(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> BalanceOutcome {
         (**self).newidle(ctx, cpu)
     }
+    fn newidle_begin(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> NewidleStep {
+        (**self).newidle_begin(ctx, cpu)
+    }
+    fn newidle_continue(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> NewidleStep {
+        (**self).newidle_continue(ctx, cpu)
+    }
     fn active_balance(&mut self, ctx: &mut BalanceCtx<'_>, req: StopperRequest) -> BalanceOutcome {
         (**self).active_balance(ctx, req)
     }
@@ -247,5 +305,8 @@ impl<B: Balancer + ?Sized> Balancer for Box<B> {
     }
     fn task_running(&mut self, ctx: &mut BalanceCtx<'_>, p: TaskId, cpu: CpuId) {
         (**self).task_running(ctx, p, cpu)
+    }
+    fn schedstat_mut(&mut self) -> Option<&mut crate::schedstat::Schedstat> {
+        (**self).schedstat_mut()
     }
 }

@@ -127,6 +127,14 @@ impl Balancer for KernelBalancer {
         self.outcome(ctx, pass, r.pulled_task)
     }
 
+    fn newidle_begin(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> crate::ctx::NewidleStep {
+        crate::ctx::NewidleStep { outcome: self.newidle(ctx, cpu), done: true }
+    }
+
+    fn newidle_continue(&mut self, _ctx: &mut BalanceCtx<'_>, _cpu: CpuId) -> crate::ctx::NewidleStep {
+        unreachable!()
+    }
+
     /// Follows fair.c: active_load_balance_cpu_stop() (v6.6-v6.12).
     fn active_balance(&mut self, ctx: &mut BalanceCtx<'_>, req: StopperRequest) -> BalanceOutcome {
         let mut pass = Pass::new(ctx.now_ns);
@@ -142,6 +150,10 @@ impl Balancer for KernelBalancer {
 
     fn task_running(&mut self, _ctx: &mut BalanceCtx<'_>, p: TaskId, cpu: CpuId) {
         wake::idle_reserve_task_running(&mut self.wake, p, cpu);
+    }
+
+    fn schedstat_mut(&mut self) -> Option<&mut crate::schedstat::Schedstat> {
+        Some(&mut self.state.schedstat)
     }
 }
 

@@ -5,7 +5,8 @@ use lbsim_topology::CpuId;
 
 use crate::cost::WorkAccount;
 use crate::ctx::{
-    BalanceCtx, BalanceOutcome, Balancer, Placement, StopperRequest, TickOutcome, WakeFlags,
+    BalanceCtx, BalanceOutcome, Balancer, NewidleStep, Placement, StopperRequest, TickOutcome,
+    WakeFlags,
 };
 
 /// Never migrates a queued task, wakes a task on its previous CPU (or, if that CPU is not
@@ -50,8 +51,18 @@ impl Balancer for TrivialBalancer {
         BalanceOutcome::default()
     }
 
-    fn newidle(&mut self, _ctx: &mut BalanceCtx<'_>, _cpu: CpuId) -> BalanceOutcome {
-        BalanceOutcome::default()
+    fn newidle_begin(&mut self, _ctx: &mut BalanceCtx<'_>, _cpu: CpuId) -> NewidleStep {
+        NewidleStep {
+            outcome: BalanceOutcome::default(),
+            done: true,
+        }
+    }
+
+    fn newidle_continue(&mut self, _ctx: &mut BalanceCtx<'_>, _cpu: CpuId) -> NewidleStep {
+        NewidleStep {
+            outcome: BalanceOutcome::default(),
+            done: true,
+        }
     }
 
     fn active_balance(

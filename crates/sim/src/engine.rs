@@ -30,8 +30,10 @@ use std::sync::Arc;
 
 use lbsim_balance::cost::CostModel;
 use lbsim_balance::ctx::{
-    BalanceCtx, BalanceOutcome, Balancer, IlbKick, PendingWakeups, StopperRequest, WakeFlags,
+    BalanceCtx, BalanceOutcome, Balancer, IlbKick, NewidleStep, PendingWakeups, StopperRequest,
+    WakeFlags,
 };
+use lbsim_balance::schedstat::CpuSchedstat;
 use lbsim_rq::{
     Features, Policy as RqPolicy, PrevAction, Rq, SchedFeat, SchedParams, Task, TaskId, TaskState,
     Tasks, Tunables, set_task_cpu,
@@ -205,6 +207,10 @@ enum Ev {
     Kick(IlbKick),
     /// A background kernel thread wakes on `cpu`.
     Background { cpu: u32 },
+    /// The next step of `cpu`'s newly idle balance.
+    NewidleStep { cpu: u32 },
+    /// `cpu`'s newly idle balance has finished its last step: complete the schedule.
+    NewidleDone { cpu: u32 },
 }
 
 impl Ev {
@@ -219,6 +225,8 @@ impl Ev {
             Ev::Stopper(r) => (7, r.busiest.0.into()),
             Ev::Kick(k) => (8, k.ilb_cpu.0.into()),
             Ev::Background { cpu } => (9, cpu.into()),
+            Ev::NewidleStep { cpu } => (10, cpu.into()),
+            Ev::NewidleDone { cpu } => (11, cpu.into()),
         }
     }
 }
@@ -301,11 +309,15 @@ struct CpuState {
     capacity: u64,
     /// The pinned background kernel thread, if background noise is on.
     kworker: Option<u32>,
+    /// In `__schedule()`'s newly idle balance: the previous task and how it left.
+    newidle: Option<(Option<TaskId>, PrevAction)>,
     /// Accounting: last update, busy and idle time, integral of nr_running over time.
     acct_last: u64,
     busy_ns: u64,
     idle_ns: u64,
     nr_running_ns: u128,
+    /// The `cpu<N>` line of /proc/schedstat.
+    stat: CpuSchedstat,
 }
 
 /// Per-CPU results of a run.
@@ -386,6 +398,8 @@ pub struct RunResult {
     pub events: u64,
     /// FNV-1a hash of the event stream `(time, kind, cpu or task)`.
     pub event_hash: u64,
+    /// /proc/schedstat (version 17) at the end of the run, if the policy keeps the counters.
+    pub schedstat: Option<String>,
 }
 
 /// The view of pending wake-ups the balancer's passes consult.
@@ -496,10 +510,12 @@ impl<B: Balancer> Sim<B> {
                 resched_queued: false,
                 capacity: cap,
                 kworker: None,
+                newidle: None,
                 acct_last: 0,
                 busy_ns: 0,
                 idle_ns: 0,
                 nr_running_ns: 0,
+                stat: CpuSchedstat::default(),
             });
         }
         let end_ns = cfg
@@ -657,6 +673,8 @@ impl<B: Balancer> Sim<B> {
             Ev::Stopper(req) => self.stopper(req),
             Ev::Kick(kick) => self.kick(kick),
             Ev::Background { cpu } => self.background(CpuId(cpu)),
+            Ev::NewidleStep { cpu } => self.newidle_step(CpuId(cpu)),
+            Ev::NewidleDone { cpu } => self.newidle_done(CpuId(cpu)),
         }
     }
 
@@ -699,7 +717,7 @@ impl<B: Balancer> Sim<B> {
             return false;
         };
         for rq in &self.rqs {
-            let waiting = rq.nr_running as usize - usize::from(rq.curr.is_some());
+            let waiting = (rq.nr_running as usize).saturating_sub(usize::from(rq.curr.is_some()));
             if waiting == 0 {
                 continue;
             }
@@ -943,6 +961,7 @@ impl<B: Balancer> Sim<B> {
                     return;
                 }
                 Action::Yield => {
+                    self.cpus[cpu.index()].stat.yld_count += 1;
                     let now = self.now;
                     self.rqs[cpu.index()].yield_task_fair(&mut self.tasks, now);
                     self.resched_cpu(cpu, cpu);
@@ -1184,9 +1203,8 @@ impl<B: Balancer> Sim<B> {
         let id = self.runs[ri].id;
         // The hrtimer fires on the CPU the task slept on; it waits for interrupts to be on.
         let cpu = self.tasks[id].cpu;
-        let irq_off = self.cpus[cpu.index()].irq_off_until;
-        if irq_off > self.now {
-            self.queue.push_at(irq_off, Ev::Timer { run, generation });
+        if let Some(at) = self.irq_deferral(cpu) {
+            self.queue.push_at(at, Ev::Timer { run, generation });
             return;
         }
         self.ttwu(ri, cpu, false);
@@ -1232,6 +1250,7 @@ impl<B: Balancer> Sim<B> {
             _ => return,
         }
         self.charge(this_cpu, self.cfg.cost.wakeup_ns);
+        self.cpus[this_cpu.index()].stat.ttwu_count += 1;
         let prev_cpu = self.tasks[id].cpu;
         if self.tasks[id].on_rq_queued() {
             // Delayed dequeue: still queued on its old CPU.
@@ -1246,6 +1265,14 @@ impl<B: Balancer> Sim<B> {
             self.after_enqueue(prev_cpu, this_cpu);
             return;
         }
+        if self.rqs[prev_cpu.index()].curr == Some(id) {
+            // Still its CPU's `curr` (`p->on_cpu`): that CPU is in __schedule(), balancing
+            // newly idle. Follows core.c: try_to_wake_up(): `ttwu_queue_wakelist(p,
+            // task_cpu(p), wake_flags | WF_ON_CPU)` without selecting a CPU.
+            self.runs[ri].wake_ns = Some(now);
+            self.queue_wakelist(prev_cpu, id, false);
+            return;
+        }
         let mut wf = WakeFlags::TTWU;
         if sync {
             wf |= WakeFlags::SYNC;
@@ -1255,6 +1282,9 @@ impl<B: Balancer> Sim<B> {
         let work = self.cfg.cost.charge(&placement.work);
         self.charge(this_cpu, work);
         let cpu = self.checked_placement(id, placement.cpu);
+        if cpu == this_cpu {
+            self.cpus[this_cpu.index()].stat.ttwu_local += 1;
+        }
         let migrated = cpu != prev_cpu;
         if migrated {
             wf |= WakeFlags::MIGRATED;
@@ -1275,14 +1305,7 @@ impl<B: Balancer> Sim<B> {
             && (!self.cfg.topology.cpus_share_cache(this_cpu, cpu)
                 || self.rqs[cpu.index()].nr_running == 0);
         if queue {
-            let c = &mut self.cpus[cpu.index()];
-            c.wakelist.push((id, migrated, now));
-            self.rqs[cpu.index()].ttwu_pending = true;
-            if !c.ipi_queued {
-                c.ipi_queued = true;
-                let at = now + self.cfg.cost.ipi_ns;
-                self.queue.push_at(at, Ev::Ipi { cpu: cpu.0 });
-            }
+            self.queue_wakelist(cpu, id, migrated);
         } else {
             self.account(cpu);
             self.rqs[cpu.index()].ttwu_do_activate(&mut self.tasks, id, wf, now);
@@ -1290,14 +1313,42 @@ impl<B: Balancer> Sim<B> {
         }
     }
 
+    /// When an interrupt for `cpu` can be taken, if not now: interrupts are off while a
+    /// newly idle balance runs in `__schedule()` (and for the last step's cost after it).
+    fn irq_deferral(&self, cpu: CpuId) -> Option<u64> {
+        let c = &self.cpus[cpu.index()];
+        if c.irq_off_until > self.now {
+            Some(c.irq_off_until)
+        } else if c.newidle.is_some() {
+            // A zero-length step is due now; look again just after it.
+            Some(self.now + 1)
+        } else {
+            None
+        }
+    }
+
+    /// Follows core.c: __ttwu_queue_wakelist(): queue `p` on `cpu`'s wake list, set
+    /// `rq->ttwu_pending`, send the IPI.
+    fn queue_wakelist(&mut self, cpu: CpuId, p: TaskId, migrated: bool) {
+        let now = self.now;
+        let c = &mut self.cpus[cpu.index()];
+        c.wakelist.push((p, migrated, now));
+        self.rqs[cpu.index()].ttwu_pending = true;
+        if !c.ipi_queued {
+            c.ipi_queued = true;
+            let at = now + self.cfg.cost.ipi_ns;
+            self.queue.push_at(at, Ev::Ipi { cpu: cpu.0 });
+        }
+    }
+
     /// The wake-list IPI: `sched_ttwu_pending()`.
     fn ipi(&mut self, cpu: CpuId) {
-        let c = &mut self.cpus[cpu.index()];
-        if c.irq_off_until > self.now {
-            let at = c.irq_off_until;
+        if let Some(at) = self.irq_deferral(cpu) {
+            // Interrupts are off in __schedule(): the IPI is taken when it completes.
             self.queue.push_at(at, Ev::Ipi { cpu: cpu.0 });
             return;
         }
+        let c = &mut self.cpus[cpu.index()];
         c.ipi_queued = false;
         let list = std::mem::take(&mut c.wakelist);
         if list.is_empty() {
@@ -1316,12 +1367,19 @@ impl<B: Balancer> Sim<B> {
     // ----------------------------------------------------------------------------------
     // __schedule()
 
-    /// `__schedule()` on `cpu`.
+    /// `__schedule()` on `cpu`: put the previous task back or block it, pick the next one;
+    /// when nothing is runnable, start the newly idle balance, whose steps then run as
+    /// [`Ev::NewidleStep`] events in simulated time before the schedule completes
+    /// ([`Sim::finish_schedule`]).
     fn schedule(&mut self, cpu: CpuId) {
+        let ci = cpu.index();
+        if self.cpus[ci].newidle.is_some() {
+            // Already in __schedule(), balancing: it will pick when the balance is over.
+            return;
+        }
         let now = self.now;
         self.settle(cpu);
         self.account(cpu);
-        let ci = cpu.index();
         let prev = self.rqs[ci].curr;
         let mut action = PrevAction::Preempt;
         if let Some(p) = prev {
@@ -1335,40 +1393,93 @@ impl<B: Balancer> Sim<B> {
                 r.block_pending = false;
             }
         }
+        self.cpus[ci].stat.sched_count += 1;
         self.rqs[ci].__schedule_prev(&mut self.tasks, action, now);
-        if action == PrevAction::Block
-            && let Some(p) = prev
-            && self.tasks[p].cpu.index() != ci
-        {
-            unreachable!("a blocking task is on its own CPU");
+        let next = self.rqs[ci].pick_next_task_fair(&mut self.tasks);
+        if next.is_some() {
+            self.finish_schedule(cpu, prev, action, next);
+            return;
         }
-        let mut next = self.rqs[ci].pick_next_task_fair(&mut self.tasks);
-        let mut start = self.cpus[ci].busy_until.max(now);
+        // sched_balance_newidle(): interrupts stay off until the schedule completes; the
+        // previous task is still this CPU's `curr` (`p->on_cpu`), so a wake-up of it goes
+        // through this CPU's wake list.
+        self.cpus[ci].generation += 1;
+        self.cpus[ci].newidle = Some((prev, action));
+        self.account_all();
+        let step = self.ctx_call(|b, ctx| b.newidle_begin(ctx, cpu));
+        self.newidle_stepped(cpu, step);
+    }
+
+    /// A step of the newly idle balance on `cpu` is due.
+    fn newidle_step(&mut self, cpu: CpuId) {
+        self.account_all();
+        let step = self.ctx_call(|b, ctx| b.newidle_continue(ctx, cpu));
+        self.newidle_stepped(cpu, step);
+    }
+
+    fn newidle_stepped(&mut self, cpu: CpuId, step: NewidleStep) {
+        let ci = cpu.index();
+        self.apply_outcome(cpu, &step.outcome);
+        let end = self.now + step.outcome.elapsed_ns;
+        let c = &mut self.cpus[ci];
+        c.irq_off_until = c.irq_off_until.max(end);
+        if !step.done {
+            self.queue.push_at(end, Ev::NewidleStep { cpu: cpu.0 });
+            return;
+        }
+        if end > self.now {
+            // The schedule completes when the last step's work is done.
+            self.queue.push_at(end, Ev::NewidleDone { cpu: cpu.0 });
+        } else {
+            self.newidle_done(cpu);
+        }
+    }
+
+    /// The newly idle balance on `cpu` is over: pick again (it may have pulled a task) and
+    /// complete the schedule.
+    fn newidle_done(&mut self, cpu: CpuId) {
+        let ci = cpu.index();
+        let Some((prev, action)) = self.cpus[ci].newidle.take() else {
+            return;
+        };
+        let next = if self.rqs[ci].nr_running > 0 {
+            self.rqs[ci].pick_next_task_fair(&mut self.tasks)
+        } else {
+            None
+        };
+        self.finish_schedule(cpu, prev, action, next);
+    }
+
+    /// The end of `__schedule()`: switch to `next` (or idle).
+    fn finish_schedule(
+        &mut self,
+        cpu: CpuId,
+        prev: Option<TaskId>,
+        action: PrevAction,
+        next: Option<TaskId>,
+    ) {
+        let ci = cpu.index();
+        let now = self.now;
+        self.account(cpu);
         if next.is_none() {
-            // sched_balance_newidle(): interrupts stay off until it returns.
-            self.account_all();
-            let out = self.ctx_call(|b, ctx| b.newidle(ctx, cpu));
-            self.apply_outcome(cpu, &out);
-            let end = now + out.elapsed_ns;
-            let c = &mut self.cpus[ci];
-            c.irq_off_until = c.irq_off_until.max(end);
-            start = start.max(end);
-            if self.rqs[ci].nr_running > 0 {
-                next = self.rqs[ci].pick_next_task_fair(&mut self.tasks);
-            }
-            if next.is_none() {
-                self.rqs[ci].pick_next_task_idle(&mut self.tasks);
-            }
+            self.rqs[ci].pick_next_task_idle(&mut self.tasks);
         }
+        let mut start = self.cpus[ci].busy_until.max(now);
         if let Some(n) = next
             && next != prev
             && let Some(q) = self.tasks[n].sched_info.last_queued
         {
             let wait = self.rqs[ci].rq_clock().saturating_sub(q);
+            self.cpus[ci].stat.run_delay += wait;
             let r = &mut self.runs[self.run_of[n] as usize];
             r.max_wait_ns = r.max_wait_ns.max(wait);
         }
         let changed = self.rqs[ci].context_switch(&mut self.tasks, next);
+        if next.is_none() {
+            self.cpus[ci].stat.sched_goidle += 1;
+        } else if changed {
+            self.cpus[ci].stat.pcount += 1;
+        }
         if action == PrevAction::Exit
             && let Some(p) = prev
         {
@@ -1416,7 +1527,7 @@ impl<B: Balancer> Sim<B> {
                 }
             }
         }
-        if self.rqs[ci].need_resched() {
+        if self.rqs[ci].need_resched() || (next.is_none() && self.rqs[ci].nr_running > 0) {
             self.resched_cpu(cpu, cpu);
         }
     }
@@ -1446,9 +1557,8 @@ impl<B: Balancer> Sim<B> {
         if self.cpus[ci].tick_stopped {
             return;
         }
-        if self.cpus[ci].irq_off_until > self.now {
+        if let Some(at) = self.irq_deferral(cpu) {
             // The tick interrupt waits for interrupts to be enabled again.
-            let at = self.cpus[ci].irq_off_until;
             self.cpus[ci].tick_queued = true;
             self.queue.push_at(at, Ev::Tick { cpu: cpu.0 });
             return;
@@ -1498,8 +1608,7 @@ impl<B: Balancer> Sim<B> {
 
     fn kick(&mut self, kick: IlbKick) {
         let cpu = kick.ilb_cpu;
-        if self.cpus[cpu.index()].irq_off_until > self.now {
-            let at = self.cpus[cpu.index()].irq_off_until;
+        if let Some(at) = self.irq_deferral(cpu) {
             self.queue.push_at(at, Ev::Kick(kick));
             return;
         }
@@ -1510,6 +1619,11 @@ impl<B: Balancer> Sim<B> {
     fn stopper(&mut self, req: StopperRequest) {
         let cpu = req.busiest;
         let ci = cpu.index();
+        if let Some(at) = self.irq_deferral(cpu) {
+            // The stopper's IPI waits for the CPU to enable interrupts.
+            self.queue.push_at(at, Ev::Stopper(req));
+            return;
+        }
         self.settle(cpu);
         self.account(cpu);
         let now = self.now;
@@ -1639,7 +1753,22 @@ impl<B: Balancer> Sim<B> {
                 nr_switches: self.rqs[c].nr_switches,
             })
             .collect();
+        let jiffies = self.now / self.tick_nsec;
+        let topo = self.cfg.topology.clone();
+        let cpu_stats: Vec<CpuSchedstat> = self
+            .cpus
+            .iter()
+            .map(|c| CpuSchedstat {
+                rq_cpu_time: c.busy_ns,
+                ..c.stat
+            })
+            .collect();
+        let schedstat = self.balancer.schedstat_mut().map(|ss| {
+            ss.cpus.clone_from_slice(&cpu_stats);
+            ss.format(&topo, jiffies)
+        });
         RunResult {
+            schedstat,
             sim_time_ns: self.now,
             migrations,
             context_switches: switches,

@@ -46,6 +46,9 @@ pub struct Args {
     /// The balancer policy.
     #[arg(long, value_enum, default_value_t = BalancerKind::default())]
     pub balancer: BalancerKind,
+    /// Print /proc/schedstat (version 17) at the end of the run.
+    #[arg(long)]
+    pub schedstat: bool,
     /// Check invariants after every event; stop at the first violation.
     #[arg(long)]
     pub check: bool,
@@ -78,6 +81,17 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let reports = spec.reports(&result.observations);
     let mut out = std::io::stdout().lock();
     let text = match args.format {
+        Format::Text if args.schedstat => {
+            let mut t = text_report(&result, &reports);
+            t.push_str("\n== /proc/schedstat ==\n");
+            t.push_str(
+                result
+                    .schedstat
+                    .as_deref()
+                    .unwrap_or("(this balancer keeps no schedstat)\n"),
+            );
+            t
+        }
         Format::Text => text_report(&result, &reports),
         Format::Json => serde_json::to_string_pretty(&json_report(&result, &reports))? + "\n",
     };
@@ -188,6 +202,7 @@ pub fn json_report(r: &RunResult, reports: &[Report]) -> serde_json::Value {
         "cpus": r.cpus,
         "events": r.events,
         "event_hash": format!("{:016x}", r.event_hash),
+        "schedstat": r.schedstat,
         "reports": reports.iter().map(|rep| json!({
             "workload": rep.workload,
             "text": rep.text,
