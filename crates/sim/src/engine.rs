@@ -54,7 +54,9 @@ use crate::rng::{SeedStreams, Stream, below};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EngineTunables {
     /// Background kernel-thread wake-ups per second per CPU (a pinned `kworker/N` that runs
-    /// briefly); 0 turns the noise off.
+    /// briefly); 0 turns the noise off. The default, 1, is the rate of the most regular
+    /// per-CPU kernel work on a quiet server (vmstat_update runs once a second per CPU):
+    /// seed 004's `perf stat` saw about one context switch per ebizzy thread per second.
     pub background_wakeups_hz: u64,
     /// How long each background wake-up runs (work at capacity 1024), ns.
     pub background_run_ns: u64,
@@ -68,7 +70,7 @@ pub struct EngineTunables {
 impl Default for EngineTunables {
     fn default() -> Self {
         EngineTunables {
-            background_wakeups_hz: 10,
+            background_wakeups_hz: 1,
             background_run_ns: 20_000,
             tick_jitter_ns: 20_000,
         }
