@@ -9,7 +9,10 @@
 //! - `softirq`: sched_balance_softirq() (run_rebalance_domains()): the nohz idle balance if
 //!   this CPU was kicked as idle load balancer, else update_blocked_averages() and
 //!   rebalance_domains() for itself;
-//! - `newidle`: newidle_balance() (sched_balance_newidle());
+//! - `newidle_begin`, `newidle_continue`: newidle_balance() (sched_balance_newidle()) in
+//!   steps that end where the kernel looks for a pending wake-up or a queued task
+//!   ([`crate::newidle`]); the per-CPU state between steps is kept here. `newidle` is the
+//!   trait's default: the steps back to back;
 //! - `active_balance`: active_load_balance_cpu_stop();
 //! - `nohz_enter_idle`: nohz_balance_enter_idle() and __update_idle_core().
 //!
@@ -22,10 +25,14 @@ use lbsim_rq::TaskId;
 use lbsim_topology::{CpuId, Topology};
 
 use crate::ctx::{
-    BalanceCtx, BalanceOutcome, Balancer, Placement, StopperRequest, TickOutcome, WakeFlags,
+    BalanceCtx, BalanceOutcome, Balancer, NewidleStep, Placement, StopperRequest, TickOutcome,
+    WakeFlags,
 };
 use crate::lb::{CpuIdleType, Pass, active_load_balance_cpu_stop, idle_cpu};
-use crate::newidle::{sched_balance_newidle, update_blocked_averages};
+use crate::newidle::{
+    NewidleCursor, NewidleProgress, sched_balance_newidle_begin, sched_balance_newidle_continue,
+    update_blocked_averages,
+};
 use crate::nohz::{nohz_balance_enter_idle, nohz_balancer_kick, nohz_idle_balance};
 use crate::rebalance::rebalance_domains;
 use crate::state::BalanceState;
@@ -38,6 +45,8 @@ pub struct KernelBalancer {
     pub state: BalanceState,
     /// The wake-up path's own state.
     pub wake: WakeState,
+    /// Per CPU, the newly idle balance in progress between two steps.
+    newidle: Vec<Option<NewidleCursor>>,
 }
 
 impl KernelBalancer {
@@ -46,6 +55,36 @@ impl KernelBalancer {
         KernelBalancer {
             state: BalanceState::new(topo, jiffies, hz),
             wake: WakeState::new(topo.nr_cpus()),
+            newidle: vec![None; topo.nr_cpus()],
+        }
+    }
+
+    /// Whether a newly idle balance is in progress on `cpu` (begun, not yet done).
+    pub fn newidle_in_progress(&self, cpu: CpuId) -> bool {
+        self.newidle.get(cpu.index()).is_some_and(Option::is_some)
+    }
+
+    /// The step `pass` made: keeps the cursor of an unfinished balance for the next step.
+    fn newidle_step(
+        &mut self,
+        ctx: &BalanceCtx<'_>,
+        cpu: CpuId,
+        pass: Pass,
+        progress: NewidleProgress,
+    ) -> NewidleStep {
+        let (pulled_task, done) = match progress {
+            NewidleProgress::Pending(cursor) => {
+                self.newidle[cpu.index()] = Some(cursor);
+                (false, false)
+            }
+            NewidleProgress::Done(r) => {
+                self.newidle[cpu.index()] = None;
+                (r.pulled_task, true)
+            }
+        };
+        NewidleStep {
+            outcome: self.outcome(ctx, pass, pulled_task),
+            done,
         }
     }
 
@@ -117,22 +156,30 @@ impl Balancer for KernelBalancer {
         self.outcome(ctx, pass, false)
     }
 
-    /// Follows fair.c: newidle_balance() (v6.6; sched_balance_newidle() since v6.10).
-    fn newidle(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> BalanceOutcome {
+    /// Follows fair.c: newidle_balance() (v6.6; sched_balance_newidle() since v6.10) up to
+    /// its first check point after some work (see [`crate::newidle`]).
+    fn newidle_begin(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> NewidleStep {
         if ctx.rqs.iter().any(|r| r.nr_running >= 2) {
             self.state.rd.overloaded = true;
         }
         let mut pass = Pass::new(ctx.now_ns);
-        let r = sched_balance_newidle(ctx, &mut self.state, cpu, &mut pass);
-        self.outcome(ctx, pass, r.pulled_task)
+        let progress = sched_balance_newidle_begin(ctx, &mut self.state, cpu, &mut pass);
+        self.newidle_step(ctx, cpu, pass, progress)
     }
 
-    fn newidle_begin(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> crate::ctx::NewidleStep {
-        crate::ctx::NewidleStep { outcome: self.newidle(ctx, cpu), done: true }
-    }
-
-    fn newidle_continue(&mut self, _ctx: &mut BalanceCtx<'_>, _cpu: CpuId) -> crate::ctx::NewidleStep {
-        unreachable!()
+    /// Follows fair.c: newidle_balance() (v6.6; sched_balance_newidle() since v6.10) from
+    /// the check point the last step stopped at. Called with no balance in progress on
+    /// `cpu` (which the trait rules out), it reports a finished balance that did nothing.
+    fn newidle_continue(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> NewidleStep {
+        let Some(cursor) = self.newidle.get_mut(cpu.index()).and_then(Option::take) else {
+            return NewidleStep {
+                outcome: BalanceOutcome::default(),
+                done: true,
+            };
+        };
+        let mut pass = Pass::new(ctx.now_ns);
+        let progress = sched_balance_newidle_continue(ctx, &mut self.state, cursor, &mut pass);
+        self.newidle_step(ctx, cpu, pass, progress)
     }
 
     /// Follows fair.c: active_load_balance_cpu_stop() (v6.6-v6.12).

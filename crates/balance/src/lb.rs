@@ -28,7 +28,9 @@
 use lbsim_rq::features::SchedFeat;
 use lbsim_rq::rq::Rq;
 use lbsim_rq::task::TaskId;
-use lbsim_topology::{CpuId, Cpumask, GroupId, SchedDomain, SchedGroup, SdFlag, SpanId, Topology};
+use lbsim_topology::{
+    CpuId, Cpumask, GroupId, SchedDomain, SchedGroup, SdFlag, SgcId, SpanId, Topology,
+};
 use smallvec::SmallVec;
 
 use crate::cost::WorkAccount;
@@ -1556,6 +1558,11 @@ pub fn need_active_balance(
 /// imbalance flag, nr_balance_failed, active balance through a stopper request, and the
 /// balance_interval reset/doubling. Returns the number of tasks moved (`ld_moved`).
 ///
+/// Runs [`LoadBalance::begin`] and then [`LoadBalance::redo`] until it is done, all in one
+/// pass: the periodic and idle balances call it as one unit, while the newly idle balance
+/// drives the two halves itself so that time passes between a `goto redo` and the
+/// should_we_balance() it leads to (see [`crate::newidle`]).
+///
 /// Work: one domain entered per call, one redo pass per NEED_BREAK, DST_PINNED retarget or
 /// ALL_PINNED redo. Differences from the kernel: v6.6 counts a failed misfit balance in
 /// nr_balance_failed and lets it double the interval (v6.12 stable excludes misfit); lbsim
@@ -1569,47 +1576,150 @@ pub fn load_balance(
     continue_balancing: &mut bool,
     pass: &mut Pass,
 ) -> u32 {
-    let topo = ctx.topo;
-    let sd = &topo.domains(this_cpu)[level];
-    let parent_sgc = topo
-        .domains(this_cpu)
-        .get(level + 1)
-        .map(|p| topo.local_group(p).sgc);
-    let mut env = LbEnv::new(topo, this_cpu, level, idle);
-    let dst_grpmask = topo.span(topo.local_group(sd).balance_mask);
-    pass.work.domains += 1;
-    st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_count += 1;
+    let mut lb = LoadBalance::begin(ctx, st, this_cpu, level, idle, pass);
+    loop {
+        if let LbIteration::Done(ld_moved) = lb.redo(ctx, st, pass) {
+            if !lb.continue_balancing {
+                *continue_balancing = false;
+            }
+            return ld_moved;
+        }
+    }
+}
 
-    #[derive(PartialEq)]
-    enum Exit {
-        Balanced,
-        AllPinned,
-        OnePinned,
-        Done,
+/// What one [`LoadBalance::redo`] iteration ended with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LbIteration {
+    /// `goto redo`: every task examined was pinned (LBF_ALL_PINNED) and CPUs outside the
+    /// local group are left to try; the next iteration starts with should_we_balance().
+    Redo,
+    /// load_balance() returned `ld_moved` (0 on every `out_*` path).
+    Done(u32),
+}
+
+/// How the `redo:` loop of load_balance() was left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LbExit {
+    /// `goto out_balanced`.
+    Balanced,
+    /// `goto out_all_pinned`.
+    AllPinned,
+    /// `goto out_one_pinned`.
+    OnePinned,
+    /// Fell through to the end (moved tasks, or failed and maybe asked for the stopper).
+    Done,
+}
+
+/// A load_balance() (sched_balance_rq() since v6.10) in progress: `struct lb_env` and the
+/// locals of the function that live across a `goto redo`.
+///
+/// The kernel re-enters should_we_balance() at every `goto redo`; a newly idle balance keeps
+/// running meanwhile while wake-ups are queued on its CPU, so the newly idle path stops
+/// between iterations and resumes after the time the previous one took (seed 002).
+/// [`load_balance`] runs the iterations back to back.
+#[derive(Clone, Debug)]
+pub struct LoadBalance {
+    /// `this_cpu`: the balancing CPU (`env.dst_cpu` may move to `new_dst_cpu`).
+    this_cpu: CpuId,
+    /// The sched_group_capacity of the parent domain's local group (`sd_parent->groups`).
+    parent_sgc: Option<SgcId>,
+    /// `env`.
+    env: LbEnv,
+    /// `ld_moved`.
+    ld_moved: u32,
+    /// `active_balance`.
+    active_balance: bool,
+    /// `*continue_balancing`: cleared when should_we_balance() says no.
+    continue_balancing: bool,
+}
+
+impl LoadBalance {
+    /// Follows fair.c: load_balance() (v6.6; sched_balance_rq() since v6.10) up to the
+    /// `redo:` label: sets up `env` for `this_cpu`'s domain at `level` and counts the
+    /// attempt (`lb_count`). Work: one domain entered.
+    pub fn begin(
+        ctx: &BalanceCtx<'_>,
+        st: &mut BalanceState,
+        this_cpu: CpuId,
+        level: usize,
+        idle: CpuIdleType,
+        pass: &mut Pass,
+    ) -> LoadBalance {
+        let topo = ctx.topo;
+        let parent_sgc = topo
+            .domains(this_cpu)
+            .get(level + 1)
+            .map(|p| topo.local_group(p).sgc);
+        pass.work.domains += 1;
+        st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_count += 1;
+        LoadBalance {
+            this_cpu,
+            parent_sgc,
+            env: LbEnv::new(topo, this_cpu, level, idle),
+            ld_moved: 0,
+            active_balance: false,
+            continue_balancing: true,
+        }
     }
 
-    let mut ld_moved = 0u32;
-    let mut active_balance = false;
-    let exit = 'redo: loop {
-        if !should_we_balance(ctx, &env, pass) {
-            *continue_balancing = false;
-            break 'redo Exit::Balanced;
+    /// `*continue_balancing` as the caller sees it: false once should_we_balance() said no.
+    pub fn continue_balancing(&self) -> bool {
+        self.continue_balancing
+    }
+
+    /// The balance's `env` (`struct lb_env`).
+    pub fn env(&self) -> &LbEnv {
+        &self.env
+    }
+
+    /// Follows fair.c: load_balance() (v6.6; sched_balance_rq() since v6.10) from the
+    /// `redo:` label: should_we_balance(), find_busiest_group(), find_busiest_queue(),
+    /// detach/attach with the NEED_BREAK and DST_PINNED `goto more_balance` loops, then
+    /// either `goto redo` after LBF_ALL_PINNED (returns [`LbIteration::Redo`]; call again)
+    /// or the rest of the function to its return (returns [`LbIteration::Done`]).
+    pub fn redo(
+        &mut self,
+        ctx: &mut BalanceCtx<'_>,
+        st: &mut BalanceState,
+        pass: &mut Pass,
+    ) -> LbIteration {
+        match self.iteration(ctx, st, pass) {
+            Some(exit) => LbIteration::Done(self.finish(st, ctx.topo, exit)),
+            None => LbIteration::Redo,
         }
-        let fbg = find_busiest_group(ctx, st, &mut env, pass);
+    }
+
+    /// One pass from `redo:` to `goto redo` (`None`) or to a way out of the loop.
+    fn iteration(
+        &mut self,
+        ctx: &mut BalanceCtx<'_>,
+        st: &mut BalanceState,
+        pass: &mut Pass,
+    ) -> Option<LbExit> {
+        let topo = ctx.topo;
+        let this_cpu = self.this_cpu;
+        let env = &mut self.env;
+        let (level, idle) = (env.level, env.idle);
+        let sd = env.sd(topo);
+        if !should_we_balance(ctx, env, pass) {
+            self.continue_balancing = false;
+            return Some(LbExit::Balanced);
+        }
+        let fbg = find_busiest_group(ctx, st, env, pass);
         let Some(group) = fbg.busiest else {
             st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_nobusyg += 1;
-            break 'redo Exit::Balanced;
+            return Some(LbExit::Balanced);
         };
-        let Some(busiest) = find_busiest_queue(ctx, &env, topo.group(group), pass) else {
+        let Some(busiest) = find_busiest_queue(ctx, env, topo.group(group), pass) else {
             st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_nobusyq += 1;
-            break 'redo Exit::Balanced;
+            return Some(LbExit::Balanced);
         };
         debug_assert_ne!(busiest, env.dst_cpu);
         st.schedstat
             .sd_mut(this_cpu, level)
             .add_imbalance(idle, env.migration_type, env.imbalance);
         env.src_cpu = busiest;
-        ld_moved = 0;
+        self.ld_moved = 0;
         env.flags |= lbf::ALL_PINNED;
         if ctx.rqs[busiest.index()].nr_running > 1 {
             env.loop_max = ctx
@@ -1619,10 +1729,10 @@ pub fn load_balance(
             loop {
                 // more_balance:
                 ctx.rqs[busiest.index()].update_rq_clock(pass.now_ns(ctx));
-                let cur = detach_tasks(ctx, st, &mut env, pass);
+                let cur = detach_tasks(ctx, st, env, pass);
                 if cur > 0 {
-                    attach_tasks(ctx, &mut env, pass);
-                    ld_moved += cur;
+                    attach_tasks(ctx, env, pass);
+                    self.ld_moved += cur;
                 }
                 if env.flags & lbf::NEED_BREAK != 0 {
                     env.flags &= !lbf::NEED_BREAK;
@@ -1640,7 +1750,7 @@ pub fn load_balance(
                 }
                 break;
             }
-            if let Some(psgc) = parent_sgc
+            if let Some(psgc) = self.parent_sgc
                 && env.flags & lbf::SOME_PINNED != 0
                 && env.imbalance > 0
             {
@@ -1648,34 +1758,37 @@ pub fn load_balance(
             }
             if env.flags & lbf::ALL_PINNED != 0 {
                 env.cpus.clear(busiest);
-                if !env.cpus.is_subset(dst_grpmask) {
+                if !env
+                    .cpus
+                    .is_subset(topo.span(topo.local_group(sd).balance_mask))
+                {
                     env.loop_ = 0;
                     env.loop_break = SCHED_NR_MIGRATE_BREAK;
                     pass.work.redo_passes += 1;
-                    continue 'redo;
+                    return None;
                 }
-                break 'redo Exit::AllPinned;
+                return Some(LbExit::AllPinned);
             }
         }
         let at = pass.now_ns(ctx);
-        if ld_moved == 0 {
+        if self.ld_moved == 0 {
             st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_failed += 1;
             if idle != CpuIdleType::NewlyIdle {
                 st.sd_mut(this_cpu, level).nr_balance_failed += 1;
             }
-            if need_active_balance(ctx, st, &env, at) {
+            if need_active_balance(ctx, st, env, at) {
                 let curr_allowed = ctx.rqs[busiest.index()]
                     .curr
                     .is_some_and(|c| ctx.tasks[c].cpus_mask.test(this_cpu));
                 if !curr_allowed {
-                    break 'redo Exit::OnePinned;
+                    return Some(LbExit::OnePinned);
                 }
                 env.flags &= !lbf::ALL_PINNED;
                 let b = &mut st.cpus[busiest.index()];
                 if !b.active_balance {
                     b.active_balance = true;
                     b.push_cpu = this_cpu;
-                    active_balance = true;
+                    self.active_balance = true;
                     pass.stoppers.push(StopperRequest {
                         busiest,
                         push_cpu: this_cpu,
@@ -1685,38 +1798,46 @@ pub fn load_balance(
         } else {
             st.sd_mut(this_cpu, level).nr_balance_failed = 0;
         }
-        if !active_balance || need_active_balance(ctx, st, &env, at) {
+        if !self.active_balance || need_active_balance(ctx, st, env, at) {
             st.sd_mut(this_cpu, level).balance_interval = sd.min_interval;
         }
-        break 'redo Exit::Done;
-    };
-    if exit == Exit::Done {
-        return ld_moved;
+        Some(LbExit::Done)
     }
-    if exit == Exit::Balanced
-        && let Some(psgc) = parent_sgc
-        && env.flags & lbf::ALL_PINNED == 0
-    {
-        st.sgc_mut(psgc).imbalance = false;
+
+    /// The labels after the loop (`out_balanced`, `out_all_pinned`, `out_one_pinned`) and
+    /// the return value.
+    fn finish(&self, st: &mut BalanceState, topo: &Topology, exit: LbExit) -> u32 {
+        let env = &self.env;
+        let (this_cpu, level, idle) = (self.this_cpu, env.level, env.idle);
+        if exit == LbExit::Done {
+            return self.ld_moved;
+        }
+        if exit == LbExit::Balanced
+            && let Some(psgc) = self.parent_sgc
+            && env.flags & lbf::ALL_PINNED == 0
+        {
+            st.sgc_mut(psgc).imbalance = false;
+        }
+        if exit == LbExit::Balanced || exit == LbExit::AllPinned {
+            st.schedstat
+                .sd_mut(this_cpu, level)
+                .lb_mut(idle)
+                .lb_balanced += 1;
+            st.sd_mut(this_cpu, level).nr_balance_failed = 0;
+        }
+        // out_one_pinned:
+        if idle == CpuIdleType::NewlyIdle {
+            return 0;
+        }
+        let sd = env.sd(topo);
+        let s = st.sd_mut(this_cpu, level);
+        if (env.flags & lbf::ALL_PINNED != 0 && s.balance_interval < MAX_PINNED_INTERVAL)
+            || s.balance_interval < sd.max_interval
+        {
+            s.balance_interval *= 2;
+        }
+        0
     }
-    if exit == Exit::Balanced || exit == Exit::AllPinned {
-        st.schedstat
-            .sd_mut(this_cpu, level)
-            .lb_mut(idle)
-            .lb_balanced += 1;
-        st.sd_mut(this_cpu, level).nr_balance_failed = 0;
-    }
-    // out_one_pinned:
-    if env.idle == CpuIdleType::NewlyIdle {
-        return 0;
-    }
-    let s = st.sd_mut(this_cpu, level);
-    if (env.flags & lbf::ALL_PINNED != 0 && s.balance_interval < MAX_PINNED_INTERVAL)
-        || s.balance_interval < sd.max_interval
-    {
-        s.balance_interval *= 2;
-    }
-    0
 }
 
 /// Follows fair.c: active_load_balance_cpu_stop() and detach_one_task() (v6.6-v6.12): the
