@@ -954,7 +954,9 @@ pub fn ttwu_stat(ctx: &BalanceCtx<'_>, st: &mut BalanceState, this_cpu: CpuId, c
 /// A task allowed on a single CPU is not asked about: it goes to that CPU (`cpumask_any()`)
 /// and `record_wakee()` does not run. Whatever the fair class answers, a CPU outside the
 /// task's affinity is replaced by `select_fallback_rq()`. For `WF_TTWU` the wake-up's
-/// `ttwu_wake_remote` is counted ([`ttwu_stat`]).
+/// `ttwu_wake_remote` is counted ([`ttwu_stat`]). (The kernel's sched_exec() asks the fair
+/// class directly, without this wrapper; for an exec'ing task, which runs on an allowed CPU,
+/// the answers are the same.)
 ///
 /// This is what the balancer's `select_task_rq` (the [`crate::ctx::Balancer`] trait) calls:
 /// `wake::select_task_rq(ctx, &mut state, &mut wake_state, p, prev_cpu, this_cpu, wake_flags)`,
