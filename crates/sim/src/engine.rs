@@ -386,7 +386,7 @@ pub struct RunResult {
     pub idle_while_overloaded_ns: u64,
     /// Wake-up latencies of the workload's tasks (wake to running), ns.
     pub wakeup_latency: Percentiles,
-    /// Fairness of work done over all workload tasks.
+    /// Fairness of work done over the largest group of workload tasks.
     pub fairness: Fairness,
     /// Fairness per group.
     pub groups: Vec<GroupFairness>,
@@ -550,7 +550,13 @@ impl<B: Balancer> Sim<B> {
             error: None,
             cfg,
         };
-        // Every CPU starts idle with its tick stopped; a tick starts when work arrives.
+        // Every CPU starts idle with its tick stopped (the idle loop's
+        // tick_nohz_idle_stop_tick() -> nohz_balance_enter_idle()); a tick starts when work
+        // arrives.
+        for c in 0..nr_cpus {
+            let cpu = CpuId(c as u32);
+            sim.ctx_call(|b, ctx| b.nohz_enter_idle(ctx, cpu));
+        }
         for (i, spec) in sim.cfg.workload.tasks.iter().enumerate() {
             sim.queue.push_at(spec.start_ns, Ev::Start(i as u32));
         }
@@ -1491,12 +1497,17 @@ impl<B: Balancer> Sim<B> {
                 self.obs.tasks[wref.index()].exited_ns = Some(now);
             }
         }
-        if changed && next.is_some() {
+        if changed {
+            // A switch costs the same whether the next task is a fair task or the idle task;
+            // interrupts come back on only at its end (finish_task_switch()).
             start += self.cfg.cost.context_switch_ns;
         }
         let c = &mut self.cpus[ci];
         c.busy_until = start;
         c.seg_start = start;
+        if next.is_none() {
+            c.irq_off_until = c.irq_off_until.max(start);
+        }
         match next {
             Some(n) => {
                 let ri = self.run_of[n] as usize;
@@ -1720,7 +1731,15 @@ impl<B: Balancer> Sim<B> {
             });
         }
         self.obs.sim_time_ns = self.now;
-        let shares: Vec<u64> = tasks.iter().map(|t| t.work_ns).collect();
+        // Fairness compares tasks that do the same thing: the largest group (a benchmark's
+        // workers, not its main thread).
+        let main_group =
+            lbsim_workload::report::largest_group(tasks.iter().map(|t| t.group.as_str()));
+        let shares: Vec<u64> = tasks
+            .iter()
+            .filter(|t| Some(t.group.as_str()) == main_group)
+            .map(|t| t.work_ns)
+            .collect();
         let mut groups: Vec<GroupFairness> = Vec::new();
         let mut labels: Vec<&str> = tasks.iter().map(|t| t.group.as_str()).collect();
         labels.sort_unstable();

@@ -104,13 +104,38 @@ pub(crate) fn part_report(spec: &WorkloadSpec, index: usize, obs: &RunObservatio
     }
 }
 
+/// The label with the most members (the first of equals, in order of first appearance).
+pub fn largest_group<'a>(groups: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for g in groups {
+        match counts.iter_mut().find(|(name, _)| *name == g) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((g, 1)),
+        }
+    }
+    let mut best: Option<(&str, usize)> = None;
+    for (g, n) in counts {
+        if best.is_none_or(|(_, b)| n > b) {
+            best = Some((g, n));
+        }
+    }
+    best.map(|(g, _)| g)
+}
+
 /// Metrics every report carries: migrations, context switches and the fairness of the work
 /// done by the part's tasks.
 pub(crate) fn common_metrics(obs: &RunObservations, part: u16) -> Vec<Metric> {
     let tasks: Vec<_> = obs.part_tasks(part).map(|(_, t)| t).collect();
     let migrations: u64 = tasks.iter().map(|t| t.nr_migrations).sum();
     let switches: u64 = tasks.iter().map(|t| t.nr_switches()).sum();
-    let works: Vec<u64> = tasks.iter().map(|t| t.work_ns).collect();
+    // Fairness compares tasks that do the same thing: the part's largest group (a
+    // benchmark's workers, not its main thread).
+    let group = largest_group(tasks.iter().map(|t| t.group.as_str()));
+    let works: Vec<u64> = tasks
+        .iter()
+        .filter(|t| Some(t.group.as_str()) == group)
+        .map(|t| t.work_ns)
+        .collect();
     let f = Fairness::of(&works);
     vec![
         Metric::new("cpu_migrations", "count", migrations as f64, false),

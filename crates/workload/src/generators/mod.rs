@@ -184,6 +184,29 @@ impl Builder {
         r
     }
 
+    /// Adds a nice-0 `SCHED_NORMAL` task definition for [`crate::Event::Fork`].
+    pub(crate) fn template(
+        &mut self,
+        name: String,
+        group: &str,
+        program: &Arc<Program>,
+    ) -> crate::ids::TemplateId {
+        let t = crate::ids::TemplateId(self.spec.templates.len() as u32);
+        self.spec.templates.push(TaskSpec {
+            name,
+            policy: Policy::Normal,
+            nice: 0,
+            affinity: None,
+            custom_slice_ns: None,
+            start_ns: 0,
+            jitter_pct: 0,
+            group: group.to_string(),
+            part: 0,
+            program: Arc::clone(program),
+        });
+        t
+    }
+
     /// The last task added, to adjust its attributes.
     pub(crate) fn last(&mut self) -> &mut TaskSpec {
         self.spec.tasks.last_mut().expect("a task was added")
@@ -196,11 +219,12 @@ impl Builder {
         duration_ns: Option<u64>,
     ) -> Result<WorkloadSpec, WorkloadError> {
         let n = self.spec.tasks.len() as u32;
+        let t = self.spec.templates.len() as u32;
         self.spec.parts.push(Part {
             label: label.to_string(),
             report,
             tasks: 0..n,
-            templates: 0..0,
+            templates: 0..t,
         });
         self.spec.duration_ns = duration_ns;
         self.spec.validate().map_err(|source| WorkloadError::Spec {

@@ -58,22 +58,27 @@ fn check(spec: &WorkloadSpec, obs: &RunObservations, text: Expect, metrics: Expe
 fn sysbench_obs(arg: &str) -> (WorkloadSpec, RunObservations) {
     let spec = crate::parse_workload(arg).unwrap();
     let mut obs = blank(&spec);
-    // Thread 0 did three requests, thread 1 five; latencies in ns.
+    // Task 0 is the main thread, which forked the two workers (tasks 1 and 2) and left.
+    obs.tasks[0].exited_ns = Some(30_000);
+    for _ in 0..2 {
+        obs.tasks.push(TaskObservation::new(&spec.templates[0], 0));
+    }
+    // Worker 1 did three requests, worker 2 five; latencies in ns.
     let lat0 = [1_350_000, 1_340_000, 21_190_000];
     let lat1 = [1_330_000, 1_360_000, 1_340_000, 1_350_000, 1_320_000];
     let mut t = 0;
-    for (task, lats) in [(0u32, &lat0[..]), (1, &lat1[..])] {
+    for (task, lats) in [(1u32, &lat0[..]), (2, &lat1[..])] {
         for &l in lats {
             t += l;
             probe(&mut obs, task, t, ProbeTag::Request, l);
         }
     }
-    obs.tasks[0].exited_ns = Some(24_100_000);
-    obs.tasks[1].exited_ns = Some(17_200_000);
-    obs.tasks[0].work_ns = 24 * MS;
-    obs.tasks[1].work_ns = 6 * MS;
-    obs.tasks[0].nr_migrations = 3;
-    obs.tasks[1].nr_involuntary_switches = 7;
+    obs.tasks[1].exited_ns = Some(24_100_000);
+    obs.tasks[2].exited_ns = Some(17_200_000);
+    obs.tasks[1].work_ns = 24 * MS;
+    obs.tasks[2].work_ns = 6 * MS;
+    obs.tasks[1].nr_migrations = 3;
+    obs.tasks[2].nr_involuntary_switches = 7;
     obs.sim_time_ns = 24_100_000;
     (spec, obs)
 }
