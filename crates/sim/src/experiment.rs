@@ -66,7 +66,10 @@ pub struct RunOutput {
 impl RunOutput {
     /// The value of metric `name`, if the run has it.
     pub fn metric(&self, name: &str) -> Option<f64> {
-        self.metrics.iter().find(|m| m.name == name).map(|m| m.value)
+        self.metrics
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| m.value)
     }
 }
 
@@ -290,7 +293,10 @@ pub fn run_ab(
     balancer: &BalancerFactory<'_>,
     ctl: &Control<'_>,
 ) -> Result<AbRuns, ExperimentError> {
-    let jobs: Vec<(bool, u64)> = seeds.iter().flat_map(|&s| [(false, s), (true, s)]).collect();
+    let jobs: Vec<(bool, u64)> = seeds
+        .iter()
+        .flat_map(|&s| [(false, s), (true, s)])
+        .collect();
     let results = run_jobs(&jobs, ctl, |&(is_patched, seed)| {
         run_one(if is_patched { patched } else { base }, seed, balancer)
     });

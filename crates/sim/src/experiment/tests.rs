@@ -80,7 +80,9 @@ fn ab_sides_run_the_same_seeds() {
     );
     // Different sides: same seeds, different runs, and J does not matter.
     let mut patched = cfg.clone();
-    patched.features.set(SchedFeat::from_name("WA_IDLE").unwrap(), false);
+    patched
+        .features
+        .set(SchedFeat::from_name("WA_IDLE").unwrap(), false);
     patched.tunables.set("migration_cost_ns", "0").unwrap();
     let a = run_ab(&cfg, &patched, &seeds, &kernel, &ctl(1)).unwrap();
     let b = run_ab(&cfg, &patched, &seeds, &kernel, &ctl(4)).unwrap();
@@ -107,15 +109,15 @@ fn metrics_of_a_run() {
     assert!(r.metric("total_time").unwrap() >= 0.0325);
 
     // Two workloads: names carry the workload kind.
-    let cfg = config(
-        "4",
-        &["pingpong:cpus=0,1", "hogs:cpus=2-3"],
-        50_000_000,
-    );
+    let cfg = config("4", &["pingpong:cpus=0,1", "hogs:cpus=2-3"], 50_000_000);
     let r = run_one(&cfg, 1, &kernel).unwrap();
     assert!(r.metric("pingpong.wakeup_latency_p50").is_some());
     assert!(r.metric("hogs.cpu_migrations").is_some());
-    assert_eq!(r.metric("sched.migrations"), Some(0.0), "everything is pinned");
+    assert_eq!(
+        r.metric("sched.migrations"),
+        Some(0.0),
+        "everything is pinned"
+    );
     let cfg = config("2", &["busy:threads=1", "busy:threads=2"], 20_000_000);
     let r = run_one(&cfg, 1, &kernel).unwrap();
     assert!(r.metric("busy#0.context_switches").is_some());
@@ -173,7 +175,11 @@ fn comparison_summaries() {
         event_hash: 0,
     };
     let base = [run(1, [1.0, 0.5]), run(2, [2.0, 0.5]), run(3, [3.0, 0.5])];
-    let patched = [run(1, [11.0, 0.5]), run(2, [12.0, 0.5]), run(3, [13.0, 0.5])];
+    let patched = [
+        run(1, [11.0, 0.5]),
+        run(2, [12.0, 0.5]),
+        run(3, [13.0, 0.5]),
+    ];
     let c = compare(&base, &patched);
     assert_eq!(c.runs, 3);
     assert_eq!(c.seeds, vec![1, 2, 3]);
