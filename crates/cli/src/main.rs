@@ -6,6 +6,7 @@
 
 mod commands;
 mod policy;
+mod repro;
 mod scenario;
 
 use std::process::ExitCode;
@@ -28,6 +29,12 @@ enum Cmd {
     Pelt(commands::pelt::Args),
     /// Simulate workloads on a machine and report what the scheduler did.
     Run(commands::run::Args),
+    /// Run a scenario over many seeds with two feature sets; compare every metric.
+    Compare(commands::compare::Args),
+    /// Reproduce the five seed experiments: the reported numbers beside lbsim's.
+    Repro(commands::repro::Args),
+    /// Print the sched features as debugfs shows them, then every tunable with its value.
+    Features(commands::features::Args),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +43,9 @@ fn main() -> ExitCode {
         Cmd::Topology(args) => commands::topology::run(&args),
         Cmd::Pelt(args) => commands::pelt::run(&args),
         Cmd::Run(args) => commands::run::run(&args),
+        Cmd::Compare(args) => commands::compare::run(&args),
+        Cmd::Repro(args) => commands::repro::run(&args),
+        Cmd::Features(args) => commands::features::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

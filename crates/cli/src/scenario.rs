@@ -1,9 +1,10 @@
-//! What a run is made of, from flags (and later scenario files): machine, workloads, features,
+//! What a run is made of, from flags and scenario files: machine, workloads, features,
 //! tunables, duration, seed; and how it turns into an engine configuration.
 
+use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context as _, bail};
+use anyhow::{Context as _, anyhow, bail};
 use lbsim_balance::cost::CostModel;
 use lbsim_rq::{Features, TUNABLE_NAMES, Tunables};
 use lbsim_sim::engine::{EngineTunables, SimConfig};
@@ -46,26 +47,44 @@ pub struct Built {
     pub config: SimConfig,
 }
 
-impl Scenario {
-    /// Parses everything and builds the configuration. Errors name the flag and value.
-    pub fn build(&self) -> anyhow::Result<Built> {
-        if self.topology.is_empty() {
-            bail!("--topology is required (a CPU count, key=value list, preset or file)");
-        }
-        if self.workloads.is_empty() {
-            bail!("at least one --workload is required");
-        }
-        let machine = parse_machine(&self.topology)
-            .with_context(|| format!("--topology `{}`", self.topology))?;
-        let nr = machine.nr_cpus() as u32;
+/// The scheduler settings of a run: features, kernel tunables, sd_init() inputs, cost model
+/// and engine tunables.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Sched features.
+    pub features: Features,
+    /// Kernel tunables (for the machine's CPU count).
+    pub tunables: Tunables,
+    /// sd_init() inputs.
+    pub sd: SdParams,
+    /// Scheduler-work costs.
+    pub cost: CostModel,
+    /// Engine tunables.
+    pub engine: EngineTunables,
+}
+
+/// Whether `--set` routes `name` somewhere.
+pub fn is_set_name(name: &str) -> bool {
+    SD_PARAM_NAMES.contains(&name)
+        || CostModel::is_tunable(name)
+        || EngineTunables::is_tunable(name)
+        || TUNABLE_NAMES.contains(&name)
+        || name.starts_with("sched_")
+}
+
+impl Settings {
+    /// The defaults for a machine of `nr_cpus` CPUs, then each features list (`NO_X,Y`, may
+    /// carry `name=value` tunables) and each `NAME=VALUE` of `sets`, in order. Errors name
+    /// the flag and value.
+    pub fn new(nr_cpus: u32, features_lists: &[String], sets: &[String]) -> anyhow::Result<Self> {
         let mut sd = SdParams::default();
-        let mut tunables = Tunables::new(nr);
+        let mut tunables = Tunables::new(nr_cpus);
         let mut cost = CostModel::default();
         let mut engine = EngineTunables::default();
         let mut features = Features::defaults();
         // Features lists may carry tunables (`imbalance_pct=125`), as `lbsim compare` sides do.
         let mut assignments: Vec<(String, String)> = Vec::new();
-        for list in &self.features {
+        for list in features_lists {
             let mut names = Vec::new();
             for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 if let Some((k, v)) = item.split_once('=') {
@@ -78,7 +97,7 @@ impl Scenario {
                 .apply(&names.join(","))
                 .with_context(|| format!("--features `{list}`"))?;
         }
-        for set in &self.sets {
+        for set in sets {
             let (k, v) = set
                 .split_once('=')
                 .with_context(|| format!("--set `{set}`: expected NAME=VALUE"))?;
@@ -93,7 +112,7 @@ impl Scenario {
                 cost.set(k, v).with_context(|| format!("--set {k}={v}"))?;
             } else if EngineTunables::is_tunable(k) {
                 engine.set(k, v).with_context(|| format!("--set {k}={v}"))?;
-            } else if TUNABLE_NAMES.contains(&k) || k.starts_with("sched_") {
+            } else if is_set_name(k) {
                 tunables
                     .set(k, v)
                     .with_context(|| format!("--set {k}={v}"))?;
@@ -104,6 +123,34 @@ impl Scenario {
                 );
             }
         }
+        Ok(Settings {
+            features,
+            tunables,
+            sd,
+            cost,
+            engine,
+        })
+    }
+}
+
+impl Scenario {
+    /// Parses everything and builds the configuration. Errors name the flag and value.
+    pub fn build(&self) -> anyhow::Result<Built> {
+        if self.topology.is_empty() {
+            bail!("--topology is required (a CPU count, key=value list, preset or file)");
+        }
+        if self.workloads.is_empty() {
+            bail!("at least one --workload is required");
+        }
+        let machine = parse_machine(&self.topology)
+            .with_context(|| format!("--topology `{}`", self.topology))?;
+        let Settings {
+            features,
+            tunables,
+            sd,
+            cost,
+            engine,
+        } = Settings::new(machine.nr_cpus() as u32, &self.features, &self.sets)?;
         let topology = Topology::build(&machine, &sd)
             .with_context(|| format!("--topology `{}`", self.topology))?;
         let workload = parse_workloads(&self.workloads).context("--workload")?;
@@ -136,3 +183,272 @@ pub fn workload_warnings(spec: &WorkloadSpec) -> Vec<String> {
         })
         .collect()
 }
+
+/// The keys a scenario file may hold, in the order `lbsim` documents them.
+pub const FILE_KEYS: [&str; 10] = [
+    "description",
+    "topology",
+    "workloads",
+    "duration",
+    "features",
+    "tunables",
+    "seed",
+    "runs",
+    "base",
+    "patched",
+];
+
+/// A scenario file: what the flags of `lbsim run` and `lbsim compare` hold, in TOML. Every key
+/// is optional; flags given on the command line override it.
+///
+/// ```toml
+/// description = "seed 001: fairness of 9 always-running threads on 8 CPUs"
+/// topology = "hikey"                  # --topology
+/// workloads = ["busy:threads=9"]      # --workload, one string or a list
+/// duration = "5s"                     # --duration
+/// features = "NO_WA_BIAS"             # --features (both sides), a string or a list
+/// seed = 1                            # --seed (lbsim compare: the first of `runs` seeds)
+/// runs = 20                           # --runs
+/// base = "NO_LB_RELAX_BY_FAILED,imbalance_pct=125"   # --base
+/// patched = ""                        # --patched (empty: the defaults)
+///
+/// [tunables]                          # --set NAME=VALUE
+/// migration_cost_ns = 500000
+/// ```
+///
+/// Relative paths (a topology file, `rtapp:FILE.json`) are taken relative to the scenario
+/// file's directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScenarioFile {
+    /// The file, as named on the command line.
+    pub path: String,
+    /// `description`: free text, shown in reports.
+    pub description: Option<String>,
+    /// `topology`.
+    pub topology: Option<String>,
+    /// `workloads`.
+    pub workloads: Option<Vec<String>>,
+    /// `duration`, ns.
+    pub duration_ns: Option<u64>,
+    /// `features`: lists for both sides.
+    pub features: Vec<String>,
+    /// `tunables`, as `NAME=VALUE`.
+    pub sets: Vec<String>,
+    /// `seed`.
+    pub seed: Option<u64>,
+    /// `runs`.
+    pub runs: Option<u32>,
+    /// `base`: one features list (may carry tunables).
+    pub base: Option<String>,
+    /// `patched`: one features list (may carry tunables).
+    pub patched: Option<String>,
+}
+
+/// The TOML type of a value, for error messages.
+fn toml_type(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => format!("string \"{s}\""),
+        toml::Value::Integer(i) => format!("integer {i}"),
+        toml::Value::Float(f) => format!("float {f}"),
+        toml::Value::Boolean(b) => format!("boolean {b}"),
+        toml::Value::Datetime(d) => format!("datetime {d}"),
+        toml::Value::Array(_) => "an array".to_owned(),
+        toml::Value::Table(_) => "a table".to_owned(),
+    }
+}
+
+/// Line and column (1-based) of byte offset `at` in `text`.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+impl ScenarioFile {
+    /// Reads and checks `path`.
+    ///
+    /// # Errors
+    /// One line naming the file, the key and what was expected.
+    pub fn load(path: &Path) -> anyhow::Result<ScenarioFile> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow!("{}: cannot read the scenario file: {e}", path.display()))?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses and checks the text of scenario file `path`; paths inside it are taken
+    /// relative to `path`'s directory.
+    ///
+    /// # Errors
+    /// One line naming the file, the key and what was expected.
+    pub fn parse(text: &str, path: &Path) -> anyhow::Result<ScenarioFile> {
+        let file = path.display().to_string();
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let msg = e.message().trim_end().replace('\n', "; ");
+            match e.span() {
+                Some(span) => {
+                    let (line, col) = line_col(text, span.start);
+                    anyhow!("{file}:{line}:{col}: not valid TOML: {msg}")
+                }
+                None => anyhow!("{file}: not valid TOML: {msg}"),
+            }
+        })?;
+        let dir = path.parent().unwrap_or(Path::new(""));
+        let err = |key: &str, what: String| anyhow!("{file}: key `{key}`: {what}");
+        let expected = |key: &str, what: &str, v: &toml::Value| {
+            err(key, format!("expected {what}, found {}", toml_type(v)))
+        };
+        let string = |key: &str, v: &toml::Value| -> anyhow::Result<String> {
+            v.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| expected(key, "a string", v))
+        };
+        // A string, or an array of strings; joined by `sep` when one value is wanted.
+        let strings = |key: &str, v: &toml::Value| -> anyhow::Result<Vec<String>> {
+            match v {
+                toml::Value::String(s) => Ok(vec![s.clone()]),
+                toml::Value::Array(items) => items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| {
+                        item.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| expected(&format!("{key}[{i}]"), "a string", item))
+                    })
+                    .collect(),
+                _ => Err(expected(key, "a string or an array of strings", v)),
+            }
+        };
+        let mut out = ScenarioFile {
+            path: file.clone(),
+            ..ScenarioFile::default()
+        };
+        for (key, v) in &table {
+            match key.as_str() {
+                "description" => out.description = Some(string(key, v)?),
+                "topology" => {
+                    let spec = resolve_topology(dir, &string(key, v)?);
+                    parse_machine(&spec).map_err(|e| err(key, format!("`{spec}`: {e}")))?;
+                    out.topology = Some(spec);
+                }
+                "workloads" => {
+                    let list = strings(key, v)?;
+                    if list.is_empty() {
+                        return Err(err(key, "expected at least one workload".to_owned()));
+                    }
+                    let mut resolved = Vec::new();
+                    for (i, w) in list.iter().enumerate() {
+                        let w = resolve_workload(dir, w);
+                        parse_workloads(std::slice::from_ref(&w))
+                            .map_err(|e| err(&format!("{key}[{i}]"), e.to_string()))?;
+                        resolved.push(w);
+                    }
+                    out.workloads = Some(resolved);
+                }
+                "duration" => {
+                    let s = v.as_str().ok_or_else(|| {
+                        expected(key, "a duration string such as \"2s\" or \"500ms\"", v)
+                    })?;
+                    let ns = lbsim_pelt::parse_duration_ns(s)
+                        .map_err(|e| err(key, format!("`{s}`: {e}")))?;
+                    if ns == 0 {
+                        return Err(err(key, "expected a duration greater than 0".to_owned()));
+                    }
+                    out.duration_ns = Some(ns);
+                }
+                "features" => {
+                    let lists = strings(key, v)?;
+                    for l in &lists {
+                        Settings::new(1, std::slice::from_ref(l), &[])
+                            .map_err(|e| err(key, e.root_cause().to_string()))?;
+                    }
+                    out.features = lists;
+                }
+                "base" | "patched" => {
+                    let list = strings(key, v)?.join(",");
+                    Settings::new(1, std::slice::from_ref(&list), &[])
+                        .map_err(|e| err(key, e.root_cause().to_string()))?;
+                    if key == "base" {
+                        out.base = Some(list);
+                    } else {
+                        out.patched = Some(list);
+                    }
+                }
+                "tunables" => {
+                    let t = v
+                        .as_table()
+                        .ok_or_else(|| expected(key, "a table of NAME = value", v))?;
+                    for (name, value) in t {
+                        let k = format!("{key}.{name}");
+                        let value = match value {
+                            toml::Value::String(s) => s.clone(),
+                            toml::Value::Integer(i) => i.to_string(),
+                            toml::Value::Boolean(b) => u8::from(*b).to_string(),
+                            other => {
+                                return Err(expected(&k, "an integer or a string", other));
+                            }
+                        };
+                        if !is_set_name(name) {
+                            return Err(err(
+                                &k,
+                                format!("unknown tunable (valid: {})", all_set_names()),
+                            ));
+                        }
+                        let set = format!("{name}={value}");
+                        Settings::new(1, &[], std::slice::from_ref(&set))
+                            .map_err(|e| err(&k, e.root_cause().to_string()))?;
+                        out.sets.push(set);
+                    }
+                }
+                "seed" => {
+                    out.seed = Some(
+                        v.as_integer()
+                            .and_then(|i| u64::try_from(i).ok())
+                            .ok_or_else(|| expected(key, "a non-negative integer", v))?,
+                    );
+                }
+                "runs" => {
+                    out.runs = Some(
+                        v.as_integer()
+                            .and_then(|i| u32::try_from(i).ok())
+                            .filter(|&n| n > 0)
+                            .ok_or_else(|| expected(key, "a positive integer", v))?,
+                    );
+                }
+                _ => {
+                    return Err(anyhow!(
+                        "{file}: unknown key `{key}` (valid: {})",
+                        FILE_KEYS.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A topology spec that names a file, taken relative to `dir`.
+fn resolve_topology(dir: &Path, spec: &str) -> String {
+    let lower = spec.to_ascii_lowercase();
+    let is_path = spec.contains('/') || lower.ends_with(".toml") || lower.ends_with(".json");
+    if is_path && Path::new(spec).is_relative() && !dir.as_os_str().is_empty() {
+        dir.join(spec).display().to_string()
+    } else {
+        spec.to_owned()
+    }
+}
+
+/// An `rtapp:FILE` workload with a relative FILE, taken relative to `dir`.
+fn resolve_workload(dir: &Path, w: &str) -> String {
+    match w.split_once(':') {
+        Some(("rtapp", f))
+            if Path::new(f).is_relative() && !f.is_empty() && !dir.as_os_str().is_empty() =>
+        {
+            format!("rtapp:{}", dir.join(f).display())
+        }
+        _ => w.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -187,7 +187,7 @@ fn comparison_summaries() {
     assert_eq!(t.name, "t");
     assert_eq!((t.base.mean, t.base.stddev), (2.0, 1.0));
     assert_eq!(t.patched.values, vec![11.0, 12.0, 13.0]);
-    assert_eq!(t.change_pct, 450.0);
+    assert_eq!(t.change_pct, 500.0);
     assert!(t.significant);
     assert_eq!(t.improved(), Some(false), "time went up");
     let r = &c.metrics[1];

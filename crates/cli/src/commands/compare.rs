@@ -1,0 +1,432 @@
+//! `lbsim compare`: one scenario, two feature sets, the same seeds on both sides; a table of
+//! every metric as an LKML cover letter or an mmtests comparison shows it.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context as _, bail};
+use lbsim_sim::engine::SimConfig;
+use lbsim_sim::experiment::{AbRuns, Comparison, Control, compare, run_ab};
+use serde_json::json;
+
+use crate::policy::{BalancerKind, make_balancer};
+use crate::scenario::{Scenario, ScenarioFile, workload_warnings};
+
+/// Output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A table for a person.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+/// Arguments of `lbsim compare`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A scenario file (TOML) holding any of the flags below; flags override it.
+    #[arg(value_name = "FILE.toml")]
+    pub file: Option<PathBuf>,
+    /// Machine spec: a CPU count, key=value list, preset (`lbsim topology --list`) or file.
+    #[arg(long, value_name = "SPEC")]
+    pub topology: Option<String>,
+    /// A workload (`busy:threads=9`, `sysbench-cpu:threads=8,requests=1000`, ...);
+    /// repeatable, all run together. Replaces the file's workloads.
+    #[arg(long = "workload", value_name = "WL")]
+    pub workloads: Vec<String>,
+    /// Features and tunables of the base side (`NO_X,Y,imbalance_pct=125`); empty: defaults.
+    #[arg(long, value_name = "FEATURES", allow_hyphen_values = true)]
+    pub base: Option<String>,
+    /// Features and tunables of the patched side, same syntax as --base.
+    #[arg(long, value_name = "FEATURES", allow_hyphen_values = true)]
+    pub patched: Option<String>,
+    /// Features applied to both sides before --base/--patched; repeatable.
+    #[arg(long = "features", value_name = "LIST")]
+    pub features: Vec<String>,
+    /// Set a tunable on both sides (`migration_cost_ns=250000`); repeatable.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub sets: Vec<String>,
+    /// Runs (seeds) per side [default: 10].
+    #[arg(long, value_name = "N")]
+    pub runs: Option<u32>,
+    /// The first seed; the runs use seeds SEED, SEED+1, ... on both sides [default: 1].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// How long to simulate each run (`500ms`, `2s`) [default: 1s].
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Worker threads [default: the available parallelism]. Results do not depend on it.
+    #[arg(long, value_name = "J")]
+    pub jobs: Option<usize>,
+    /// The balancer policy.
+    #[arg(long, value_enum, default_value_t = BalancerKind::default())]
+    pub balancer: BalancerKind,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// The worker threads: `--jobs`, else the host's available parallelism.
+pub fn jobs(flag: Option<usize>) -> anyhow::Result<usize> {
+    match flag {
+        Some(0) => bail!("--jobs must be at least 1"),
+        Some(j) => Ok(j),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
+}
+
+/// Ctrl-C handling for multi-run commands: the first Ctrl-C sets the returned flag (no new
+/// run starts; the report covers what finished); a second one exits at once with 130.
+pub fn interrupt_flag() -> &'static AtomicBool {
+    static STOP: AtomicBool = AtomicBool::new(false);
+    // Installing fails only if a handler is already installed (a second multi-run command in
+    // one process, as in tests); the first handler sets the same flag.
+    let _ = ctrlc::set_handler(|| {
+        if STOP.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\nlbsim: interrupted: finishing the runs in progress (Ctrl-C again to quit)");
+    });
+    &STOP
+}
+
+/// A progress bar on stderr, drawn only when stderr is a terminal.
+#[derive(Debug)]
+pub struct ProgressBar {
+    enabled: bool,
+    label: String,
+}
+
+impl ProgressBar {
+    /// A bar labelled `label`; silent unless stderr is a terminal.
+    pub fn new(label: &str) -> ProgressBar {
+        ProgressBar {
+            enabled: std::io::stderr().is_terminal(),
+            label: label.to_owned(),
+        }
+    }
+
+    /// Draws `done` of `total`.
+    pub fn update(&self, done: usize, total: usize) {
+        if !self.enabled {
+            return;
+        }
+        const WIDTH: usize = 30;
+        let filled = (done * WIDTH).checked_div(total).unwrap_or(WIDTH);
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r\x1b[K{} [{}{}] {done}/{total} runs",
+            self.label,
+            "#".repeat(filled),
+            ".".repeat(WIDTH - filled)
+        );
+        let _ = err.flush();
+    }
+
+    /// Erases the bar.
+    pub fn finish(&self) {
+        if self.enabled {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[K");
+            let _ = err.flush();
+        }
+    }
+}
+
+/// Writes `text` to stdout; a closed pipe is not an error.
+pub fn print(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing the report"),
+    }
+}
+
+/// What `lbsim compare` runs, after the file and the flags are merged.
+#[derive(Debug)]
+struct Plan {
+    description: Option<String>,
+    topology: String,
+    workloads: Vec<String>,
+    common: Vec<String>,
+    sets: Vec<String>,
+    base: String,
+    patched: String,
+    seeds: Vec<u64>,
+    duration_ns: u64,
+}
+
+fn plan(args: &Args) -> anyhow::Result<Plan> {
+    let file = match &args.file {
+        Some(p) => ScenarioFile::load(p)?,
+        None => ScenarioFile::default(),
+    };
+    let topology = args.topology.clone().or(file.topology).with_context(|| {
+        "--topology is required (a CPU count, key=value list, preset or file), or a scenario file"
+    })?;
+    let workloads = if args.workloads.is_empty() {
+        file.workloads.unwrap_or_default()
+    } else {
+        args.workloads.clone()
+    };
+    let duration_ns = match &args.duration {
+        Some(d) => lbsim_pelt::parse_duration_ns(d).with_context(|| format!("--duration `{d}`"))?,
+        None => file.duration_ns.unwrap_or(1_000_000_000),
+    };
+    let base = args.base.clone().or(file.base);
+    let patched = args.patched.clone().or(file.patched);
+    if base.is_none() && patched.is_none() {
+        bail!(
+            "nothing to compare: give --base and/or --patched (a features list; empty: defaults)"
+        );
+    }
+    let runs = args.runs.or(file.runs).unwrap_or(10);
+    if runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let first = args.seed.or(file.seed).unwrap_or(1);
+    let seeds = (0..u64::from(runs))
+        .map(|i| first.checked_add(i))
+        .collect::<Option<Vec<u64>>>()
+        .context("--seed: the seeds overflow u64")?;
+    let mut common = file.features;
+    common.extend(args.features.iter().cloned());
+    let mut sets = file.sets;
+    sets.extend(args.sets.iter().cloned());
+    Ok(Plan {
+        description: file.description,
+        topology,
+        workloads,
+        common,
+        sets,
+        base: base.unwrap_or_default(),
+        patched: patched.unwrap_or_default(),
+        seeds,
+        duration_ns,
+    })
+}
+
+/// Builds one side: the common features, then the side's list, then the sets.
+fn side_config(plan: &Plan, side: &str, list: &str) -> anyhow::Result<SimConfig> {
+    let mut features = plan.common.clone();
+    features.push(list.to_owned());
+    let scenario = Scenario {
+        topology: plan.topology.clone(),
+        workloads: plan.workloads.clone(),
+        features,
+        sets: plan.sets.clone(),
+        duration_ns: plan.duration_ns,
+    };
+    Ok(scenario
+        .build()
+        .with_context(|| format!("--{side} `{list}`"))?
+        .config)
+}
+
+/// Runs `lbsim compare`.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let plan = plan(args)?;
+    let base = side_config(&plan, "base", &plan.base)?;
+    let patched = side_config(&plan, "patched", &plan.patched)?;
+    for w in workload_warnings(&base.workload) {
+        eprintln!("lbsim: {w}");
+    }
+    let jobs = jobs(args.jobs)?;
+    let stop = interrupt_flag();
+    let bar = ProgressBar::new("compare");
+    let progress = |done: usize, total: usize| bar.update(done, total);
+    let ctl = Control {
+        jobs,
+        stop: Some(stop),
+        progress: Some(&progress),
+    };
+    let kind = args.balancer;
+    let factory = move |cfg: &SimConfig| make_balancer(kind, cfg);
+    let runs = run_ab(&base, &patched, &plan.seeds, &factory, &ctl);
+    bar.finish();
+    let runs = runs?;
+    let comparison = compare(&runs.base, &runs.patched);
+    let text = match args.format {
+        Format::Text => text_report(&plan, &runs, &comparison),
+        Format::Json => serde_json::to_string_pretty(&json_report(&comparison))? + "\n",
+    };
+    print(&text)?;
+    if runs.interrupted() {
+        eprintln!(
+            "lbsim: interrupted: {} of {} seeds finished on both sides",
+            runs.base.len(),
+            runs.planned
+        );
+        std::process::exit(130);
+    }
+    Ok(())
+}
+
+/// A number with about four significant digits, and the decimals it used.
+pub fn fmt_num(x: f64) -> (String, usize) {
+    let a = x.abs();
+    let decimals = if !a.is_finite() || a >= 1000.0 || a == 0.0 {
+        0
+    } else if a >= 100.0 {
+        1
+    } else if a >= 10.0 {
+        2
+    } else if a >= 1.0 {
+        3
+    } else {
+        4
+    };
+    (format!("{x:.decimals$}"), decimals)
+}
+
+/// `mean (+/- stddev)` with the mean's decimals for both.
+pub fn fmt_mean_sd(mean: f64, stddev: f64) -> String {
+    let (m, d) = fmt_num(mean);
+    format!("{m} (+/- {stddev:.d$})")
+}
+
+/// A change in percent, signed.
+pub fn fmt_change(pct: f64) -> String {
+    if pct.is_finite() {
+        format!("{pct:+.2}%")
+    } else if pct > 0.0 {
+        "+inf%".to_owned()
+    } else {
+        "-inf%".to_owned()
+    }
+}
+
+/// Lays out rows of cells as columns two spaces apart, trailing spaces removed. `align` has
+/// one letter per column, `l` (left) or `r` (right); columns beyond it are left-aligned.
+pub fn columns(rows: &[Vec<String>], align: &str) -> String {
+    let align = align.as_bytes();
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut s = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (c, cell) in r.iter().enumerate() {
+            if c > 0 {
+                line.push_str("  ");
+            }
+            let w = widths[c];
+            if align.get(c) != Some(&b'r') {
+                line.push_str(&format!("{cell:<w$}"));
+            } else {
+                line.push_str(&format!("{cell:>w$}"));
+            }
+        }
+        s.push_str(line.trim_end());
+        s.push('\n');
+    }
+    s
+}
+
+fn or_defaults(list: &str) -> &str {
+    if list.trim().is_empty() {
+        "(defaults)"
+    } else {
+        list
+    }
+}
+
+/// The text report: a header naming what ran, one row per metric, and the legend.
+fn text_report(plan: &Plan, runs: &AbRuns, c: &Comparison) -> String {
+    let mut s = String::new();
+    if let Some(d) = &plan.description {
+        s.push_str(&format!("{d}\n"));
+    }
+    let seeds = match (c.seeds.first(), c.seeds.last()) {
+        (Some(a), Some(b)) if a != b => format!("seeds {a}-{b}"),
+        (Some(a), _) => format!("seed {a}"),
+        _ => "no seed finished".to_owned(),
+    };
+    let mut head = vec![
+        vec![
+            "runs:".to_owned(),
+            format!(
+                "{} a side ({seeds}), {} s simulated each",
+                c.runs,
+                plan.duration_ns as f64 / 1e9
+            ),
+        ],
+        vec!["machine:".to_owned(), plan.topology.clone()],
+        vec!["workloads:".to_owned(), plan.workloads.join(" ")],
+    ];
+    let mut both: Vec<String> = plan.common.clone();
+    both.extend(plan.sets.iter().cloned());
+    if !both.is_empty() {
+        head.push(vec!["both sides:".to_owned(), both.join(",")]);
+    }
+    head.push(vec!["base:".to_owned(), or_defaults(&plan.base).to_owned()]);
+    head.push(vec![
+        "patched:".to_owned(),
+        or_defaults(&plan.patched).to_owned(),
+    ]);
+    s.push_str(&columns(&head, "ll"));
+    if runs.interrupted() {
+        s.push_str(&format!(
+            "interrupted: {} of {} seeds finished\n",
+            runs.base.len(),
+            runs.planned
+        ));
+    }
+    s.push('\n');
+    let mut rows = vec![vec![
+        "metric".to_owned(),
+        "unit".to_owned(),
+        "base".to_owned(),
+        "patched".to_owned(),
+        "change".to_owned(),
+        String::new(),
+    ]];
+    for m in &c.metrics {
+        let mark = match (m.significant, m.improved()) {
+            (true, Some(true)) => "* better",
+            (true, Some(false)) => "* worse",
+            _ => "",
+        };
+        rows.push(vec![
+            m.name.clone(),
+            m.unit.clone(),
+            fmt_mean_sd(m.base.mean, m.base.stddev),
+            fmt_mean_sd(m.patched.mean, m.patched.stddev),
+            fmt_change(m.change_pct),
+            mark.to_owned(),
+        ]);
+    }
+    s.push_str(&columns(&rows, "llrrrl"));
+    s.push_str(
+        "\nmean (+/- sample stddev) over the runs; change = (patched - base) / base;\n\
+         * = significant by Welch's two-sample t-test (two-sided, p < 0.05), better or worse \
+         for the metric.\n",
+    );
+    s
+}
+
+/// The JSON report (issue 7's shape).
+fn json_report(c: &Comparison) -> serde_json::Value {
+    let side = |s: &lbsim_sim::experiment::SideStats| json!({ "mean": s.mean, "stddev": s.stddev, "values": s.values });
+    json!({
+        "runs": c.runs,
+        "metrics": c.metrics.iter().map(|m| json!({
+            "name": m.name,
+            "unit": m.unit,
+            "higher_is_better": m.higher_is_better,
+            "base": side(&m.base),
+            "patched": side(&m.patched),
+            "change_pct": m.change_pct,
+            "significant": m.significant,
+        })).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,123 @@
+//! `lbsim repro`: the five seed experiments of EXPERIMENTS.md, base against patched over many
+//! seeds, each printed as a table of the seed's reported numbers beside lbsim's.
+
+use anyhow::bail;
+use lbsim_sim::engine::SimConfig;
+use lbsim_sim::experiment::Control;
+
+use crate::commands::compare::{ProgressBar, interrupt_flag, jobs, print};
+use crate::policy::{BalancerKind, make_balancer};
+use crate::repro::{self, LEGEND};
+
+/// Seeds a side at each point when `--runs` is not given: all five experiments then take
+/// about a minute on two cores in a release build.
+pub const DEFAULT_RUNS: u32 = 20;
+
+/// Output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// One table per experiment.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+/// Arguments of `lbsim repro`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Experiments to run (util-spread, fairness, newidle-bailout, tip-avg-high,
+    /// prefer-sibling); all five when none is named.
+    #[arg(value_name = "NAME")]
+    pub names: Vec<String>,
+    /// Seeds a side at each parameter point.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_RUNS)]
+    pub runs: u32,
+    /// The first seed; the runs use seeds SEED, SEED+1, ... on both sides.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Worker threads [default: the available parallelism]. Results do not depend on it.
+    #[arg(long, value_name = "J")]
+    pub jobs: Option<usize>,
+    /// The balancer policy.
+    #[arg(long, value_enum, default_value_t = BalancerKind::default())]
+    pub balancer: BalancerKind,
+    /// List the experiments and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// Runs `lbsim repro`.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let all = repro::defs::all();
+    if args.list {
+        let rows: Vec<Vec<String>> = all
+            .iter()
+            .map(|e| {
+                vec![
+                    e.name.to_owned(),
+                    format!("seed {}: {}", &e.seed_file[..3], e.title),
+                ]
+            })
+            .collect();
+        return print(&crate::commands::compare::columns(&rows, "ll"));
+    }
+    let valid: Vec<&str> = all.iter().map(|e| e.name).collect();
+    for n in &args.names {
+        if !valid.contains(&n.as_str()) {
+            bail!("unknown experiment `{n}` (valid: {})", valid.join(", "));
+        }
+    }
+    let chosen: Vec<_> = all
+        .into_iter()
+        .filter(|e| args.names.is_empty() || args.names.iter().any(|n| n == e.name))
+        .collect();
+    if args.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let seeds: Vec<u64> = (0..u64::from(args.runs))
+        .map(|i| args.seed.checked_add(i))
+        .collect::<Option<_>>()
+        .ok_or_else(|| anyhow::anyhow!("--seed: the seeds overflow u64"))?;
+    let stop = interrupt_flag();
+    let bar = ProgressBar::new("repro");
+    let progress = |done: usize, total: usize| bar.update(done, total);
+    let ctl = Control {
+        jobs: jobs(args.jobs)?,
+        stop: Some(stop),
+        progress: Some(&progress),
+    };
+    let kind = args.balancer;
+    let factory = move |cfg: &SimConfig| make_balancer(kind, cfg);
+    let outcomes = repro::run(chosen, &seeds, &factory, &ctl);
+    bar.finish();
+    let outcomes = outcomes?;
+    let text = match args.format {
+        Format::Text => {
+            let mut s = String::new();
+            for o in &outcomes {
+                s.push_str(&repro::text(o));
+                s.push('\n');
+            }
+            s.push_str(LEGEND);
+            s
+        }
+        Format::Json => serde_json::to_string_pretty(&repro::json(&outcomes))? + "\n",
+    };
+    print(&text)?;
+    let finished = outcomes
+        .iter()
+        .flat_map(|o| o.points.iter().map(|c| c.runs))
+        .min()
+        .unwrap_or(0);
+    if finished < seeds.len() {
+        eprintln!(
+            "lbsim: interrupted: at least {finished} of {} seeds finished at every point",
+            seeds.len()
+        );
+        std::process::exit(130);
+    }
+    Ok(())
+}

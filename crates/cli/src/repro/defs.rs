@@ -1,0 +1,300 @@
+//! The five seed experiments of EXPERIMENTS.md as lbsim runs them.
+//!
+//! Both sides of every experiment carry the switches as the seed's kernel had them (`common`):
+//! a switch from EXPERIMENTS.md that was merged after the seed was measured is set to its
+//! pre-merge value on both sides, so that only the change under test differs and the rest of
+//! the balancer is as close to the seed's kernel as lbsim's switches allow. Everything else is
+//! lbsim's v6.6-v6.12 model.
+
+use super::{Col, Experiment, Layout, MetricSpec, Point, Reported, Side, Stat};
+
+/// The v5.10 fairness series (seed 001) before it was merged.
+const PRE_V5_10: &str =
+    "NO_LB_RELAX_BY_FAILED,imbalance_pct=125,NO_LB_BUSY_INTERVAL_SKEW,busy_factor=32";
+
+/// A reported mean without its spread.
+const fn mean(
+    metric: &'static str,
+    base: Option<&'static str>,
+    patched: Option<&'static str>,
+) -> Reported {
+    Reported {
+        metric,
+        stat: Stat::Mean,
+        base,
+        base_sd: None,
+        patched,
+        patched_sd: None,
+    }
+}
+
+fn util_spread() -> Experiment {
+    Experiment {
+        name: "util-spread",
+        seed_file: "000_10ea48af97d0d73a.txt",
+        title: "sched/fair: improve spreading of utilization (v5.7)",
+        topology: "hikey",
+        machine: "arm64 octo-core, 2 clusters of 4 (hikey)",
+        workload: "sysbench --test=cpu --num-threads=8 --max-requests=1000 (1.3 ms requests)",
+        common: format!("{PRE_V5_10},NO_NEWIDLE_BAIL_ON_PENDING"),
+        common_why: "the seed's kernel, v5.6, predates v5.10 and v6.0",
+        base: "NO_LB_UTIL_SKIP_SINGLE",
+        patched: "LB_UTIL_SKIP_SINGLE",
+        duration_ns: 10_000_000_000,
+        param: "",
+        points: vec![Point {
+            value: "",
+            workloads: vec!["sysbench-cpu:threads=8,requests=1000".to_owned()],
+            reported: vec![
+                mean("total_time", Some("172"), Some("158")),
+                mean("latency_avg", Some("1.337"), Some("1.244")),
+                mean("latency_max", Some("21.191"), Some("10.753")),
+            ],
+        }],
+        metrics: vec![
+            MetricSpec::new("total_time", "total time", "ms", 1e3),
+            MetricSpec::new("latency_avg", "per-request avg", "ms", 1.0),
+            MetricSpec::new("latency_max", "per-request max", "ms", 1.0),
+            MetricSpec::new("sched.migrations", "cpu-migrations", "count", 1.0),
+        ],
+        layout: Layout::MetricRows,
+        note: "reported: averages of 15 runs; the per-request max is the average of the runs' \
+               maxima (lbsim: the same over its runs)",
+    }
+}
+
+fn fairness() -> Experiment {
+    let point = |t: u32, reported: [&'static str; 6]| Point {
+        value: if t == 9 { "9" } else { "11" },
+        workloads: vec![format!("busy:threads={t}")],
+        reported: vec![
+            Reported {
+                metric: "sched.fairness_min_max",
+                stat: Stat::Mean,
+                base: Some(reported[0]),
+                base_sd: Some(reported[1]),
+                patched: Some(reported[3]),
+                patched_sd: Some(reported[4]),
+            },
+            Reported {
+                metric: "sched.fairness_min_max",
+                stat: Stat::Worst,
+                base: Some(reported[2]),
+                base_sd: None,
+                patched: Some(reported[5]),
+                patched_sd: None,
+            },
+        ],
+    };
+    let col = |header, side, stat| Col {
+        header,
+        metric: "sched.fairness_min_max",
+        side,
+        stat,
+    };
+    Experiment {
+        name: "fairness",
+        seed_file: "001_ddcb498a752488f6.txt",
+        title: "sched/fair: Improve fairness between cfs tasks (v5.10, 4 patches)",
+        topology: "hikey",
+        machine: "arm64, 2 x 4 cores (hikey)",
+        workload: "always-running rt-app threads, more threads than CPUs",
+        common: "NO_NEWIDLE_BAIL_ON_PENDING".to_owned(),
+        common_why: "the seed's kernel, v5.9, predates v6.0",
+        base: PRE_V5_10,
+        patched: "",
+        duration_ns: 10_000_000_000,
+        param: "threads",
+        points: vec![
+            point(9, ["78.3", "6.60", "68.6", "91.20", "2.44", "85.67"]),
+            point(11, ["65.91", "8.26", "53.52", "91.34", "1.87", "87.26"]),
+        ],
+        metrics: vec![MetricSpec::new(
+            "sched.fairness_min_max",
+            "min/max work ratio",
+            "%",
+            100.0,
+        )],
+        layout: Layout::PointRows(vec![
+            col("base avg", Side::Base, Stat::Mean),
+            col("base worst", Side::Base, Stat::Worst),
+            col("patched avg", Side::Patched, Stat::Mean),
+            col("patched worst", Side::Patched, Stat::Worst),
+        ]),
+        note: "the ratio between the least and the most work done by any thread over the run \
+               (100% = perfectly fair); worst = the least fair run",
+    }
+}
+
+fn newidle_bailout() -> Experiment {
+    Experiment {
+        name: "newidle-bailout",
+        seed_file: "002_792e93e2ffbcc705.txt",
+        title: "sched: allow newidle balancing to bail out of load_balance (v6.0)",
+        topology: "nodes=2,cores=16,threads=2",
+        machine: "2 nodes x 16 cores x SMT2 (64 CPUs; the seed does not name its machine)",
+        workload: "a pair taking turns waking each other on two cores (CPUs 0 and 2), \
+                   2 always-running threads pinned to each CPU of every other core",
+        common: String::new(),
+        common_why: "",
+        base: "NO_NEWIDLE_BAIL_ON_PENDING",
+        patched: "NEWIDLE_BAIL_ON_PENDING",
+        duration_ns: 200_000_000,
+        param: "",
+        points: vec![Point {
+            value: "",
+            workloads: vec![
+                "pingpong:cpus=0,2".to_owned(),
+                "hogs:cpus=4-63,per_cpu=2".to_owned(),
+            ],
+            reported: vec![
+                mean("pingpong.wakeup_latency_avg", Some("120"), Some("6")),
+                mean("pingpong.wakeup_latency_p50", Some("120"), Some("6")),
+            ],
+        }],
+        metrics: vec![
+            MetricSpec::new(
+                "pingpong.wakeup_latency_avg",
+                "pair wake-up latency avg",
+                "us",
+                1.0,
+            ),
+            MetricSpec::new(
+                "pingpong.wakeup_latency_p50",
+                "pair wake-up latency p50",
+                "us",
+                1.0,
+            ),
+            MetricSpec::new(
+                "pingpong.wakeup_latency_p99",
+                "pair wake-up latency p99",
+                "us",
+                1.0,
+            ),
+            MetricSpec::new("pingpong.wakeups", "pair wake-ups", "count", 1.0),
+        ],
+        layout: Layout::MetricRows,
+        note: "reported: \"~120us\" and \"~6us\" for the pair, without saying which statistic",
+    }
+}
+
+fn tip_avg_high() -> Experiment {
+    let point = |t: u32, base: Option<&'static str>, patched: &'static str| Point {
+        value: match t {
+            38 => "38",
+            39 => "39",
+            47 => "47",
+            _ => "48",
+        },
+        workloads: vec![format!("schbench:m=4,t={t},runtime=5")],
+        reported: vec![mean("wakeup_latency_p99", base, Some(patched))],
+    };
+    let col = |header, side| Col {
+        header,
+        metric: "wakeup_latency_p99",
+        side,
+        stat: Stat::Mean,
+    };
+    Experiment {
+        name: "tip-avg-high",
+        seed_file: "003_683fe9f44b3c1881.txt",
+        title: "LB_TIP_AVG_HIGH: tip the balancer's runqueue load toward load.weight (never merged)",
+        topology: "xeon-4s",
+        machine: "192 CPUs: 4 nodes x 24 cores x SMT2 (xeon-4s)",
+        workload: "schbench -m4 -t N (30 ms of CPU per worker wake-up), 5 s",
+        common: format!(
+            "NO_LB_UTIL_SKIP_SINGLE,{PRE_V5_10},NO_NEWIDLE_BAIL_ON_PENDING,\
+             NO_PREFER_SIBLING_NR_DIFF"
+        ),
+        common_why: "the seed's kernel, v4.6 (2016), predates every other switch",
+        base: "NO_LB_TIP_AVG_HIGH",
+        patched: "LB_TIP_AVG_HIGH",
+        duration_ns: 6_000_000_000,
+        param: "N",
+        points: vec![
+            point(38, Some("177"), "193"),
+            point(39, Some("10160"), "184"),
+            point(47, None, "296"),
+            point(48, None, "3308"),
+        ],
+        metrics: vec![MetricSpec::new(
+            "wakeup_latency_p99",
+            "wake-up latency p99",
+            "us",
+            1.0,
+        )],
+        layout: Layout::PointRows(vec![
+            col("base p99", Side::Base),
+            col("patched p99", Side::Patched),
+        ]),
+        note: "schbench's p99 wake-up latency in us; 47*4+4 = 192 = nr_cpus",
+    }
+}
+
+fn prefer_sibling() -> Experiment {
+    let point = |t: u32, r: [&'static str; 4]| Point {
+        value: match t {
+            22 => "22",
+            48 => "48",
+            _ => "96",
+        },
+        workloads: vec![format!("busy:threads={t}")],
+        reported: vec![
+            mean("sched.migrations", Some(r[0]), Some(r[1])),
+            mean("sched.context_switches", Some(r[2]), Some(r[3])),
+        ],
+    };
+    let col = |header, metric, side| Col {
+        header,
+        metric,
+        side,
+        stat: Stat::Mean,
+    };
+    Experiment {
+        name: "prefer-sibling",
+        seed_file: "004_7aa333f1c8652ce8.txt",
+        title: "sched/fair: Prefer sibling only if local group is under-utilized (v4.13)",
+        topology: "power8-22c",
+        machine: "IBM POWER8, 22 cores x SMT8 = 176 CPUs (power8-22c)",
+        workload: "ebizzy -t N -S 100 under perf stat: CPU-bound threads, run as always-running \
+                   threads (busy:threads=N) for 10 s",
+        common: format!("NO_LB_UTIL_SKIP_SINGLE,{PRE_V5_10},NO_NEWIDLE_BAIL_ON_PENDING"),
+        common_why: "the seed's kernel, v4.11, predates v5.7, v5.10 and v6.0",
+        base: "NO_PREFER_SIBLING_NR_DIFF",
+        patched: "PREFER_SIBLING_NR_DIFF",
+        duration_ns: 10_000_000_000,
+        param: "N",
+        points: vec![
+            point(22, ["366", "123", "1440", "1133"]),
+            point(48, ["3776", "189", "6287", "2169"]),
+            point(96, ["2790", "506", "8776", "5333"]),
+        ],
+        metrics: vec![
+            MetricSpec::new("sched.migrations", "cpu-migrations", "count", 1.0),
+            MetricSpec::new("sched.context_switches", "context-switches", "count", 1.0),
+        ],
+        layout: Layout::PointRows(vec![
+            col("cpu-migrations base", "sched.migrations", Side::Base),
+            col("patched", "sched.migrations", Side::Patched),
+            col(
+                "context-switches base",
+                "sched.context_switches",
+                Side::Base,
+            ),
+            col("patched", "sched.context_switches", Side::Patched),
+        ]),
+        note: "reported: perf stat counts of 100 s runs, averaged over 5; lbsim: counts of \
+               10 s runs",
+    }
+}
+
+/// The five experiments, in EXPERIMENTS.md's order.
+pub fn all() -> Vec<Experiment> {
+    vec![
+        util_spread(),
+        fairness(),
+        newidle_bailout(),
+        tip_avg_high(),
+        prefer_sibling(),
+    ]
+}

@@ -1,0 +1,231 @@
+use std::path::Path;
+
+use super::*;
+
+fn parse(text: &str) -> anyhow::Result<ScenarioFile> {
+    ScenarioFile::parse(text, Path::new("dir/s.toml"))
+}
+
+/// The one-line error of a bad file.
+fn error(text: &str) -> String {
+    format!("{:#}", parse(text).unwrap_err())
+}
+
+#[test]
+fn a_full_file() {
+    let f = parse(
+        r#"
+description = "seed 001"
+topology = "hikey"
+workloads = ["busy:threads=9", "busy:threads=2"]
+duration = "5s"
+features = ["NO_WA_BIAS", "LB_MIN"]
+seed = 7
+runs = 20
+base = ["NO_LB_RELAX_BY_FAILED", "imbalance_pct=125"]
+patched = ""
+
+[tunables]
+migration_cost_ns = 250000
+sched_policy = "cfs"
+cost_ipi_ns = 2000
+"#,
+    )
+    .unwrap();
+    assert_eq!(
+        f,
+        ScenarioFile {
+            path: "dir/s.toml".to_owned(),
+            description: Some("seed 001".to_owned()),
+            topology: Some("hikey".to_owned()),
+            workloads: Some(vec![
+                "busy:threads=9".to_owned(),
+                "busy:threads=2".to_owned()
+            ]),
+            duration_ns: Some(5_000_000_000),
+            features: vec!["NO_WA_BIAS".to_owned(), "LB_MIN".to_owned()],
+            // The table's keys in TOML order (sorted).
+            sets: vec![
+                "cost_ipi_ns=2000".to_owned(),
+                "migration_cost_ns=250000".to_owned(),
+                "sched_policy=cfs".to_owned(),
+            ],
+            seed: Some(7),
+            runs: Some(20),
+            base: Some("NO_LB_RELAX_BY_FAILED,imbalance_pct=125".to_owned()),
+            patched: Some(String::new()),
+        }
+    );
+    // Single strings are accepted where lists are.
+    let f = parse("workloads = \"busy:threads=1\"\nfeatures = \"NO_WA_BIAS\"\n").unwrap();
+    assert_eq!(f.workloads, Some(vec!["busy:threads=1".to_owned()]));
+    assert_eq!(f.features, vec!["NO_WA_BIAS".to_owned()]);
+    assert_eq!(
+        parse("").unwrap(),
+        ScenarioFile {
+            path: "dir/s.toml".to_owned(),
+            ..ScenarioFile::default()
+        }
+    );
+}
+
+#[test]
+fn relative_paths_follow_the_file() {
+    assert_eq!(
+        resolve_workload(Path::new("dir"), "rtapp:a.json"),
+        "rtapp:dir/a.json"
+    );
+    assert_eq!(
+        resolve_workload(Path::new("dir"), "rtapp:/abs/a.json"),
+        "rtapp:/abs/a.json"
+    );
+    assert_eq!(
+        resolve_workload(Path::new("dir"), "busy:threads=1"),
+        "busy:threads=1"
+    );
+    assert_eq!(
+        resolve_workload(Path::new(""), "rtapp:a.json"),
+        "rtapp:a.json"
+    );
+    assert_eq!(resolve_topology(Path::new("dir"), "m.toml"), "dir/m.toml");
+    assert_eq!(resolve_topology(Path::new("dir"), "hikey"), "hikey");
+    assert_eq!(
+        resolve_topology(Path::new("dir"), "llcs=2,cores=4"),
+        "llcs=2,cores=4"
+    );
+    // A missing rt-app file is reported with the key, at load time.
+    let e = error("workloads = [\"busy:threads=1\", \"rtapp:nope.json\"]");
+    assert!(
+        e.starts_with("dir/s.toml: key `workloads[1]`: ") && e.contains("dir/nope.json"),
+        "{e}"
+    );
+}
+
+#[test]
+fn errors_name_the_file_the_key_and_what_was_expected() {
+    let cases = [
+        (
+            "topologie = \"hikey\"",
+            "dir/s.toml: unknown key `topologie` (valid: description, topology, workloads, \
+             duration, features, tunables, seed, runs, base, patched)",
+        ),
+        (
+            "duration = 5",
+            "dir/s.toml: key `duration`: expected a duration string such as \"2s\" or \
+             \"500ms\", found integer 5",
+        ),
+        (
+            "duration = \"0s\"",
+            "dir/s.toml: key `duration`: expected a duration greater than 0",
+        ),
+        (
+            "runs = 0",
+            "dir/s.toml: key `runs`: expected a positive integer, found integer 0",
+        ),
+        (
+            "seed = -1",
+            "dir/s.toml: key `seed`: expected a non-negative integer, found integer -1",
+        ),
+        (
+            "workloads = [\"busy:threads=1\", 3]",
+            "dir/s.toml: key `workloads[1]`: expected a string, found integer 3",
+        ),
+        (
+            "workloads = []",
+            "dir/s.toml: key `workloads`: expected at least one workload",
+        ),
+        (
+            "features = { a = 1 }",
+            "dir/s.toml: key `features`: expected a string or an array of strings, found a table",
+        ),
+        (
+            "tunables = [\"hz=1000\"]",
+            "dir/s.toml: key `tunables`: expected a table of NAME = value, found an array",
+        ),
+        (
+            "[tunables]\nhz = 1.5",
+            "dir/s.toml: key `tunables.hz`: expected an integer or a string, found float 1.5",
+        ),
+        (
+            "[tunables]\nhz = 999",
+            "dir/s.toml: key `tunables.hz`: invalid value `999` for tunable `hz`: expected 100, \
+             250, 300 or 1000",
+        ),
+        (
+            "description = [1]",
+            "dir/s.toml: key `description`: expected a string, found an array",
+        ),
+    ];
+    for (text, want) in cases {
+        assert_eq!(error(text), want, "{text}");
+    }
+    // Errors from the other crates' parsers keep their own words, after the key.
+    let e = error("topology = \"hikee\"");
+    assert!(
+        e.starts_with("dir/s.toml: key `topology`: `hikee`: "),
+        "{e}"
+    );
+    let e = error("base = \"NO_SUCH_FEATURE\"");
+    assert!(
+        e.starts_with("dir/s.toml: key `base`: ") && e.contains("NO_SUCH_FEATURE"),
+        "{e}"
+    );
+    let e = error("[tunables]\nno_such = 1");
+    assert!(
+        e.starts_with("dir/s.toml: key `tunables.no_such`: unknown tunable (valid: ")
+            && e.contains("imbalance_pct"),
+        "{e}"
+    );
+    let e = error("workloads = \"busy:threads=0\"");
+    assert!(
+        e.starts_with("dir/s.toml: key `workloads[0]`: busy: "),
+        "{e}"
+    );
+}
+
+#[test]
+fn syntax_errors_name_the_line_and_column() {
+    let e = error("topology = \"hikey\"\nruns = = 3\n");
+    assert!(e.starts_with("dir/s.toml:2:"), "{e}");
+    assert!(e.contains("not valid TOML"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    let e = format!(
+        "{:#}",
+        ScenarioFile::load(Path::new("/nonexistent/x.toml")).unwrap_err()
+    );
+    assert!(
+        e.starts_with("/nonexistent/x.toml: cannot read the scenario file: "),
+        "{e}"
+    );
+}
+
+#[test]
+fn settings_route_every_kind_of_name() {
+    let s = Settings::new(
+        8,
+        &["NO_WA_BIAS,imbalance_pct=125".to_owned()],
+        &[
+            "busy_factor=32".to_owned(),
+            "cost_ipi_ns=7".to_owned(),
+            "tick_jitter_ns=0".to_owned(),
+            "migration_cost_ns=1".to_owned(),
+        ],
+    )
+    .unwrap();
+    assert!(
+        !s.features
+            .enabled(lbsim_rq::SchedFeat::from_name("WA_BIAS").unwrap())
+    );
+    assert_eq!((s.sd.imbalance_pct, s.sd.busy_factor), (125, 32));
+    assert_eq!(s.cost.ipi_ns, 7);
+    assert_eq!(s.engine.tick_jitter_ns, 0);
+    assert_eq!(s.tunables.migration_cost_ns, 1);
+    let e = format!(
+        "{:#}",
+        Settings::new(8, &[], &["bogus=1".to_owned()]).unwrap_err()
+    );
+    assert!(
+        e.starts_with("--set bogus=1: unknown name `bogus` (valid: "),
+        "{e}"
+    );
+}
