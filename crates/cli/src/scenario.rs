@@ -184,6 +184,76 @@ pub fn workload_warnings(spec: &WorkloadSpec) -> Vec<String> {
         .collect()
 }
 
+/// What `lbsim run` takes from a scenario file and its flags; flags override the file (lists of
+/// features and sets are appended after the file's, so their values win).
+#[derive(Clone, Debug, Default)]
+pub struct RunInputs {
+    /// The scenario file, if any.
+    pub file: Option<std::path::PathBuf>,
+    /// `--topology`.
+    pub topology: Option<String>,
+    /// `--workload` (replaces the file's when given).
+    pub workloads: Vec<String>,
+    /// `--duration` (default 1s).
+    pub duration: Option<String>,
+    /// `--seed` (default 1).
+    pub seed: Option<u64>,
+    /// `--features`.
+    pub features: Vec<String>,
+    /// `--set`.
+    pub sets: Vec<String>,
+}
+
+impl RunInputs {
+    /// The scenario and seed to run.
+    ///
+    /// # Errors
+    /// A bad file, a bad duration, or no topology at all.
+    pub fn resolve(&self) -> anyhow::Result<(Scenario, u64)> {
+        let file = match &self.file {
+            Some(p) => ScenarioFile::load(p)?,
+            None => ScenarioFile::default(),
+        };
+        self.merge(file)
+    }
+
+    /// The scenario and seed of `file` overridden by these flags (`self.file` is not read).
+    ///
+    /// # Errors
+    /// A bad duration, or no topology at all.
+    pub fn merge(&self, file: ScenarioFile) -> anyhow::Result<(Scenario, u64)> {
+        let topology = self.topology.clone().or(file.topology).with_context(|| {
+            "--topology is required (a CPU count, key=value list, preset or file), or a \
+             scenario file"
+        })?;
+        let workloads = if self.workloads.is_empty() {
+            file.workloads.unwrap_or_default()
+        } else {
+            self.workloads.clone()
+        };
+        let duration_ns = match &self.duration {
+            Some(d) => {
+                lbsim_pelt::parse_duration_ns(d).with_context(|| format!("--duration `{d}`"))?
+            }
+            None => file.duration_ns.unwrap_or(1_000_000_000),
+        };
+        let mut features = file.features;
+        features.extend(self.features.iter().cloned());
+        let mut sets = file.sets;
+        sets.extend(self.sets.iter().cloned());
+        Ok((
+            Scenario {
+                topology,
+                workloads,
+                features,
+                sets,
+                duration_ns,
+            },
+            self.seed.or(file.seed).unwrap_or(1),
+        ))
+    }
+}
+
 /// The keys a scenario file may hold, in the order `lbsim` documents them.
 pub const FILE_KEYS: [&str; 10] = [
     "description",

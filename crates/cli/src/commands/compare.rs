@@ -11,7 +11,7 @@ use lbsim_sim::experiment::{AbRuns, Comparison, Control, compare, run_ab};
 use serde_json::json;
 
 use crate::policy::{BalancerKind, make_balancer};
-use crate::scenario::{Scenario, ScenarioFile, workload_warnings};
+use crate::scenario::{RunInputs, Scenario, ScenarioFile, workload_warnings};
 
 /// Output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -163,20 +163,8 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         Some(p) => ScenarioFile::load(p)?,
         None => ScenarioFile::default(),
     };
-    let topology = args.topology.clone().or(file.topology).with_context(|| {
-        "--topology is required (a CPU count, key=value list, preset or file), or a scenario file"
-    })?;
-    let workloads = if args.workloads.is_empty() {
-        file.workloads.unwrap_or_default()
-    } else {
-        args.workloads.clone()
-    };
-    let duration_ns = match &args.duration {
-        Some(d) => lbsim_pelt::parse_duration_ns(d).with_context(|| format!("--duration `{d}`"))?,
-        None => file.duration_ns.unwrap_or(1_000_000_000),
-    };
-    let base = args.base.clone().or(file.base);
-    let patched = args.patched.clone().or(file.patched);
+    let base = args.base.clone().or(file.base.clone());
+    let patched = args.patched.clone().or(file.patched.clone());
     if base.is_none() && patched.is_none() {
         bail!(
             "nothing to compare: give --base and/or --patched (a features list; empty: defaults)"
@@ -186,25 +174,31 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
     if runs == 0 {
         bail!("--runs must be at least 1");
     }
-    let first = args.seed.or(file.seed).unwrap_or(1);
+    let description = file.description.clone();
+    let (scenario, first) = RunInputs {
+        file: None,
+        topology: args.topology.clone(),
+        workloads: args.workloads.clone(),
+        duration: args.duration.clone(),
+        seed: args.seed,
+        features: args.features.clone(),
+        sets: args.sets.clone(),
+    }
+    .merge(file)?;
     let seeds = (0..u64::from(runs))
         .map(|i| first.checked_add(i))
         .collect::<Option<Vec<u64>>>()
         .context("--seed: the seeds overflow u64")?;
-    let mut common = file.features;
-    common.extend(args.features.iter().cloned());
-    let mut sets = file.sets;
-    sets.extend(args.sets.iter().cloned());
     Ok(Plan {
-        description: file.description,
-        topology,
-        workloads,
-        common,
-        sets,
+        description,
+        topology: scenario.topology,
+        workloads: scenario.workloads,
+        common: scenario.features,
+        sets: scenario.sets,
         base: base.unwrap_or_default(),
         patched: patched.unwrap_or_default(),
         seeds,
-        duration_ns,
+        duration_ns: scenario.duration_ns,
     })
 }
 

@@ -8,7 +8,7 @@ use lbsim_workload::Report;
 use serde_json::json;
 
 use crate::policy::{BalancerKind, make_balancer};
-use crate::scenario::{Scenario, workload_warnings};
+use crate::scenario::workload_warnings;
 
 /// Output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -22,19 +22,23 @@ pub enum Format {
 /// Arguments of `lbsim run`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// A scenario file (TOML) holding any of the flags below; flags override it.
+    #[arg(value_name = "FILE.toml")]
+    pub file: Option<std::path::PathBuf>,
     /// Machine spec: a CPU count, key=value list, preset (`lbsim topology --list`) or file.
     #[arg(long, value_name = "SPEC")]
-    pub topology: String,
+    pub topology: Option<String>,
     /// A workload (`busy:threads=4`, `sysbench-cpu:threads=8,requests=1000`,
     /// `rtapp:FILE.json`, ...); repeatable, all run together.
-    #[arg(long = "workload", value_name = "WL", required = true)]
+    #[arg(long = "workload", value_name = "WL")]
     pub workloads: Vec<String>,
-    /// How long to simulate (`500ms`, `2s`); a workload that ends sooner ends the run.
-    #[arg(long, default_value = "1s", value_name = "DURATION")]
-    pub duration: String,
-    /// The master seed.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// How long to simulate (`500ms`, `2s`); a workload that ends sooner ends the run
+    /// [default: 1s].
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// The master seed [default: 1].
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Sched features, as /sys/kernel/debug/sched/features takes them (`NO_X,Y`), and
     /// tunables (`imbalance_pct=125`); repeatable.
     #[arg(long = "features", value_name = "LIST")]
@@ -59,21 +63,22 @@ pub struct Args {
 
 /// Runs `lbsim run`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let duration_ns = lbsim_pelt::parse_duration_ns(&args.duration)
-        .with_context(|| format!("--duration `{}`", args.duration))?;
-    let scenario = Scenario {
+    let (scenario, seed) = crate::scenario::RunInputs {
+        file: args.file.clone(),
         topology: args.topology.clone(),
         workloads: args.workloads.clone(),
+        duration: args.duration.clone(),
+        seed: args.seed,
         features: args.features.clone(),
         sets: args.sets.clone(),
-        duration_ns,
-    };
+    }
+    .resolve()?;
     let built = scenario.build()?;
     for w in workload_warnings(&built.config.workload) {
         eprintln!("lbsim: {w}");
     }
     let mut cfg = built.config;
-    cfg.seed = args.seed;
+    cfg.seed = seed;
     cfg.check = args.check;
     let spec = cfg.workload.clone();
     let balancer = make_balancer(args.balancer, &cfg);
