@@ -10,8 +10,8 @@ use crate::policy::{BalancerKind, make_balancer};
 use crate::repro::{self, LEGEND};
 
 /// Seeds a side at each point when `--runs` is not given: all five experiments then take
-/// about a minute on two cores in a release build.
-pub const DEFAULT_RUNS: u32 = 20;
+/// under two minutes on two cores in a release build (`--runs 20`: about three and a half).
+pub const DEFAULT_RUNS: u32 = 10;
 
 /// Output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -238,7 +238,7 @@ fn prefer_sibling() -> Experiment {
             48 => "48",
             _ => "96",
         },
-        workloads: vec![format!("busy:threads={t}")],
+        workloads: vec![format!("ebizzy:threads={t},runtime=5")],
         reported: vec![
             mean("sched.migrations", Some(r[0]), Some(r[1])),
             mean("sched.context_switches", Some(r[2]), Some(r[3])),
@@ -256,13 +256,12 @@ fn prefer_sibling() -> Experiment {
         title: "sched/fair: Prefer sibling only if local group is under-utilized (v4.13)",
         topology: "power8-22c",
         machine: "IBM POWER8, 22 cores x SMT8 = 176 CPUs (power8-22c)",
-        workload: "ebizzy -t N -S 100 under perf stat: CPU-bound threads, run as always-running \
-                   threads (busy:threads=N) for 10 s",
+        workload: "ebizzy -t N -S 5 (the seed: -S 100) under perf stat",
         common: format!("NO_LB_UTIL_SKIP_SINGLE,{PRE_V5_10},NO_NEWIDLE_BAIL_ON_PENDING"),
         common_why: "the seed's kernel, v4.11, predates v5.7, v5.10 and v6.0",
         base: "NO_PREFER_SIBLING_NR_DIFF",
         patched: "PREFER_SIBLING_NR_DIFF",
-        duration_ns: 10_000_000_000,
+        duration_ns: 6_000_000_000,
         param: "N",
         points: vec![
             point(22, ["366", "123", "1440", "1133"]),
@@ -284,7 +283,7 @@ fn prefer_sibling() -> Experiment {
             col("patched", "sched.context_switches", Side::Patched),
         ]),
         note: "reported: perf stat counts of 100 s runs, averaged over 5; lbsim: counts of \
-               10 s runs",
+               5 s runs",
     }
 }
 
