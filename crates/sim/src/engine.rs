@@ -844,6 +844,9 @@ impl<B: Balancer> Sim<B> {
         let Some(p) = self.rqs[cpu.index()].curr else {
             return;
         };
+        if self.cpus[cpu.index()].newidle.is_some() {
+            return;
+        }
         let c = &mut self.cpus[cpu.index()];
         let from = c.seg_start;
         if now <= from {
@@ -863,6 +866,11 @@ impl<B: Balancer> Sim<B> {
     fn arm_segment(&mut self, cpu: CpuId) {
         let c = &mut self.cpus[cpu.index()];
         c.generation += 1;
+        if c.newidle.is_some() {
+            // In __schedule()'s newly idle balance `curr` is the task leaving the CPU: it
+            // makes no progress and has no action to finish.
+            return;
+        }
         let Some(p) = self.rqs[cpu.index()].curr else {
             return;
         };
