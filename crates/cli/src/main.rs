@@ -4,10 +4,7 @@
 //! user can cause (a malformed spec, flag or file) is reported on stderr as one
 //! clear line naming what is wrong, with exit code 2; nothing panics.
 
-mod commands;
-mod policy;
-mod repro;
-mod scenario;
+use lbsim::commands;
 
 use std::process::ExitCode;
 
