@@ -132,27 +132,123 @@ fn verify(args: &[String]) -> Result<(), String> {
     ];
     let start = Instant::now();
     let mut timings = Vec::new();
+    let total = steps.len() + 2;
     for s in &steps {
         match run_step(s) {
             Ok(secs) => timings.push(format!("{} {secs:.0}s", s.label)),
             Err(e) => {
                 eprintln!(
-                    "verify: FAILED at step `{}` ({} of {} steps passed)",
+                    "verify: FAILED at step `{}` ({} of {total} steps passed)",
                     s.label,
                     timings.len(),
-                    steps.len()
+                );
+                return Err(e);
+            }
+        }
+    }
+    for (label, f) in [
+        ("determinism", determinism as fn() -> Result<f64, String>),
+        ("smoke", smoke),
+    ] {
+        match f() {
+            Ok(secs) => timings.push(format!("{label} {secs:.0}s")),
+            Err(e) => {
+                eprintln!(
+                    "verify: FAILED at step `{label}` ({} of {total} steps passed)",
+                    timings.len()
                 );
                 return Err(e);
             }
         }
     }
     eprintln!(
-        "verify: all {} steps passed in {:.0}s ({})",
-        steps.len(),
+        "verify: all {total} steps passed in {:.0}s ({})",
         start.elapsed().as_secs_f64(),
         timings.join(", ")
     );
     Ok(())
+}
+
+/// The arguments of the determinism check: two experiments, two seeds a side.
+const DETERMINISM_ARGS: [&str; 11] = [
+    "run",
+    "--release",
+    "--locked",
+    "--quiet",
+    "-p",
+    "lbsim",
+    "--",
+    "repro",
+    "fairness",
+    "newidle-bailout",
+    "--runs=2",
+];
+
+/// Runs `cargo ARGS... EXTRA...` and returns its standard output; errors name the step.
+fn capture(label: &str, args: &[&str], extra: &[&str]) -> Result<Vec<u8>, String> {
+    eprintln!("==> [{label}] cargo {} {}", args.join(" "), extra.join(" "));
+    let out = Command::new(cargo())
+        .args(args)
+        .args(extra)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("{label}: cannot run cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("step `{label}` failed ({})", out.status));
+    }
+    Ok(out.stdout)
+}
+
+/// The same `lbsim repro` twice, on one worker thread and on two: the outputs must be
+/// byte-identical (same inputs and seeds give the same results, whatever the thread count).
+fn determinism() -> Result<f64, String> {
+    let start = Instant::now();
+    let a = capture(
+        "determinism",
+        &DETERMINISM_ARGS,
+        &["--format=json", "--jobs=1"],
+    )?;
+    let b = capture(
+        "determinism",
+        &DETERMINISM_ARGS,
+        &["--format=json", "--jobs=2"],
+    )?;
+    if a != b {
+        let (a, b) = (String::from_utf8_lossy(&a), String::from_utf8_lossy(&b));
+        let line = a
+            .lines()
+            .zip(b.lines())
+            .position(|(x, y)| x != y)
+            .map_or(0, |i| i + 1);
+        return Err(format!(
+            "step `determinism` failed: the two runs differ (first at line {line}); \
+             replay with `cargo {} --format=json --jobs=1` and `--jobs=2`",
+            DETERMINISM_ARGS.join(" ")
+        ));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "    [determinism] ok in {secs:.1}s ({} bytes, identical)",
+        a.len()
+    );
+    Ok(secs)
+}
+
+/// The README's main-job command, as a newcomer types it.
+fn smoke() -> Result<f64, String> {
+    let start = Instant::now();
+    let out = capture(
+        "smoke",
+        &["run", "--release", "-p", "lbsim", "--", "repro"],
+        &[],
+    )?;
+    let text = String::from_utf8_lossy(&out);
+    if !text.contains("util-spread") || !text.contains("prefer-sibling") {
+        return Err("step `smoke` failed: `lbsim repro` did not print all five experiments".into());
+    }
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!("    [smoke] ok in {secs:.1}s");
+    Ok(secs)
 }
 
 /// `cargo xtask bench [FILTER]`: every divan benchmark in the workspace, release build.
