@@ -1,6 +1,6 @@
 //! Engine throughput: events per second on an 8-CPU machine running a mixed workload
 //! (always-running threads, periodic threads and a pipe ping-pong pair), with the kernel's
-//! balancer when it is built in, else the trivial policy.
+//! balancer and with the trivial policy (which isolates the engine's own cost).
 //!
 //! Run with `cargo xtask bench engine`; divan prints the time per run and, through the item
 //! counter, events per second.
@@ -10,6 +10,7 @@ use std::sync::Arc;
 use divan::counter::ItemsCount;
 use lbsim_balance::TrivialBalancer;
 use lbsim_balance::cost::CostModel;
+use lbsim_balance::kernel::KernelBalancer;
 use lbsim_rq::{Features, Tunables};
 use lbsim_sim::engine::{EngineTunables, Sim, SimConfig};
 use lbsim_topology::{SdParams, Topology, parse_machine};
@@ -50,6 +51,23 @@ fn mixed_8cpu_trivial(bencher: divan::Bencher<'_, '_>) {
         .events;
     bencher.counter(ItemsCount::new(events)).bench(|| {
         Sim::new(cfg.clone(), TrivialBalancer)
+            .expect("setup")
+            .run()
+            .expect("run")
+    });
+}
+
+#[divan::bench(sample_count = 10)]
+fn mixed_8cpu_kernel(bencher: divan::Bencher<'_, '_>) {
+    let cfg = config();
+    let kernel = |cfg: &SimConfig| KernelBalancer::new(&cfg.topology, 0, cfg.tunables.hz);
+    let events = Sim::new(cfg.clone(), kernel(&cfg))
+        .expect("setup")
+        .run()
+        .expect("run")
+        .events;
+    bencher.counter(ItemsCount::new(events)).bench(|| {
+        Sim::new(cfg.clone(), kernel(&cfg))
             .expect("setup")
             .run()
             .expect("run")
