@@ -268,6 +268,12 @@ pub trait Balancer {
     fn schedstat_mut(&mut self) -> Option<&mut crate::schedstat::Schedstat> {
         None
     }
+
+    /// The policy's decision record ([`crate::check::Checks`]), if it keeps one: the engine
+    /// enables it under `SimConfig::check`, reports its first violation and its counters.
+    fn checks(&mut self) -> Option<&mut crate::check::Checks> {
+        None
+    }
 }
 
 /// A boxed policy is a policy, so the engine can run a policy chosen at run time.
@@ -308,5 +314,8 @@ impl<B: Balancer + ?Sized> Balancer for Box<B> {
     }
     fn schedstat_mut(&mut self) -> Option<&mut crate::schedstat::Schedstat> {
         (**self).schedstat_mut()
+    }
+    fn checks(&mut self) -> Option<&mut crate::check::Checks> {
+        (**self).checks()
     }
 }

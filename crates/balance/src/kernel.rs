@@ -202,6 +202,10 @@ impl Balancer for KernelBalancer {
     fn schedstat_mut(&mut self) -> Option<&mut crate::schedstat::Schedstat> {
         Some(&mut self.state.schedstat)
     }
+
+    fn checks(&mut self) -> Option<&mut crate::check::Checks> {
+        Some(&mut self.state.checks)
+    }
 }
 
 #[cfg(test)]

@@ -936,6 +936,7 @@ pub fn update_sd_lb_stats(
             }
         }
         let sgs = update_sg_lb_stats(ctx, st, env, sg, local_group, &mut sg_overloaded, pass);
+        st.checks.group_classified(sgs.group_type);
         if local_group {
             sds.local_stat = sgs;
         } else if update_sd_pick_busiest(ctx, st, env, &sds, sg, &sgs) {
@@ -1130,6 +1131,8 @@ pub fn find_busiest_group(
             } else {
                 prefer_sibling_force(ctx, env, &busiest)
             };
+            st.checks
+                .prefer_sibling_exit(ctx, env, &sds, force, pass.now_ns(ctx));
             if force {
                 break 'checks true;
             }
@@ -1157,6 +1160,8 @@ pub fn find_busiest_group(
     };
     debug_assert!(force);
     calculate_imbalance(ctx, env, &mut sds);
+    st.checks
+        .imbalance_calculated(ctx, env, &sds, pass.now_ns(ctx));
     FbgResult {
         busiest: if env.imbalance != 0 {
             sds.busiest
@@ -1701,6 +1706,9 @@ impl LoadBalance {
         let env = &mut self.env;
         let (level, idle) = (env.level, env.idle);
         let sd = env.sd(topo);
+        let mut start =
+            st.checks
+                .lb_pass_begin(ctx, env, pass.work.tasks_examined, pass.now_ns(ctx));
         if !should_we_balance(ctx, env, pass) {
             self.continue_balancing = false;
             return Some(LbExit::Balanced);
@@ -1715,6 +1723,9 @@ impl LoadBalance {
             return Some(LbExit::Balanced);
         };
         debug_assert_ne!(busiest, env.dst_cpu);
+        let busiest_type = fbg.sds.busiest_stat.group_type;
+        st.checks
+            .busiest_queue(ctx, env, busiest_type, busiest, pass.now_ns(ctx));
         st.schedstat
             .sd_mut(this_cpu, level)
             .add_imbalance(idle, env.migration_type, env.imbalance);
@@ -1730,7 +1741,11 @@ impl LoadBalance {
                 // more_balance:
                 ctx.rqs[busiest.index()].update_rq_clock(pass.now_ns(ctx));
                 let cur = detach_tasks(ctx, st, env, pass);
+                let (examined, at) = (pass.work.tasks_examined, pass.now_ns(ctx));
+                st.checks.detached(ctx, env, &start, examined, cur, at);
                 if cur > 0 {
+                    let first = env.tasks.first().copied();
+                    st.checks.attached(ctx, env, &start, first, at);
                     attach_tasks(ctx, env, pass);
                     self.ld_moved += cur;
                 }
@@ -1746,6 +1761,7 @@ impl LoadBalance {
                     env.loop_ = 0;
                     env.loop_break = SCHED_NR_MIGRATE_BREAK;
                     pass.work.redo_passes += 1;
+                    start.examined_base = pass.work.tasks_examined;
                     continue;
                 }
                 break;
@@ -1757,6 +1773,7 @@ impl LoadBalance {
                 st.sgc_mut(psgc).imbalance = true;
             }
             if env.flags & lbf::ALL_PINNED != 0 {
+                st.checks.all_pinned();
                 env.cpus.clear(busiest);
                 if !env
                     .cpus
@@ -1789,6 +1806,7 @@ impl LoadBalance {
                     b.active_balance = true;
                     b.push_cpu = this_cpu;
                     self.active_balance = true;
+                    st.checks.active_balance_requested();
                     pass.stoppers.push(StopperRequest {
                         busiest,
                         push_cpu: this_cpu,

@@ -12,13 +12,15 @@
 //! load_balance() pass), [`rebalance`] (periodic balancing and intervals), [`newidle`]
 //! (newly idle balancing), [`nohz`] (idle load balancer), [`wake`] and [`fork`] (wake-up,
 //! fork and exec placement), [`state`] (per-domain, per-group and nohz state),
-//! [`schedstat`] (/proc/schedstat counters), [`trivial`] (a no-balancing reference).
+//! [`schedstat`] (/proc/schedstat counters), [`check`] (decision records for the invariant
+//! checks), [`trivial`] (a no-balancing reference).
 //!
 //! Deliberately left out: NUMA balancing, group scheduling, CFS bandwidth, energy-aware
 //! scheduling, core scheduling, asym packing priorities (the topology crate does not build
 //! SD_ASYM_PACKING), CPU hotplug, and the proportional-newidle and cache-aware paths of
 //! recent trees.
 
+pub mod check;
 pub mod cost;
 pub mod ctx;
 pub mod fork;

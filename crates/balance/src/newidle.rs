@@ -149,7 +149,9 @@ pub fn sched_balance_newidle_begin(
     };
 
     ctx.rqs[c].update_misfit_status(ctx.tasks, None);
-    if ttwu_pending(ctx, this_cpu, pass.now_ns(ctx)) {
+    let pending = ttwu_pending(ctx, this_cpu, pass.now_ns(ctx));
+    st.checks.newidle_begin(pending);
+    if pending {
         return NewidleProgress::Done(NewidleResult {
             pulled_task: false,
             curr_cost_ns: 0,

@@ -125,6 +125,8 @@ pub struct BalanceState {
     pub serialize_owner: Option<CpuId>,
     /// /proc/schedstat counters.
     pub schedstat: Schedstat,
+    /// The decision record of the balancer's invariants (off unless the engine checks).
+    pub checks: crate::check::Checks,
 }
 
 impl BalanceState {
@@ -220,6 +222,7 @@ impl BalanceState {
             serialize_busy_until_ns: 0,
             serialize_owner: None,
             schedstat: Schedstat::new(topo),
+            checks: crate::check::Checks::default(),
         }
     }
 
