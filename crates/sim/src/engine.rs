@@ -46,6 +46,9 @@ use lbsim_workload::{
 use rand_pcg::Pcg64Mcg;
 use slotmap::SecondaryMap;
 
+#[path = "check.rs"]
+pub mod check;
+
 use crate::metrics::{Fairness, Percentiles, Samples, fairness};
 use crate::queue::EventQueue;
 use crate::rng::{SeedStreams, Stream, below};
@@ -402,6 +405,8 @@ pub struct RunResult {
     pub event_hash: u64,
     /// /proc/schedstat (version 17) at the end of the run, if the policy keeps the counters.
     pub schedstat: Option<String>,
+    /// What the invariant checks saw (with [`SimConfig::check`]).
+    pub checks: Option<check::CheckReport>,
 }
 
 /// The view of pending wake-ups the balancer's passes consult.
@@ -459,12 +464,13 @@ pub struct Sim<B: Balancer> {
     events: u64,
     hash: u64,
     error: Option<SimError>,
+    checker: check::Checker,
 }
 
 impl<B: Balancer> Sim<B> {
     /// Sets up a run: runqueues, background threads, the workload's tasks' start events and
     /// the first ticks.
-    pub fn new(cfg: SimConfig, balancer: B) -> Result<Sim<B>, SimError> {
+    pub fn new(cfg: SimConfig, mut balancer: B) -> Result<Sim<B>, SimError> {
         let topo = cfg.topology.clone();
         let machine = topo.machine();
         let nr_cpus = machine.nr_cpus();
@@ -526,6 +532,7 @@ impl<B: Balancer> Sim<B> {
             .map_or(cfg.duration_ns, |d| d.min(cfg.duration_ns));
         let sync = cfg.workload.new_sync_state();
         let bg_rng = streams.rng(Stream::Background, 0);
+        let checker = check::Checker::new(cfg.check, &mut balancer);
         let mut sim = Sim {
             balancer,
             now: 0,
@@ -548,6 +555,7 @@ impl<B: Balancer> Sim<B> {
             events: 0,
             hash: FNV_OFFSET,
             error: None,
+            checker,
             cfg,
         };
         // Every CPU starts idle with its tick stopped (the idle loop's
@@ -637,6 +645,7 @@ impl<B: Balancer> Sim<B> {
             if self.cfg.check {
                 self.check_invariants()?;
             }
+            self.check_event()?;
             self.iwo_active = self.idle_while_overloaded();
             if self.all_workload_tasks_exited() {
                 break;
@@ -1699,6 +1708,7 @@ impl<B: Balancer> Sim<B> {
     }
 
     fn finish(mut self) -> RunResult {
+        let checks = self.check_report();
         for c in 0..self.cpus.len() {
             let cpu = CpuId(c as u32);
             self.settle(cpu);
@@ -1798,6 +1808,7 @@ impl<B: Balancer> Sim<B> {
         });
         RunResult {
             schedstat,
+            checks,
             sim_time_ns: self.now,
             migrations,
             context_switches: switches,

@@ -1,0 +1,712 @@
+//! The engine's invariant checks (`SimConfig::check`, `lbsim run --check`).
+//!
+//! After every event the engine calls [`Sim::check_event`]. In debug builds it always
+//! checks that simulated time never goes backwards (O(1)); with `check` on it also checks,
+//! and stops the run at the first violation with the time, the CPU, the task and what
+//! broke:
+//!
+//! - **the balancer's decision rules** (invariants 1, 5, 6, 7): the policy's decision
+//!   record ([`lbsim_balance::check::Checks`], enabled here through
+//!   [`Balancer::checks`]) holds the first decision that broke a rule;
+//! - **affinity** (invariant 2): a task pinned to one CPU and sitting on it is never moved
+//!   off it ([`TaskSchedStats`] `nr_migrations` and `task_cpu` unchanged). Running outside
+//!   the affinity, and placements or migrations outside it, are the engine's own checks
+//!   (`check_invariants`, `checked_placement`, `apply_outcome`);
+//! - **task conservation** (invariant 3): every task is in exactly one place: running on
+//!   one CPU (`rq->curr` of `task_cpu(p)`, queued there too), queued on one runqueue
+//!   (`task_cpu(p)`'s `cfs_tasks`), sleeping (off every runqueue, or still queued there as
+//!   a delayed dequeue, or on exactly one wake list), or exited (nowhere); a CPU's `curr`
+//!   that is not running is the previous task of a newly idle balance in progress. Each
+//!   runqueue's `nr_running` and `load.weight` against what it holds is
+//!   `Rq::check_invariants`, run by the engine;
+//! - **PELT** (invariant 4): per entity `util_avg <= 1024`, `runnable_avg <= 1024`,
+//!   `load_avg <= se_weight`; an attached entity is never ahead of its cfs_rq; and each
+//!   cfs_rq's `util_avg`, `runnable_avg`, `load_avg` equal the sum over the entities
+//!   attached to it (each decayed to the cfs_rq's `last_update_time`, as
+//!   `sync_entity_load_avg()` would), plus the pending `removed` sums, within the bound of
+//!   [`pelt_bound`]; a negative excess beyond the bound is a sum that underflowed (or was
+//!   clamped by `sub_positive()`) on a detach;
+//! - **time and waiting** (invariant 8): events are processed in time order; a task that
+//!   waits on a runqueue runs within the bound of [`wait_bound`].
+//!
+//! Determinism (invariant 9) is a property of whole runs (`RunResult::event_hash`), checked
+//! by the workspace's property tests.
+//!
+//! The checks only read the model; a run with `check` on has the same event stream as one
+//! without.
+
+use lbsim_balance::check::CheckCounts;
+use lbsim_pelt::{SeLoad, update_load_avg_se};
+
+use super::*;
+
+/// PELT's half-life in periods (`LOAD_AVG_PERIOD`), and a period in ns of PELT time.
+const LOAD_AVG_PERIOD: f64 = 32.0;
+const PELT_PERIOD_NS: f64 = 1024.0 * 1024.0;
+
+/// The rounding allowance of one entity in a cfs_rq's sums, in units of the averages
+/// (see [`pelt_bound`]).
+pub const PELT_ROUNDING_PER_ENTITY: u64 = 3;
+
+/// The allowance one departure (detach or lazy removal) leaves behind, in units of the
+/// averages (per NICE_0 of weight for load), before it decays (see [`pelt_bound`]):
+/// `2 + 1024 * 1024 / PELT_MIN_DIVIDER`, rounded up.
+pub const PELT_SLACK_PER_DEPARTURE: f64 = 25.0;
+
+/// The bound on `|cfs_rq signal - (sum of its attached entities' signals + removed)|`, for
+/// `n` entities (attached plus pending removals), `weight_units` their weights summed in
+/// units of NICE_0 (`se_weight / 1024`, at least 1 each; 0 for `util_avg` and
+/// `runnable_avg`), and `slack` the decayed allowance of recent departures.
+///
+/// Derivation (kernel arithmetic of pelt.c/fair.c v6.6-v6.12):
+/// - each average is `sum / divider` truncated, separately for every entity and for the
+///   cfs_rq, so the cfs_rq's average exceeds the entities' by less than `n`;
+/// - sums decay (`decay_load()`) and accumulate (`__accumulate_pelt_segments()`) with
+///   truncation at every period boundary an update crosses, and the cfs_rq crosses them in
+///   different updates than each entity: a few units of a sum per boundary per signal,
+///   scaled by 1024 for util and runnable (`contrib << SCHED_CAPACITY_SHIFT`) and by the
+///   weight for load; over PELT's memory (`LOAD_AVG_MAX / 1024`, about 47 periods) and
+///   divided by the divider (about 47000) that is at most 2 units of an average per entity
+///   (per NICE_0 of weight for load) and per cfs_rq;
+/// - a detach subtracts an entity's average exactly but the truncation of the two
+///   averages differs by up to 1, and `max(sum, avg * PELT_MIN_DIVIDER)` may raise the
+///   sum by up to one average unit; a lazy removal subtracts `avg * divider` from the sum
+///   instead of the entity's own sum (up to one unit less), and the same `max()` applies:
+///   [`PELT_SLACK_PER_DEPARTURE`] (2) per departure, decaying with PELT's half-life as
+///   the sum it sits in does.
+///
+/// Hence `bound = 3 * (n + weight_units + 1) + slack`: the first term covers truncation
+/// and boundary rounding with one unit to spare per entity.
+pub fn pelt_bound(n: u64, weight_units: u64, slack: f64) -> u64 {
+    PELT_ROUNDING_PER_ENTITY * (n + weight_units + 1) + slack.ceil() as u64
+}
+
+/// The bound on how long a task that waits on a runqueue may wait before it runs, ns.
+///
+/// `w_max` is the largest `load.weight` of the runqueue (all queued entities, the waiting
+/// task and the running one included) and `n_max` its largest `nr_running` over the wait,
+/// `w_p` the waiting task's weight, `r` the largest slice of the entities queued there over
+/// the wait (`se->slice`, or under the legacy CFS pick `sysctl_sched_latency` if larger),
+/// `q` the tick period (`TICK_NSEC`).
+///
+/// Derivation (EEVDF as in fair.c v6.6-v6.12; `N` is NICE_0's weight, `V` the runqueue's
+/// weighted average vruntime, lag `V - v`): while others run for `t` ns, `V` advances by at
+/// least `t * N / w_max`.
+/// - The waiting task's negative lag when its wait begins is at most the placement clamp
+///   `max(2 r, q) * N / w_p` (a woken or migrated task, `update_entity_lag()`), or what it
+///   overran its slice by when preempted at a tick, `(r + q) * N / w_p`; becoming eligible
+///   therefore takes others at most `(2 r + 2 q) * w_max / w_p` ns of CPU time (one `q`
+///   for the truncation of `V` against joining and leaving tasks).
+/// - Once eligible, its deadline is within one virtual slice `r * N / w_p` of `V`; every
+///   other task picked first (earlier deadline) runs at most its slice plus the tick that
+///   notices its deadline, and moves its deadline on by its own virtual slice, so the
+///   others take at most `(r + q) * w_max / w_p` plus one pick each, `n_max * (r + q)`,
+///   before its deadline is the earliest (`RUN_TO_PARITY` only lets the running task finish
+///   a slice, counted in the same `r + q`).
+/// - The engine adds at most two ticks of gaps in which the CPU does not run a task
+///   although one is queued (the reschedule IPI, interrupts off during a newly idle
+///   balance or a context switch) while the task waits.
+///
+/// Hence `bound = (w_max / w_p) * (3 r + 3 q) + 2 * n_max * (r + q) + 2 q`, with a second
+/// `n_max * (r + q)` for tasks that join with positive lag while the task waits (each is
+/// owed at most one clamped lag, which it is served once). The legacy CFS pick has the same
+/// shape with `sysctl_sched_latency` in place of the slice (a sleeper is placed at most
+/// half a latency behind `min_vruntime`; the running task is preempted at the tick after
+/// its ideal runtime or a latency-sized vruntime lead).
+pub fn wait_bound(w_max: u64, w_p: u64, n_max: u64, r: u64, q: u64) -> u64 {
+    let share = (w_max as u128).div_ceil(w_p.max(1) as u128);
+    let lag = share * u128::from(3 * r + 3 * q);
+    let picks = u128::from(2 * n_max) * u128::from(r + q);
+    (lag + picks + u128::from(2 * q)).min(u128::from(u64::MAX)) as u64
+}
+
+/// What the engine's checks saw, for the "sometimes" side of the invariants.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EngineCounts {
+    /// Events after which the full checks ran.
+    pub events_checked: u64,
+    /// (check, task) pairs where a task pinned to one CPU waited on that CPU's runqueue.
+    pub pinned_waiting: u64,
+    /// (check, task) pairs where a task sat on a wake list.
+    pub on_wakelist: u64,
+    /// (check, task) pairs where a sleeping task was still queued (delayed dequeue).
+    pub delayed_dequeue: u64,
+    /// (check, CPU) pairs where a newly idle balance kept the previous task as `curr`.
+    pub newidle_prev: u64,
+    /// Waits on a runqueue that ended with the task running.
+    pub waits: u64,
+    /// The longest of them, ns.
+    pub max_wait_ns: u64,
+    /// The largest wait over its bound, in thousandths.
+    pub max_wait_per_mille: u64,
+    /// cfs_rq sum comparisons with at least one attached entity.
+    pub pelt_sums_checked: u64,
+    /// The largest `|excess|` over its bound, in thousandths, over all three signals.
+    pub max_pelt_per_mille: u64,
+    /// Entities that left a cfs_rq (detach, removal, exit).
+    pub pelt_departures: u64,
+}
+
+impl EngineCounts {
+    /// Adds `other` to `self` (maxima are maxima).
+    pub fn add(&mut self, other: &EngineCounts) {
+        self.events_checked += other.events_checked;
+        self.pinned_waiting += other.pinned_waiting;
+        self.on_wakelist += other.on_wakelist;
+        self.delayed_dequeue += other.delayed_dequeue;
+        self.newidle_prev += other.newidle_prev;
+        self.waits += other.waits;
+        self.max_wait_ns = self.max_wait_ns.max(other.max_wait_ns);
+        self.max_wait_per_mille = self.max_wait_per_mille.max(other.max_wait_per_mille);
+        self.pelt_sums_checked += other.pelt_sums_checked;
+        self.max_pelt_per_mille = self.max_pelt_per_mille.max(other.max_pelt_per_mille);
+        self.pelt_departures += other.pelt_departures;
+    }
+}
+
+/// What the checks of a run saw: the engine's counters and the balancer's (if its policy
+/// keeps a decision record).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// The engine's counters.
+    pub engine: EngineCounts,
+    /// The balancer's decision-record counters.
+    pub balancer: Option<CheckCounts>,
+}
+
+/// A wait in progress.
+#[derive(Clone, Copy, Debug)]
+struct Wait {
+    cpu: CpuId,
+    since_ns: u64,
+    /// `nvcsw + nivcsw` when the wait began: a change means the task ran meanwhile.
+    switches: u64,
+    w_max: u64,
+    n_max: u64,
+    r_max: u64,
+}
+
+/// Where a pinned task was last seen on its only CPU.
+#[derive(Clone, Copy, Debug)]
+struct Pinned {
+    cpu: CpuId,
+    nr_migrations: u64,
+}
+
+/// The departure allowance of one cfs_rq ([`PELT_SLACK_PER_DEPARTURE`]), decayed in PELT
+/// time.
+#[derive(Clone, Copy, Debug, Default)]
+struct Slack {
+    at_pelt_ns: u64,
+    util: f64,
+    load: f64,
+}
+
+/// One cfs_rq's attached entities: their sums synced to its last update, their number and
+/// their weights in NICE_0 units.
+#[derive(Clone, Copy, Debug, Default)]
+struct PeltSums {
+    util: u128,
+    runnable: u128,
+    load: u128,
+    n: u64,
+    weight_units: u64,
+}
+
+/// The checks' own state.
+#[derive(Debug, Default)]
+pub(super) struct Checker {
+    last_now: u64,
+    waits: SecondaryMap<TaskId, Wait>,
+    pinned: SecondaryMap<TaskId, Pinned>,
+    /// The CPU whose cfs_rq each entity was attached to at the last check.
+    attached: SecondaryMap<TaskId, CpuId>,
+    slack: Vec<Slack>,
+    counts: EngineCounts,
+}
+
+impl Checker {
+    /// The checks of a run; turns the balancer's decision record on if `check` is.
+    pub(super) fn new<B: Balancer>(check: bool, balancer: &mut B) -> Checker {
+        if check && let Some(c) = balancer.checks() {
+            c.enabled = true;
+        }
+        Checker::default()
+    }
+}
+
+/// A broken invariant at `now` on `cpu`.
+fn broken(now: u64, cpu: CpuId, task: Option<&Task>, detail: String) -> SimError {
+    SimError::Invariant {
+        time_ns: now,
+        cpu: cpu.0,
+        task: task.map_or_else(String::new, |t| format!(" task {}", t.name)),
+        detail,
+    }
+}
+
+/// One place a task can be found in.
+#[derive(Clone, Copy, Debug, Default)]
+struct Found {
+    curr: Option<CpuId>,
+    queued: Option<CpuId>,
+    wakelist: Option<CpuId>,
+}
+
+impl<B: Balancer> Sim<B> {
+    /// The checks after an event (see the module documentation).
+    pub(super) fn check_event(&mut self) -> Result<(), SimError> {
+        debug_assert!(
+            self.now >= self.checker.last_now,
+            "simulated time went back from {} ns to {} ns",
+            self.checker.last_now,
+            self.now
+        );
+        if !self.cfg.check {
+            self.checker.last_now = self.now;
+            return Ok(());
+        }
+        if self.now < self.checker.last_now {
+            return Err(broken(
+                self.now,
+                CpuId(0),
+                None,
+                format!(
+                    "simulated time went back from {} ns to {} ns",
+                    self.checker.last_now, self.now
+                ),
+            ));
+        }
+        self.checker.last_now = self.now;
+        self.checker.counts.events_checked += 1;
+        self.check_balancer_record()?;
+        self.check_places()?;
+        self.check_pinned()?;
+        self.check_pelt()?;
+        self.check_waits()
+    }
+
+    /// What the checks saw (with `check` on).
+    pub(super) fn check_report(&mut self) -> Option<CheckReport> {
+        if !self.cfg.check {
+            return None;
+        }
+        Some(CheckReport {
+            engine: self.checker.counts,
+            balancer: self.balancer.checks().map(|c| c.counts),
+        })
+    }
+
+    /// Invariants 1, 5, 6, 7: the first decision the balancer's record saw break a rule.
+    fn check_balancer_record(&mut self) -> Result<(), SimError> {
+        let Some(v) = self
+            .balancer
+            .checks()
+            .and_then(|c| c.first_violation.clone())
+        else {
+            return Ok(());
+        };
+        let task = v.task.and_then(|p| self.tasks.get(p));
+        Err(broken(
+            v.time_ns,
+            v.cpu,
+            task,
+            format!("the balancer broke {}: {}", v.rule, v.decision),
+        ))
+    }
+
+    /// Invariant 3: every task in exactly one place.
+    fn check_places(&mut self) -> Result<(), SimError> {
+        let now = self.now;
+        let mut found: SecondaryMap<TaskId, Found> = SecondaryMap::new();
+        for id in self.tasks.keys() {
+            found.insert(id, Found::default());
+        }
+        let dup = |what: &str, id: TaskId, a: CpuId, b: CpuId, tasks: &Tasks| {
+            broken(
+                now,
+                b,
+                tasks.get(id),
+                format!("{what} on cpu {} and on cpu {}", a.0, b.0),
+            )
+        };
+        for (c, rq) in self.rqs.iter().enumerate() {
+            let cpu = CpuId(c as u32);
+            if let Some(p) = rq.curr {
+                let f = found.get_mut(p).ok_or_else(|| {
+                    broken(now, cpu, None, "curr is a task that does not exist".into())
+                })?;
+                if let Some(other) = f.curr.replace(cpu) {
+                    return Err(dup("is curr", p, other, cpu, &self.tasks));
+                }
+            }
+            for p in rq.cfs.cfs_tasks() {
+                let f = found.get_mut(p).ok_or_else(|| {
+                    broken(
+                        now,
+                        cpu,
+                        None,
+                        "cfs_tasks holds a task that does not exist".into(),
+                    )
+                })?;
+                if let Some(other) = f.queued.replace(cpu) {
+                    return Err(dup("is queued", p, other, cpu, &self.tasks));
+                }
+            }
+            for &(p, _, _) in &self.cpus[c].wakelist {
+                let f = found.get_mut(p).ok_or_else(|| {
+                    broken(
+                        now,
+                        cpu,
+                        None,
+                        "a wake list holds a task that does not exist".into(),
+                    )
+                })?;
+                if let Some(other) = f.wakelist.replace(cpu) {
+                    return Err(dup("is on the wake list", p, other, cpu, &self.tasks));
+                }
+                self.checker.counts.on_wakelist += 1;
+            }
+        }
+        for (id, t) in &self.tasks {
+            let f = found[id];
+            let at = t.cpu;
+            let err = |detail: String| Err(broken(now, at, Some(t), detail));
+            let newidle_prev = f
+                .curr
+                .and_then(|c| self.cpus[c.index()].newidle.as_ref())
+                .and_then(|n| n.0)
+                == Some(id);
+            if let Some(c) = f.curr
+                && c != at
+            {
+                return err(format!("is curr of cpu {} but task_cpu is {}", c.0, at.0));
+            }
+            if let Some(c) = f.queued {
+                if c != at {
+                    return err(format!("is queued on cpu {} but task_cpu is {}", c.0, at.0));
+                }
+                if !t.se.on_rq {
+                    return err(format!("is on cpu {}'s cfs_tasks but not on_rq", c.0));
+                }
+            } else if t.se.on_rq {
+                return err("is on_rq but on no runqueue's cfs_tasks".into());
+            }
+            if f.wakelist.is_some() && (t.se.on_rq || t.state != TaskState::Sleeping) {
+                return err(format!(
+                    "is on a wake list while {:?} (on_rq {})",
+                    t.state, t.se.on_rq
+                ));
+            }
+            match t.state {
+                TaskState::Running => {
+                    if f.curr.is_none() || f.queued.is_none() {
+                        return err(format!(
+                            "is running but curr of {:?} and queued on {:?}",
+                            f.curr, f.queued
+                        ));
+                    }
+                }
+                TaskState::Queued => {
+                    if f.curr.is_some() || f.queued.is_none() || t.se.sched_delayed {
+                        return err(format!(
+                            "is runnable but curr of {:?}, queued on {:?}, delayed {}",
+                            f.curr, f.queued, t.se.sched_delayed
+                        ));
+                    }
+                }
+                TaskState::Sleeping => {
+                    if f.curr.is_some() && !newidle_prev {
+                        return err("is sleeping but curr of its CPU".into());
+                    }
+                    if f.queued.is_some() && !t.se.sched_delayed {
+                        return err("is sleeping but queued without a delayed dequeue".into());
+                    }
+                    if f.queued.is_some() {
+                        self.checker.counts.delayed_dequeue += 1;
+                    }
+                }
+                TaskState::Exited | TaskState::New => {
+                    let curr_ok = f.curr.is_none() || newidle_prev;
+                    if !curr_ok || f.queued.is_some() || f.wakelist.is_some() {
+                        return err(format!(
+                            "is {:?} but curr of {:?}, queued on {:?}, on the wake list of {:?}",
+                            t.state, f.curr, f.queued, f.wakelist
+                        ));
+                    }
+                }
+            }
+            if newidle_prev {
+                self.checker.counts.newidle_prev += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Invariant 2: a task pinned to one CPU and sitting on it never leaves it.
+    fn check_pinned(&mut self) -> Result<(), SimError> {
+        for (id, t) in &self.tasks {
+            let only = if t.cpus_mask.weight() == 1 {
+                t.cpus_mask.first()
+            } else {
+                None
+            };
+            let Some(only) = only else {
+                self.checker.pinned.remove(id);
+                continue;
+            };
+            if let Some(prev) = self.checker.pinned.get(id)
+                && prev.cpu == only
+                && (t.cpu != only || t.se.nr_migrations != prev.nr_migrations)
+            {
+                return Err(broken(
+                    self.now,
+                    only,
+                    Some(t),
+                    format!(
+                        "pinned to cpu {} but moved (now task_cpu {}, {} migration(s) since)",
+                        only.0,
+                        t.cpu.0,
+                        t.se.nr_migrations - prev.nr_migrations
+                    ),
+                ));
+            }
+            if t.cpu == only && t.state != TaskState::Exited {
+                self.checker.pinned.insert(
+                    id,
+                    Pinned {
+                        cpu: only,
+                        nr_migrations: t.se.nr_migrations,
+                    },
+                );
+                if t.state == TaskState::Queued {
+                    self.checker.counts.pinned_waiting += 1;
+                }
+            } else {
+                self.checker.pinned.remove(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Invariant 4: PELT bounds per entity, and each cfs_rq's sums against its entities'.
+    fn check_pelt(&mut self) -> Result<(), SimError> {
+        let now = self.now;
+        let nr = self.rqs.len();
+        if self.checker.slack.len() != nr {
+            self.checker.slack = vec![Slack::default(); nr];
+        }
+        let mut sums = vec![PeltSums::default(); nr];
+        let mut departed: Vec<(CpuId, u64)> = Vec::new();
+        for (id, t) in &self.tasks {
+            let err = |detail: String| Err(broken(now, t.cpu, Some(t), detail));
+            let a = &t.se.avg;
+            let w = t.se.se_weight();
+            if a.util_avg > 1024 || a.runnable_avg > 1024 || a.load_avg > w {
+                return err(format!(
+                    "entity signals out of bounds: util_avg {} runnable_avg {} (max 1024), \
+                     load_avg {} (weight {w})",
+                    a.util_avg, a.runnable_avg, a.load_avg
+                ));
+            }
+            let c = t.cpu.index();
+            // An exiting task stays attached until task_dead_fair(), after a newly idle
+            // balance of its CPU.
+            let exit_pending = t.state == TaskState::Exited
+                && self.rqs[c].curr == Some(id)
+                && self.cpus[c].newidle.is_some();
+            let attached = a.last_update_time != 0
+                && (t.state != TaskState::Exited || exit_pending)
+                && t.state != TaskState::New;
+            if let Some(prev) = self.checker.attached.get(id).copied()
+                && (!attached || prev != t.cpu)
+            {
+                departed.push((prev, w));
+            }
+            if !attached {
+                self.checker.attached.remove(id);
+                continue;
+            }
+            self.checker.attached.insert(id, t.cpu);
+            let rq = &self.rqs[c];
+            let lut = rq.cfs.avg.avg.last_update_time;
+            if a.last_update_time > lut {
+                return err(format!(
+                    "entity updated at PELT time {} ns, after its cfs_rq ({lut} ns)",
+                    a.last_update_time
+                ));
+            }
+            // sync_entity_load_avg(): the entity's sums at its cfs_rq's last update.
+            let mut synced = *a;
+            let load = SeLoad {
+                weight: w,
+                on_rq: t.se.on_rq,
+                runnable: u64::from(t.se.on_rq && !t.se.sched_delayed),
+                curr: rq.cfs.curr == Some(id),
+            };
+            update_load_avg_se(lut, &mut synced, &load, false);
+            let s = &mut sums[c];
+            s.util += u128::from(synced.util_sum);
+            s.runnable += u128::from(synced.runnable_sum);
+            s.load += u128::from(w) * u128::from(synced.load_sum);
+            s.n += 1;
+            s.weight_units += (w / 1024).max(1);
+        }
+        for (cpu, w) in departed {
+            let s = &mut self.checker.slack[cpu.index()];
+            s.util += PELT_SLACK_PER_DEPARTURE;
+            s.load += PELT_SLACK_PER_DEPARTURE * (w as f64 / 1024.0).max(1.0);
+            self.checker.counts.pelt_departures += 1;
+        }
+        for (c, rq) in self.rqs.iter().enumerate() {
+            let cfs = &rq.cfs.avg;
+            let lut = cfs.avg.last_update_time;
+            let slack = &mut self.checker.slack[c];
+            if lut > slack.at_pelt_ns {
+                let periods = (lut - slack.at_pelt_ns) as f64 / PELT_PERIOD_NS;
+                let f = (-periods / LOAD_AVG_PERIOD).exp2();
+                slack.util *= f;
+                slack.load *= f;
+                slack.at_pelt_ns = lut;
+            }
+            let s = sums[c];
+            let removed = cfs.removed;
+            let n = s.n + u64::from(removed.nr);
+            if n == 0 && cfs.avg.util_sum == 0 && cfs.avg.load_sum == 0 {
+                continue;
+            }
+            self.checker.counts.pelt_sums_checked += u64::from(n > 0);
+            // The removed entities' sums, as update_cfs_rq_load_avg() will subtract them.
+            let divider = u128::from(cfs.avg.get_pelt_divider());
+            let checks = [
+                (
+                    "util_sum",
+                    u128::from(cfs.avg.util_sum),
+                    s.util + u128::from(removed.util_avg) * divider,
+                    pelt_bound(n, 0, slack.util),
+                ),
+                (
+                    "runnable_sum",
+                    u128::from(cfs.avg.runnable_sum),
+                    s.runnable + u128::from(removed.runnable_avg) * divider,
+                    pelt_bound(n, 0, slack.util),
+                ),
+                (
+                    "load_sum",
+                    u128::from(cfs.avg.load_sum),
+                    s.load + u128::from(removed.load_avg) * divider,
+                    pelt_bound(n, s.weight_units + u64::from(removed.nr), slack.load),
+                ),
+            ];
+            for (name, have, want, bound) in checks {
+                // In units of the averages: sums over the divider.
+                let excess = (have as i128 - want as i128) / divider as i128;
+                let per_mille = (excess.unsigned_abs() * 1000 / u128::from(bound.max(1))) as u64;
+                let m = &mut self.checker.counts.max_pelt_per_mille;
+                *m = (*m).max(per_mille);
+                if excess.unsigned_abs() > u128::from(bound) {
+                    let what = if excess < 0 {
+                        "below (a sum underflowed or was clamped on a detach)"
+                    } else {
+                        "above"
+                    };
+                    return Err(broken(
+                        now,
+                        CpuId(c as u32),
+                        None,
+                        format!(
+                            "cfs_rq {name} {have} is {} average units {what} the sum of its {n} \
+                             attached and removed entities' ({want}, divider {divider}); bound {bound}",
+                            excess.unsigned_abs()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Invariant 8: a task that waits on a runqueue runs within [`wait_bound`].
+    fn check_waits(&mut self) -> Result<(), SimError> {
+        let now = self.now;
+        let q = self.tick_nsec;
+        let legacy = self.cfg.tunables.sched_policy == lbsim_rq::SchedPolicy::Cfs;
+        let base = if legacy {
+            self.cfg
+                .tunables
+                .latency_ns
+                .max(self.cfg.tunables.base_slice_ns)
+        } else {
+            self.cfg.tunables.base_slice_ns
+        };
+        // The largest slice queued on each runqueue now.
+        let mut r_now = vec![base; self.rqs.len()];
+        for (_, t) in &self.tasks {
+            if t.se.on_rq {
+                let r = &mut r_now[t.cpu.index()];
+                *r = (*r).max(t.se.slice);
+            }
+        }
+        for (id, t) in &self.tasks {
+            let c = t.cpu;
+            let rq = &self.rqs[c.index()];
+            let waiting = t.state == TaskState::Queued && rq.curr != Some(id);
+            let switches = t.nvcsw + t.nivcsw;
+            let (w_now, n_now) = (rq.cfs.load.weight, u64::from(rq.nr_running));
+            let cur = self.checker.waits.get(id).copied();
+            let restart = match cur {
+                None => true,
+                Some(w) => w.cpu != c || w.switches != switches,
+            };
+            if let Some(w) = cur
+                && (restart || !waiting)
+            {
+                // The wait ended (the task ran, moved or left the runqueue).
+                let ran = w.switches != switches || rq.curr == Some(id);
+                self.checker.counts.waits += u64::from(ran);
+                self.checker.waits.remove(id);
+            }
+            if !waiting {
+                continue;
+            }
+            let w = if restart {
+                Wait {
+                    cpu: c,
+                    since_ns: now,
+                    switches,
+                    w_max: w_now,
+                    n_max: n_now,
+                    r_max: r_now[c.index()],
+                }
+            } else {
+                let mut w = cur.expect("not a restart");
+                w.w_max = w.w_max.max(w_now);
+                w.n_max = w.n_max.max(n_now);
+                w.r_max = w.r_max.max(r_now[c.index()]);
+                w
+            };
+            self.checker.waits.insert(id, w);
+            let waited = now - w.since_ns;
+            let bound = wait_bound(w.w_max, t.se.load.weight, w.n_max, w.r_max, q);
+            let counts = &mut self.checker.counts;
+            counts.max_wait_ns = counts.max_wait_ns.max(waited);
+            counts.max_wait_per_mille = counts
+                .max_wait_per_mille
+                .max((u128::from(waited) * 1000 / u128::from(bound.max(1))) as u64);
+            if waited > bound {
+                return Err(broken(
+                    now,
+                    c,
+                    Some(t),
+                    format!(
+                        "runnable since {} ns and not run for {waited} ns, over the bound of \
+                         {bound} ns (weight {} of at most {} queued, nr_running at most {}, \
+                         slice {} ns, tick {q} ns)",
+                        w.since_ns, t.se.load.weight, w.w_max, w.n_max, w.r_max
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
