@@ -1274,6 +1274,15 @@ impl<B: Balancer> Sim<B> {
             TaskState::Sleeping => {}
             _ => return,
         }
+        // Already woken onto a wake list (its task_cpu's): the kernel's task is TASK_WAKING
+        // by then, so a second waker's ttwu_state_match() fails and it does nothing.
+        if self.cpus[self.tasks[id].cpu.index()]
+            .wakelist
+            .iter()
+            .any(|&(p, _, _)| p == id)
+        {
+            return;
+        }
         self.charge(this_cpu, self.cfg.cost.wakeup_ns);
         self.cpus[this_cpu.index()].stat.ttwu_count += 1;
         let prev_cpu = self.tasks[id].cpu;
