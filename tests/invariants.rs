@@ -1,0 +1,636 @@
+//! The invariant suites: random machines, workload mixes, affinity masks and feature sets,
+//! run under the kernel balancer with every invariant check on (`SimConfig::check`, the
+//! engine's checks and the balancer's decision record), so a run stops at the first
+//! violation.
+//!
+//! Named invariants (see `lbsim_sim::engine::check` and `lbsim_balance::check`):
+//! 1. with LB_UTIL_SKIP_SINGLE, migrate_util never picks a source with nr_running <= 1;
+//! 2. no task runs, is placed or is migrated outside its affinity; a task pinned to one CPU
+//!    is never migrated;
+//! 3. task conservation: every task in exactly one place; each runqueue's nr_running and
+//!    load.weight equal what it holds;
+//! 4. PELT: per-entity bounds; cfs_rq sums equal their attached entities' within the
+//!    kernel's rounding; no sum underflows on detach;
+//! 5. with NEWIDLE_BAIL_ON_PENDING, a newly idle pass never pulls onto a CPU that had a
+//!    runnable task or a pending wake-up when the pass began;
+//! 6. with PREFER_SIBLING_NR_DIFF, prefer_sibling never forces a balance for a task-count
+//!    difference of one or less;
+//! 7. detach_tasks examines at most loop_max tasks per pass and never empties the source
+//!    for an idle destination;
+//! 8. simulated time never goes backwards; a waiting task runs within its bound;
+//! 9. determinism: same inputs and seed, same event hash (checks on or off); results
+//!    independent of the experiment runner's thread count.
+//!
+//! Each "always" is paired with "sometimes" counters summed over the suite's cases and
+//! asserted at the end, so the suite cannot pass without reaching the states the
+//! invariants are about.
+//!
+//! Case counts: `PROPTEST_CASES` (proptest's default config reads it; `cargo xtask verify`
+//! sets 64). `LBSIM_FULL_TESTS` (set by `cargo xtask verify --full`) selects larger
+//! machines, more tasks and longer runs. A failing case prints the seed and the `lbsim run`
+//! command that replays it.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::sync::Arc;
+
+use lbsim_balance::check::CheckCounts;
+use lbsim_balance::cost::CostModel;
+use lbsim_balance::ctx::Balancer;
+use lbsim_balance::kernel::KernelBalancer;
+use lbsim_balance::lb::{GroupType, MigrationType};
+use lbsim_rq::{Features, SchedFeat, Tunables};
+use lbsim_sim::engine::check::EngineCounts;
+use lbsim_sim::engine::{EngineTunables, RunResult, Sim, SimConfig, SimError};
+use lbsim_sim::experiment::{Control, run_seeds};
+use lbsim_topology::{SdParams, Topology, parse_machine};
+use lbsim_workload::parse_workloads;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, FileFailurePersistence, RngSeed, TestCaseError, TestRunner};
+
+/// Whether the slow variant runs (`cargo xtask verify --full`).
+fn full() -> bool {
+    std::env::var_os("LBSIM_FULL_TESTS").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The features the suites toggle: the experiment switches and the pick/placement
+/// features whose paths differ.
+const TOGGLED: [SchedFeat; 16] = [
+    SchedFeat::LbUtilSkipSingle,
+    SchedFeat::NewidleBailOnPending,
+    SchedFeat::PreferSiblingNrDiff,
+    SchedFeat::LbRelaxByFailed,
+    SchedFeat::LbTipAvgHigh,
+    SchedFeat::IdleReserve,
+    SchedFeat::LbBusyIntervalSkew,
+    SchedFeat::RunToParity,
+    SchedFeat::PlaceLag,
+    SchedFeat::PlaceDeadlineInitial,
+    SchedFeat::DelayDequeue,
+    SchedFeat::NextBuddy,
+    SchedFeat::CacheHotBuddy,
+    SchedFeat::TtwuQueue,
+    SchedFeat::SisUtil,
+    SchedFeat::WakeupPreemption,
+];
+
+/// One random scenario: everything `lbsim run` takes.
+#[derive(Clone)]
+struct Case {
+    machine: String,
+    workloads: Vec<String>,
+    /// Kernel-style feature writes (`NO_X`, `Y`) and tunables (`hz=1000`).
+    features: Vec<String>,
+    duration_ms: u64,
+    seed: u64,
+}
+
+impl Case {
+    /// The `lbsim run` command that replays this case.
+    fn command(&self) -> String {
+        let mut s = format!("lbsim run --topology '{}'", self.machine);
+        for w in &self.workloads {
+            s.push_str(&format!(" --workload '{w}'"));
+        }
+        s.push_str(&format!(
+            " --duration {}ms --seed {}",
+            self.duration_ms, self.seed
+        ));
+        if !self.features.is_empty() {
+            s.push_str(&format!(" --features '{}'", self.features.join(",")));
+        }
+        s.push_str(" --check");
+        s
+    }
+
+    fn config(&self, check: bool) -> SimConfig {
+        let machine = parse_machine(&self.machine).expect("machine spec");
+        let topology = Arc::new(Topology::build(&machine, &SdParams::default()).expect("topology"));
+        let mut tunables = Tunables::new(topology.nr_cpus() as u32);
+        let mut features = Features::defaults();
+        let mut cost = CostModel::default();
+        let mut engine = EngineTunables::default();
+        // As `lbsim run --features` routes them: cost and engine tunables by name, the rest
+        // to the scheduler tunables.
+        for f in &self.features {
+            match f.split_once('=') {
+                Some((k, v)) if CostModel::is_tunable(k) => cost.set(k, v).expect("cost"),
+                Some((k, v)) if EngineTunables::is_tunable(k) => engine.set(k, v).expect("engine"),
+                Some(_) => tunables.set_assignment(f).expect("tunable"),
+                None => features.apply(f).expect("feature"),
+            }
+        }
+        SimConfig {
+            topology,
+            workload: parse_workloads(&self.workloads).expect("workload"),
+            features,
+            tunables,
+            cost,
+            engine,
+            duration_ns: self.duration_ms * 1_000_000,
+            seed: self.seed,
+            check,
+        }
+    }
+
+    fn enabled(&self, f: SchedFeat) -> bool {
+        let mut features = Features::defaults();
+        for w in self.features.iter().filter(|w| !w.contains('=')) {
+            features.apply(w).expect("feature");
+        }
+        features.enabled(f)
+    }
+}
+
+impl fmt::Debug for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "seed {}: {}", self.seed, self.command())
+    }
+}
+
+/// A random machine spec and its CPU count.
+fn machine() -> impl Strategy<Value = (String, u32)> {
+    let max_cpus: u32 = if full() { 32 } else { 16 };
+    (
+        1..=2u32,
+        1..=2u32,
+        1..=2u32,
+        1..=4u32,
+        1..=2u32,
+        prop_oneof![Just(20u32), Just(21), Just(31)],
+        prop_oneof![1 => Just(None), 1 => (1..4u32).prop_map(Some)],
+    )
+        .prop_filter("2 to max CPUs", move |&(n, l, c, k, t, _, asym)| {
+            let t = if asym.is_some() { 1 } else { t };
+            (2..=max_cpus).contains(&(n * l * c * k * t))
+        })
+        .prop_map(|(nodes, llcs, clusters, cores, threads, distance, asym)| {
+            // Asymmetric capacities (big.LITTLE) come without SMT, where siblings would
+            // have to share a capacity.
+            let threads = if asym.is_some() { 1 } else { threads };
+            let nr = nodes * llcs * clusters * cores * threads;
+            let mut spec = format!(
+                "nodes={nodes},llcs={llcs},clusters={clusters},cores={cores},threads={threads}"
+            );
+            if nodes > 1 {
+                spec.push_str(&format!(",distance={distance}"));
+            }
+            // The upper half of the CPUs is the LITTLE one.
+            if let Some(step) = asym
+                && nr > 1
+            {
+                let little = nr / 2;
+                let cap = 1024 - 256 * step;
+                spec.push_str(&format!(",capacity=1024x{},{cap}x{little}", nr - little));
+            }
+            (spec, nr)
+        })
+}
+
+/// A cpulist of 1..=max distinct CPUs below `nr`.
+fn cpulist(nr: u32, max: usize) -> impl Strategy<Value = String> {
+    proptest::collection::btree_set(0..nr, 1..=max.min(nr as usize))
+        .prop_map(|set| set.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+}
+
+/// One workload for a machine of `nr` CPUs.
+fn workload(nr: u32) -> impl Strategy<Value = String> {
+    let threads = 1..=nr.min(8) + 2;
+    let nice = prop_oneof![3 => Just(0i32), 1 => Just(-5), 1 => Just(5)];
+    let busy = (
+        threads.clone(),
+        nice.clone(),
+        proptest::option::weighted(0.3, cpulist(nr, 3)),
+    )
+        .prop_map(|(t, n, cpus)| {
+            let mut s = format!("busy:threads={t}");
+            if n != 0 {
+                s.push_str(&format!(",nice={n}"));
+            }
+            if let Some(c) = cpus {
+                s.push_str(&format!(",cpus={c}"));
+            }
+            s
+        });
+    let periodic = (threads.clone(), 100..4000u64, 1..4u64, nice).prop_map(|(t, run, k, n)| {
+        let mut s = format!(
+            "periodic:threads={t},run={run}us,period={}us",
+            run * k + 500
+        );
+        if n != 0 {
+            s.push_str(&format!(",nice={n}"));
+        }
+        s
+    });
+    let pipe = (100..1500u32).prop_map(|l| format!("pipe:loops={l}"));
+    let pingpong = (0..nr, 1..nr, 2..60u64, prop_oneof![Just(0u64), Just(40)]).prop_map(
+        move |(a, d, work, sleep)| {
+            let b = (a + d) % nr;
+            format!(
+                "pingpong:cpus={},{},work={work}us,sleep={sleep}us",
+                a.min(b),
+                a.max(b)
+            )
+        },
+    );
+    let hogs = (cpulist(nr, 3), 1..=2u32).prop_map(|(c, k)| format!("hogs:cpus={c},per_cpu={k}"));
+    let hackbench = (1..=2u32, 1..=3u32, 3..=20u32)
+        .prop_map(|(g, f, l)| format!("hackbench:groups={g},fds={f},loops={l}"));
+    let schbench = (1..=3u32, 1..5u64, 1..5u64).prop_map(|(t, c, s)| {
+        format!("schbench:m=1,t={t},cputime={c}ms,sleeptime={s}ms,runtime=1")
+    });
+    prop_oneof![
+        3 => busy,
+        3 => periodic,
+        1 => pipe,
+        1 => pingpong,
+        2 => hogs,
+        1 => hackbench,
+        1 => schbench,
+    ]
+}
+
+/// Random feature writes and tunables.
+fn features() -> impl Strategy<Value = Vec<String>> {
+    (
+        proptest::collection::vec(any::<bool>(), TOGGLED.len()),
+        prop_oneof![3 => Just(250u32), 1 => Just(1000)],
+        prop_oneof![5 => Just(false), 1 => Just(true)],
+        prop_oneof![2 => Just(None), 1 => prop_oneof![Just(20_000u64), Just(150_000)].prop_map(Some)],
+        prop_oneof![2 => Just(None), 1 => prop_oneof![Just(0u64), Just(300)].prop_map(Some)],
+    )
+        .prop_map(|(on, hz, cfs, ipi, noise)| {
+            let defaults = Features::defaults();
+            let mut out: Vec<String> = TOGGLED
+                .iter()
+                .zip(on)
+                .filter(|(f, on)| defaults.enabled(**f) != *on)
+                .map(|(f, on)| if on { f.name().to_owned() } else { format!("NO_{}", f.name()) })
+                .collect();
+            if hz != 250 {
+                out.push(format!("hz={hz}"));
+            }
+            if cfs {
+                out.push("sched_policy=cfs".to_owned());
+            }
+            // A slow IPI widens the windows in which a CPU has tasks queued but has not
+            // scheduled yet; more background wake-ups mean more pinned kernel threads.
+            if let Some(ns) = ipi {
+                out.push(format!("cost_ipi_ns={ns}"));
+            }
+            if let Some(hz) = noise {
+                out.push(format!("background_wakeups_hz={hz}"));
+            }
+            out
+        })
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    let (max_workloads, durations) = if full() {
+        (5, 200..=600u64)
+    } else {
+        (3, 60..=150u64)
+    };
+    machine()
+        .prop_flat_map(move |(m, nr)| {
+            (
+                Just(m),
+                proptest::collection::vec(workload(nr), 1..=max_workloads),
+                features(),
+                durations.clone(),
+                0..10_000u64,
+            )
+        })
+        .prop_map(|(machine, workloads, features, duration_ms, seed)| Case {
+            machine,
+            workloads,
+            features,
+            duration_ms,
+            seed,
+        })
+}
+
+/// Where failing cases are kept (relative to the package, where `cargo test` runs).
+const REGRESSIONS: &str = "proptest-regressions/invariants.txt";
+
+/// The runner: `PROPTEST_CASES` from the environment (proptest's default config), failures
+/// persisted under `tests/proptest-regressions/`.
+fn runner() -> TestRunner {
+    TestRunner::new(config(Config::default().cases))
+}
+
+/// The suite's proptest configuration with `cases` cases: failures persisted, and a fixed
+/// RNG seed unless `PROPTEST_RNG_SEED` sets one, so that the suite (and its "sometimes"
+/// totals) is the same from run to run.
+fn config(cases: u32) -> Config {
+    let mut c = Config {
+        cases,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(REGRESSIONS))),
+        ..Config::default()
+    };
+    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+        c.rng_seed = RngSeed::Fixed(SUITE_RNG_SEED);
+    }
+    c
+}
+
+/// The suite's default proptest RNG seed.
+const SUITE_RNG_SEED: u64 = 0x6c62_7369_6d08;
+
+fn run(case: &Case, check: bool) -> Result<RunResult, SimError> {
+    let cfg = case.config(check);
+    let balancer = KernelBalancer::new(&cfg.topology, 0, cfg.tunables.hz);
+    Sim::new(cfg, balancer)?.run()
+}
+
+/// Sums over the suite's cases of what the checks saw.
+#[derive(Default)]
+struct Totals {
+    cases: u64,
+    engine: EngineCounts,
+    balancer: CheckCounts,
+    /// Cases with the feature on, and the counter of the situation it rules on.
+    util_skip_on_util_passes: u64,
+    util_skip_off_single: u64,
+    bail_on_pending_passes: u64,
+    bail_off_pulls: u64,
+    nr_diff_on_small: u64,
+    nr_diff_off_small_forced: u64,
+    /// From /proc/schedstat: `lb_imbalance_*` sums per migration type, `alb_pushed`.
+    lb_imbalance: [u64; 4],
+    alb_pushed: u64,
+}
+
+/// `lb_imbalance_{load,util,task,misfit}` summed over idle types, and `alb_pushed`, from a
+/// /proc/schedstat version 17 text.
+fn schedstat_sums(text: &str) -> ([u64; 4], u64) {
+    let mut imb = [0u64; 4];
+    let mut pushed = 0;
+    for line in text.lines().filter(|l| l.starts_with("domain")) {
+        let nums: Vec<u64> = line
+            .split_whitespace()
+            .skip(3)
+            .map(|x| x.parse().expect("counter"))
+            .collect();
+        assert_eq!(nums.len(), 45, "{line}");
+        for block in 0..3 {
+            for (t, slot) in imb.iter_mut().enumerate() {
+                *slot += nums[block * 11 + 3 + t];
+            }
+        }
+        pushed += nums[35];
+    }
+    (imb, pushed)
+}
+
+/// Names the group type of `counts.group_types[i]`.
+const GROUP_TYPES: [GroupType; 7] = [
+    GroupType::HasSpare,
+    GroupType::FullyBusy,
+    GroupType::MisfitTask,
+    GroupType::SmtBalance,
+    GroupType::AsymPacking,
+    GroupType::Imbalanced,
+    GroupType::Overloaded,
+];
+
+#[test]
+fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
+    let totals = RefCell::new(Totals::default());
+    let result = runner().run(&case(), |case| {
+        let r = run(&case, true).map_err(|e| {
+            TestCaseError::fail(format!(
+                "invariant broken: {e}\n  seed {}; replay with:\n  {}",
+                case.seed,
+                case.command()
+            ))
+        })?;
+        let checks = r.checks.as_ref().expect("check report");
+        let b = checks
+            .balancer
+            .expect("the kernel balancer keeps a decision record");
+        let mut t = totals.borrow_mut();
+        t.cases += 1;
+        t.engine.add(&checks.engine);
+        t.balancer.add(&b);
+        if case.enabled(SchedFeat::LbUtilSkipSingle) {
+            t.util_skip_on_util_passes += b.migrate_util_passes;
+        } else {
+            t.util_skip_off_single += b.migrate_util_single_source;
+        }
+        if case.enabled(SchedFeat::NewidleBailOnPending) {
+            t.bail_on_pending_passes += b.newidle_passes_pending;
+        } else {
+            t.bail_off_pulls += b.newidle_pulls_despite_pending;
+        }
+        if case.enabled(SchedFeat::PreferSiblingNrDiff) {
+            t.nr_diff_on_small += b.prefer_sibling_small_diff;
+        } else {
+            t.nr_diff_off_small_forced += b.prefer_sibling_small_forced;
+        }
+        let (imb, pushed) = schedstat_sums(r.schedstat.as_deref().expect("schedstat"));
+        for (a, b) in t.lb_imbalance.iter_mut().zip(imb) {
+            *a += b;
+        }
+        t.alb_pushed += pushed;
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    let t = totals.into_inner();
+    let (e, b) = (&t.engine, &t.balancer);
+    eprintln!(
+        "invariant suite: {} cases; engine {e:?}; balancer {b:?}; schedstat lb_imbalance {:?}, \
+         alb_pushed {}",
+        t.cases, t.lb_imbalance, t.alb_pushed
+    );
+    // The "sometimes" side, over the whole suite. With few cases (a PROPTEST_CASES below
+    // the default used by `cargo xtask verify`) some states may not be reached; the
+    // assertions apply from 32 cases on.
+    if t.cases < 32 {
+        return;
+    }
+    let sometimes = [
+        // 1: migrate_util balances happen with the rule on; without it a single-task
+        // source does get picked (so the rule is not vacuous).
+        (
+            "migrate_util balances (LB_UTIL_SKIP_SINGLE on)",
+            t.util_skip_on_util_passes,
+        ),
+        (
+            "single-task migrate_util sources (LB_UTIL_SKIP_SINGLE off)",
+            t.util_skip_off_single,
+        ),
+        // 2: tasks are pinned, and balancing meets them.
+        ("pinned tasks waiting on their CPU", e.pinned_waiting),
+        ("balance passes that met a pinned task", b.some_pinned),
+        ("balance passes that found every task pinned", b.all_pinned),
+        // 3: every kind of place is visited.
+        ("tasks on a wake list", e.on_wakelist),
+        (
+            "sleeping tasks still queued (delayed dequeue)",
+            e.delayed_dequeue,
+        ),
+        (
+            "newly idle balances holding the previous task",
+            e.newidle_prev,
+        ),
+        // 4: PELT sums are compared, and entities leave cfs_rqs.
+        ("cfs_rq sums compared", e.pelt_sums_checked),
+        ("entities detached or removed", e.pelt_departures),
+        // 5: CPUs go newly idle with wake-ups pending.
+        (
+            "newly idle passes begun with work pending (rule on)",
+            t.bail_on_pending_passes,
+        ),
+        // 6: the prefer-sibling difference of one arises with the rule on.
+        (
+            "prefer_sibling differences of one (rule on)",
+            t.nr_diff_on_small,
+        ),
+        // 7: detach_tasks reaches loop_max and keeps a source's last task.
+        ("detach passes at loop_max", b.detach_at_loop_max),
+        // 8: tasks wait and then run.
+        ("waits that ended in a run", e.waits),
+        // Active balance happens.
+        ("active balances requested", b.active_balance_requests),
+        (
+            "active balances that pushed a task (schedstat alb_pushed)",
+            t.alb_pushed,
+        ),
+    ];
+    let missing: Vec<&str> = sometimes
+        .iter()
+        .filter(|(_, n)| *n == 0)
+        .map(|(s, _)| *s)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "never reached over {} cases: {missing:?}",
+        t.cases
+    );
+    // Every migration type occurs (schedstat's lb_imbalance columns, and the decision
+    // record's count of passes that found a busiest queue of that type).
+    for mt in MigrationType::ALL {
+        assert!(
+            t.lb_imbalance[mt.index()] > 0 && b.migration_types[mt.index()] > 0,
+            "{} never occurred over {} cases (schedstat {:?}, passes {:?})",
+            mt.name(),
+            t.cases,
+            t.lb_imbalance,
+            b.migration_types
+        );
+    }
+    // Every group type occurs, except group_asym_packing: lbsim's topology never builds
+    // SD_ASYM_PACKING (see lbsim-balance's crate docs), so no group can be classified so.
+    for (i, gt) in GROUP_TYPES.iter().enumerate() {
+        if *gt == GroupType::AsymPacking {
+            assert_eq!(b.group_types[i], 0, "asym packing without SD_ASYM_PACKING");
+            continue;
+        }
+        assert!(
+            b.group_types[i] > 0,
+            "{} never classified over {} cases: {:?}",
+            gt.name(),
+            t.cases,
+            b.group_types
+        );
+    }
+}
+
+#[test]
+fn runs_are_deterministic_and_checks_do_not_change_them() {
+    // Invariant 9: the same configuration and seed give the same event stream, with the
+    // checks on or off (they only read the model).
+    let mut runner = TestRunner::new(config(Config::default().cases.div_ceil(8).max(2)));
+    let result = runner.run(&case(), |case| {
+        let fail = |what: String| {
+            TestCaseError::fail(format!(
+                "{what}\n  seed {}; replay with:\n  {}",
+                case.seed,
+                case.command()
+            ))
+        };
+        let a = run(&case, true).map_err(|e| fail(format!("invariant broken: {e}")))?;
+        let b = run(&case, true).map_err(|e| fail(format!("invariant broken: {e}")))?;
+        let c = run(&case, false).map_err(|e| fail(format!("run failed: {e}")))?;
+        if a.event_hash != b.event_hash || a.tasks != b.tasks || a.cpus != b.cpus {
+            return Err(fail(format!(
+                "two runs differ: event hash {:#x} vs {:#x}",
+                a.event_hash, b.event_hash
+            )));
+        }
+        if a.event_hash != c.event_hash || a.tasks != c.tasks || a.schedstat != c.schedstat {
+            return Err(fail(format!(
+                "the checks changed the run: event hash {:#x} with, {:#x} without",
+                a.event_hash, c.event_hash
+            )));
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn experiment_results_do_not_depend_on_the_thread_count() {
+    // Invariant 9: run_seeds hands runs to worker threads; outputs land in seed order and
+    // equal the single-threaded ones.
+    let mut runner = TestRunner::new(config(Config::default().cases.div_ceil(16).max(2)));
+    let result = runner.run(&case(), |case| {
+        let cfg = case.config(false);
+        let seeds = [case.seed, case.seed + 1, case.seed + 2];
+        let factory = |cfg: &SimConfig| -> Box<dyn Balancer> {
+            Box::new(KernelBalancer::new(&cfg.topology, 0, cfg.tunables.hz))
+        };
+        let with = |jobs| {
+            run_seeds(
+                &cfg,
+                &seeds,
+                &factory,
+                &Control {
+                    jobs,
+                    ..Control::default()
+                },
+            )
+            .map_err(|e| TestCaseError::fail(format!("{e}\n  replay with:\n  {}", case.command())))
+        };
+        let one = with(1)?;
+        let three = with(3)?;
+        prop_assert_eq!(
+            &one,
+            &three,
+            "results differ between 1 and 3 threads; replay with:\n  {}",
+            case.command()
+        );
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn the_replay_command_names_every_input() {
+    let c = Case {
+        machine: "nodes=2,llcs=1,clusters=1,cores=2,threads=1,distance=21".to_owned(),
+        workloads: vec![
+            "busy:threads=3".to_owned(),
+            "hogs:cpus=1,per_cpu=1".to_owned(),
+        ],
+        features: vec!["NO_LB_UTIL_SKIP_SINGLE".to_owned(), "hz=1000".to_owned()],
+        duration_ms: 80,
+        seed: 42,
+    };
+    assert_eq!(
+        c.command(),
+        "lbsim run --topology 'nodes=2,llcs=1,clusters=1,cores=2,threads=1,distance=21' \
+         --workload 'busy:threads=3' --workload 'hogs:cpus=1,per_cpu=1' --duration 80ms \
+         --seed 42 --features 'NO_LB_UTIL_SKIP_SINGLE,hz=1000' --check"
+    );
+    let cfg = c.config(true);
+    assert!(!cfg.features.enabled(SchedFeat::LbUtilSkipSingle));
+    assert_eq!(cfg.tunables.hz, 1000);
+}
