@@ -4,7 +4,7 @@ use std::io::Write as _;
 
 use anyhow::Context as _;
 use lbsim_sim::engine::{RunResult, Sim};
-use lbsim_workload::Report;
+use lbsim_workload::{Report, ReportKind};
 use serde_json::json;
 
 use crate::policy::{BalancerKind, make_balancer};
@@ -82,9 +82,43 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     cfg.check = args.check;
     let spec = cfg.workload.clone();
     let balancer = make_balancer(args.balancer, &cfg);
-    let result = Sim::new(cfg, balancer)?.run()?;
-    let reports = spec.reports(&result.observations);
+    let mut result = Sim::new(cfg.clone(), balancer)?.run()?;
+    let mut reports = spec.reports(&result.observations);
+    // `schbench -a`: re-run with one more worker per message thread while the p99 stays
+    // below schbench's limit, printing each round's line as the 2016 schbench did.
+    let mut auto_lines = Vec::new();
+    if let [part] = spec.parts.as_slice()
+        && let ReportKind::Schbench(first) = &part.report
+        && first.auto
+    {
+        let mut params = first.clone();
+        auto_lines.push(first_line(&reports[0].text));
+        while let Some(next) = params.auto_next(&reports[0]) {
+            let label = format!(
+                "schbench:m={},t={},cputime={}us,sleeptime={}us,runtime={}s,auto=1",
+                next.m,
+                next.t,
+                next.cputime_ns / 1000,
+                next.sleeptime_ns / 1000,
+                next.runtime_ns / 1_000_000_000
+            );
+            let mut round = cfg.clone();
+            round.workload = next.build(&label).with_context(|| label.clone())?;
+            let balancer = make_balancer(args.balancer, &round);
+            result = Sim::new(round.clone(), balancer)?.run()?;
+            reports = round.workload.reports(&result.observations);
+            auto_lines.push(first_line(&reports[0].text));
+            params = next;
+        }
+    }
     let mut out = std::io::stdout().lock();
+    if args.format == Format::Text && auto_lines.len() > 1 {
+        writeln!(out, "== schbench -a: one round per line ==")?;
+        for l in &auto_lines {
+            writeln!(out, "{l}")?;
+        }
+        writeln!(out, "== the last round ==")?;
+    }
     let text = match args.format {
         Format::Text if args.schedstat => {
             let mut t = text_report(&result, &reports);
@@ -104,6 +138,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other.context("writing the report"),
     }
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or_default().to_owned()
 }
 
 fn us(ns: u64) -> f64 {

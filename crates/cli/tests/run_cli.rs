@@ -1,0 +1,105 @@
+//! `lbsim run` end to end: the report's shape, bad input, and schbench's auto mode.
+
+use std::process::{Command, Output};
+
+fn lbsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lbsim"))
+        .args(args)
+        .output()
+        .expect("the lbsim binary runs")
+}
+
+#[test]
+fn json_report_has_the_documented_fields() {
+    let out = lbsim(&[
+        "run",
+        "--topology",
+        "hikey",
+        "--workload",
+        "busy:threads=9",
+        "--duration",
+        "200ms",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    for key in [
+        "sim_time_ns",
+        "migrations",
+        "context_switches",
+        "idle_while_overloaded_ns",
+        "wakeup_latency_us",
+        "fairness",
+        "tasks",
+        "schedstat",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    for key in ["p50", "p90", "p99", "p999", "max", "count"] {
+        assert!(v["wakeup_latency_us"].get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["tasks"].as_array().map(Vec::len), Some(9));
+    assert_eq!(v["sim_time_ns"], 200_000_000);
+}
+
+#[test]
+fn unknown_tunable_is_one_line_naming_it_with_exit_2() {
+    let out = lbsim(&[
+        "run",
+        "--topology",
+        "4",
+        "--workload",
+        "busy:threads=1",
+        "--set",
+        "imbalance_pcx=125",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("imbalance_pcx") && err.contains("imbalance_pct"),
+        "{err}"
+    );
+}
+
+#[test]
+fn schbench_auto_mode_adds_workers_until_they_no_longer_fit() {
+    // One message thread and t workers are t + 1 threads. On 4 CPUs they all get a CPU up to
+    // t = 3; at t = 4 a woken worker waits behind another's 30 ms spin, the p99 passes
+    // schbench's 2000 us limit and the search stops, as `schbench -a` does.
+    let out = lbsim(&[
+        "run",
+        "--topology",
+        "4",
+        "--workload",
+        "schbench:m=1,t=1,runtime=1,auto=1",
+        "--duration",
+        "2s",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (rounds_text, _last) = text
+        .split_once("== the last round ==")
+        .expect("a round list, then the last round's report");
+    let rounds: Vec<(u32, u64)> = rounds_text
+        .lines()
+        .filter(|l| l.starts_with("cputime 30000 threads"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[3].parse().unwrap(), f[5].parse().unwrap())
+        })
+        .collect();
+    let threads: Vec<u32> = rounds.iter().map(|r| r.0).collect();
+    assert_eq!(threads, vec![1, 2, 3, 4], "{text}");
+    assert!(rounds[..3].iter().all(|r| r.1 < 2000), "{rounds:?}");
+    assert!(rounds[3].1 >= 2000, "{rounds:?}");
+}
