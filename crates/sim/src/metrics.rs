@@ -94,41 +94,13 @@ impl Samples {
     }
 }
 
-/// Fairness of a group of tasks' shares (work done, or runtime).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Fairness {
-    /// Least share over greatest share, in [0, 1]; 1 is perfectly fair. 1 for an empty group.
-    pub min_max_ratio: f64,
-    /// Jain's index (sum x)^2 / (n * sum x^2), in [1/n, 1]; 1 is perfectly fair.
-    pub jain: f64,
-}
+/// Fairness of a group of tasks' shares: the workload crate's definition (min/max ratio and
+/// Jain's index), which the workloads' own reports use too.
+pub use lbsim_workload::report::Fairness;
 
 /// Fairness of `shares` (e.g. each task's work done in ns).
 pub fn fairness(shares: &[u64]) -> Fairness {
-    if shares.is_empty() {
-        return Fairness {
-            min_max_ratio: 1.0,
-            jain: 1.0,
-        };
-    }
-    let min = *shares.iter().min().expect("non-empty");
-    let max = *shares.iter().max().expect("non-empty");
-    let min_max_ratio = if max == 0 {
-        1.0
-    } else {
-        min as f64 / max as f64
-    };
-    let sum: f64 = shares.iter().map(|&x| x as f64).sum();
-    let sum_sq: f64 = shares.iter().map(|&x| (x as f64) * (x as f64)).sum();
-    let jain = if sum_sq == 0.0 {
-        1.0
-    } else {
-        sum * sum / (shares.len() as f64 * sum_sq)
-    };
-    Fairness {
-        min_max_ratio,
-        jain,
-    }
+    Fairness::of(shares)
 }
 
 #[cfg(test)]
