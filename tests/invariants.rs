@@ -445,7 +445,11 @@ fn anchors() -> Vec<Case> {
     let case = |machine: &str, workloads: &[&str], features: &str, duration_ms, seed| Case {
         machine: machine.to_owned(),
         workloads: workloads.iter().map(|w| (*w).to_owned()).collect(),
-        features: features.split(',').map(str::to_owned).collect(),
+        features: features
+            .split(',')
+            .filter(|f| !f.is_empty())
+            .map(str::to_owned)
+            .collect(),
         duration_ms,
         seed,
     };
@@ -486,6 +490,29 @@ fn anchors() -> Vec<Case> {
              NO_WAKEUP_PREEMPTION",
             217,
             3671,
+        ),
+        // Rule 5, both sides: hackbench wake-ups across NUMA nodes while periodic tasks
+        // overload some CPUs: newly idle passes begin with a wake-up pending and, without
+        // the rule, pull anyway.
+        case(
+            "nodes=2,cores=4,threads=2",
+            &[
+                "hackbench:groups=2,fds=3,loops=30",
+                "periodic:threads=8,run=2ms,period=3ms",
+            ],
+            "",
+            150,
+            1,
+        ),
+        case(
+            "nodes=2,cores=4,threads=2",
+            &[
+                "hackbench:groups=2,fds=3,loops=30",
+                "periodic:threads=8,run=2ms,period=3ms",
+            ],
+            "NO_NEWIDLE_BAIL_ON_PENDING",
+            150,
+            1,
         ),
         // Rule 7: an idle destination meets a source with queued tasks and nothing running,
         // and leaves it one (two CPUs of different capacity, schbench, no wake lists).
@@ -586,6 +613,10 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
             "newly idle passes begun with work pending (rule on)",
             t.bail_on_pending_passes,
         ),
+        (
+            "newly idle pulls despite work pending (rule off)",
+            t.bail_off_pulls,
+        ),
         // 6: the prefer-sibling difference of one arises with the rule on.
         (
             "prefer_sibling differences of one (rule on)",
@@ -593,7 +624,10 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
         ),
         // 7: detach_tasks reaches loop_max and keeps a source's last task.
         ("detach passes at loop_max", b.detach_at_loop_max),
-        ("idle-destination detaches that left the source its last task", b.detach_kept_last),
+        (
+            "idle-destination detaches that left the source its last task",
+            b.detach_kept_last,
+        ),
         // 8: tasks wait and then run.
         ("waits that ended in a run", e.waits),
         // Active balance happens.
