@@ -15,3 +15,63 @@ fn task_count_difference_follows_the_kernels_normalisation() {
     // ... but not facing a single task.
     assert_eq!(task_count_difference(4, 1, 1, 0), 1);
 }
+
+/// Rule 7 (detach_tasks never empties the source for an idle destination), directed: the
+/// engine rarely leaves a CPU with queued tasks and nothing running while an idle CPU
+/// balances against it, so the random suites cannot be relied on to reach it.
+///
+/// Two NUMA nodes of two CPUs: CPU 0 runs three always-running tasks and CPU 1 two, so
+/// node 0 is overloaded; node 1 is idle. CPU 0's running task is put back as the stopper
+/// does (nothing runs on CPU 0, three tasks queued). CPU 2's idle balance at the NUMA level
+/// has a has_spare local group facing an overloaded busiest group across LLCs: migrate_util
+/// with an imbalance of node 1's whole spare capacity, more than CPU 0's tasks' utilization.
+/// detach_tasks takes tasks while they fit, but must leave CPU 0 its last one.
+#[test]
+fn an_idle_destination_leaves_the_source_its_last_task() {
+    use crate::lb::harness::World;
+    use crate::lb::{CpuIdleType, Pass, load_balance};
+    use lbsim_rq::SchedFeat;
+
+    let mut w = World::new("nodes=2,cores=2");
+    for _ in 0..3 {
+        w.spawn(0, None);
+    }
+    for _ in 0..2 {
+        w.spawn(1, None);
+    }
+    w.run_ticks(100);
+    // Failed balances make cache-hot tasks movable (nr_balance_failed > cache_nice_tries).
+    let level = w.level(2, "NUMA");
+    w.st.sd_mut(CpuId(2), level).nr_balance_failed = 10;
+    {
+        let r = &mut w.rqs[0];
+        let curr = r.curr.expect("CPU 0 runs a task");
+        r.put_prev_task_fair(&mut w.tasks, curr);
+        r.context_switch(&mut w.tasks, None);
+    }
+    assert_eq!((w.rqs[0].nr_running, w.rqs[0].curr), (3, None));
+    w.st.checks.enabled = true;
+    let now = w.now;
+    let (mut ctx, st) = w.split();
+    assert!(ctx.features.enabled(SchedFeat::LbUtilSkipSingle));
+    let mut pass = Pass::new(now);
+    let mut cont = true;
+    let moved = load_balance(
+        &mut ctx,
+        st,
+        CpuId(2),
+        level,
+        CpuIdleType::Idle,
+        &mut cont,
+        &mut pass,
+    );
+    let checks = &w.st.checks;
+    assert_eq!(checks.first_violation, None);
+    assert_eq!(
+        checks.counts.migration_types[MigrationType::Util.index()],
+        1
+    );
+    assert!(moved >= 1, "the idle node pulls");
+    assert_eq!(w.rqs[0].nr_running, 1, "CPU 0 keeps its last task");
+    assert_eq!(checks.counts.detach_kept_last, 1);
+}
