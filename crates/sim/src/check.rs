@@ -1,15 +1,15 @@
 //! The engine's invariant checks (`SimConfig::check`, `lbsim run --check`).
 //!
-//! After every event the engine calls [`Sim::check_event`]. In debug builds it always
-//! checks that simulated time never goes backwards (O(1)); with `check` on it also checks,
-//! and stops the run at the first violation with the time, the CPU, the task and what
-//! broke:
+//! The engine calls `Sim::check_clock` with the time of each event before its clock
+//! moves, and `Sim::check_event` after the event. In debug builds the clock check always
+//! runs (O(1): simulated time never goes backwards); with `check` on both run, and stop the
+//! run at the first violation with the time, the CPU, the task and what broke:
 //!
 //! - **the balancer's decision rules** (invariants 1, 5, 6, 7): the policy's decision
 //!   record ([`lbsim_balance::check::Checks`], enabled here through
 //!   [`Balancer::checks`]) holds the first decision that broke a rule;
 //! - **affinity** (invariant 2): a task pinned to one CPU and sitting on it is never moved
-//!   off it ([`TaskSchedStats`] `nr_migrations` and `task_cpu` unchanged). Running outside
+//!   off it (its `se.nr_migrations` and `task_cpu` unchanged). Running outside
 //!   the affinity, and placements or migrations outside it, are the engine's own checks
 //!   (`check_invariants`, `checked_placement`, `apply_outcome`);
 //! - **task conservation** (invariant 3): every task is in exactly one place: running on
@@ -21,13 +21,17 @@
 //!   `Rq::check_invariants`, run by the engine;
 //! - **PELT** (invariant 4): per entity `util_avg <= 1024`, `runnable_avg <= 1024`,
 //!   `load_avg <= se_weight`; an attached entity is never ahead of its cfs_rq; and each
-//!   cfs_rq's `util_avg`, `runnable_avg`, `load_avg` equal the sum over the entities
+//!   cfs_rq's sums (`util_sum`, `runnable_sum`, `load_sum`) equal the sums of the entities
 //!   attached to it (each decayed to the cfs_rq's `last_update_time`, as
-//!   `sync_entity_load_avg()` would), plus the pending `removed` sums, within the bound of
-//!   [`pelt_bound`]; a negative excess beyond the bound is a sum that underflowed (or was
-//!   clamped by `sub_positive()`) on a detach;
-//! - **time and waiting** (invariant 8): events are processed in time order; a task that
-//!   waits on a runqueue runs within the bound of [`wait_bound`].
+//!   `sync_entity_load_avg()` would; `load_sum` weighted by `se_weight`), plus the pending
+//!   `removed` averages times the divider, within the bound of [`pelt_bound`] expressed in
+//!   units of the averages (sums over the divider). Sums, not averages, because a PELT
+//!   average is recomputed only when an update crosses a period boundary, so the cfs_rq's
+//!   and each entity's averages are snapshots of different moments while their sums are all
+//!   current at the cfs_rq's last update. An excess below minus the bound is a sum that
+//!   underflowed (or was clamped by `sub_positive()`) on a detach;
+//! - **time and waiting** (invariant 8): events are processed in time order (the clock
+//!   check); a task that waits on a runqueue runs within the bound of [`wait_bound`].
 //!
 //! Determinism (invariant 9) is a property of whole runs (`RunResult::event_hash`), checked
 //! by the workspace's property tests.
@@ -53,30 +57,31 @@ pub const PELT_ROUNDING_PER_ENTITY: u64 = 3;
 /// `2 + 1024 * 1024 / PELT_MIN_DIVIDER`, rounded up.
 pub const PELT_SLACK_PER_DEPARTURE: f64 = 25.0;
 
-/// The bound on `|cfs_rq signal - (sum of its attached entities' signals + removed)|`, for
-/// `n` entities (attached plus pending removals), `weight_units` their weights summed in
-/// units of NICE_0 (`se_weight / 1024`, at least 1 each; 0 for `util_avg` and
-/// `runnable_avg`), and `slack` the decayed allowance of recent departures.
+/// The bound on `|cfs_rq sum - (attached entities' sums + removed avg * divider)| /
+/// divider`, for `n` entities (attached plus pending removals), `weight_units` their
+/// weights in units of NICE_0 (`se_weight / 1024`, at least 1 each; 0 for the util and
+/// runnable sums), and `slack` the allowance of recent departures, decayed since.
 ///
-/// Derivation (kernel arithmetic of pelt.c/fair.c v6.6-v6.12):
-/// - each average is `sum / divider` truncated, separately for every entity and for the
-///   cfs_rq, so the cfs_rq's average exceeds the entities' by less than `n`;
-/// - sums decay (`decay_load()`) and accumulate (`__accumulate_pelt_segments()`) with
-///   truncation at every period boundary an update crosses, and the cfs_rq crosses them in
-///   different updates than each entity: a few units of a sum per boundary per signal,
-///   scaled by 1024 for util and runnable (`contrib << SCHED_CAPACITY_SHIFT`) and by the
-///   weight for load; over PELT's memory (`LOAD_AVG_MAX / 1024`, about 47 periods) and
-///   divided by the divider (about 47000) that is at most 2 units of an average per entity
-///   (per NICE_0 of weight for load) and per cfs_rq;
-/// - a detach subtracts an entity's average exactly but the truncation of the two
-///   averages differs by up to 1, and `max(sum, avg * PELT_MIN_DIVIDER)` may raise the
-///   sum by up to one average unit; a lazy removal subtracts `avg * divider` from the sum
-///   instead of the entity's own sum (up to one unit less), and the same `max()` applies:
-///   [`PELT_SLACK_PER_DEPARTURE`] (2) per departure, decaying with PELT's half-life as
-///   the sum it sits in does.
+/// Derivation (the kernel arithmetic of pelt.c and fair.c, v6.6-v6.12):
+/// - Sums decay (`decay_load()`) and accumulate (`__accumulate_pelt_segments()`) with
+///   truncation at each period boundary an update crosses, and the cfs_rq crosses each
+///   boundary in a different update than each entity does: under 2 units of contribution
+///   per boundary, shifted by `SCHED_CAPACITY_SHIFT` for util and runnable and multiplied
+///   by the weight for load. Decaying with PELT over its memory (`LOAD_AVG_MAX / 1024`,
+///   about 47 periods) and divided by the divider (about 47000), that is under 2 average
+///   units per entity (per NICE_0 of weight for load) and for the cfs_rq itself. Rounded
+///   up to [`PELT_ROUNDING_PER_ENTITY`] (3) per entity, per NICE_0 and for the cfs_rq.
+/// - A departure leaves an error in the cfs_rq's sum that then decays with it. A detach
+///   (`detach_entity_load_avg()`) subtracts the entity's own sums, then raises each sum to
+///   `avg * PELT_MIN_DIVIDER` if below (`max_t()`), and the averages are snapshots: the
+///   raise is at most what a sum grows by within one period over the divider, `1024 *
+///   1024 / PELT_MIN_DIVIDER` (about 22) average units, plus one for truncation. A lazy
+///   removal (`update_cfs_rq_load_avg()`) subtracts `removed avg * divider` instead of the
+///   entity's sum, which differs by the same snapshot error, plus the same `max_t()`.
+///   Hence [`PELT_SLACK_PER_DEPARTURE`] (25) per departure (times the weight in NICE_0
+///   units for load), halving every 32 periods of the cfs_rq's PELT time.
 ///
-/// Hence `bound = 3 * (n + weight_units + 1) + slack`: the first term covers truncation
-/// and boundary rounding with one unit to spare per entity.
+/// `bound = 3 * (n + weight_units + 1) + slack`.
 pub fn pelt_bound(n: u64, weight_units: u64, slack: f64) -> u64 {
     PELT_ROUNDING_PER_ENTITY * (n + weight_units + 1) + slack.ceil() as u64
 }
@@ -216,7 +221,6 @@ struct PeltSums {
 /// The checks' own state.
 #[derive(Debug, Default)]
 pub(super) struct Checker {
-    last_now: u64,
     waits: SecondaryMap<TaskId, Wait>,
     pinned: SecondaryMap<TaskId, Pinned>,
     /// The CPU whose cfs_rq each entity was attached to at the last check.
@@ -254,30 +258,30 @@ struct Found {
 }
 
 impl<B: Balancer> Sim<B> {
-    /// The checks after an event (see the module documentation).
-    pub(super) fn check_event(&mut self) -> Result<(), SimError> {
+    /// Invariant 8, first half: the next event, at `t`, is not before the current time.
+    /// Checked in debug builds, and with `check` on, before the clock moves.
+    pub(super) fn check_clock(&self, t: u64) -> Result<(), SimError> {
         debug_assert!(
-            self.now >= self.checker.last_now,
-            "simulated time went back from {} ns to {} ns",
-            self.checker.last_now,
+            t >= self.now,
+            "simulated time went back from {} ns to {t} ns",
             self.now
         );
-        if !self.cfg.check {
-            self.checker.last_now = self.now;
-            return Ok(());
-        }
-        if self.now < self.checker.last_now {
+        if self.cfg.check && t < self.now {
             return Err(broken(
-                self.now,
+                t,
                 CpuId(0),
                 None,
-                format!(
-                    "simulated time went back from {} ns to {} ns",
-                    self.checker.last_now, self.now
-                ),
+                format!("simulated time went back from {} ns to {t} ns", self.now),
             ));
         }
-        self.checker.last_now = self.now;
+        Ok(())
+    }
+
+    /// The checks after an event (see the module documentation).
+    pub(super) fn check_event(&mut self) -> Result<(), SimError> {
+        if !self.cfg.check {
+            return Ok(());
+        }
         self.checker.counts.events_checked += 1;
         self.check_balancer_record()?;
         self.check_places()?;

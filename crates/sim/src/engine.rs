@@ -631,6 +631,7 @@ impl<B: Balancer> Sim<B> {
             }
             let (t, ev) = self.queue.pop().expect("peeked");
             let t = t.as_ns();
+            self.check_clock(t)?;
             if self.iwo_active {
                 self.iwo_ns += t - self.now;
             }
