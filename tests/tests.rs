@@ -4,5 +4,5 @@
 
 mod common;
 mod engine;
-mod invariants;
 mod evidence;
+mod invariants;
