@@ -493,15 +493,7 @@ pub fn is_core_idle(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: u64) -> bool {
 /// both in the 10-bit domain), the load read is `load_avg + min(NICE_0_LOAD,
 /// load.weight / 2)`, so a runqueue that just received tasks looks loaded at once.
 pub fn cpu_load(ctx: &BalanceCtx<'_>, cpu: CpuId) -> u64 {
-    let r = rq(ctx, cpu);
-    let load_avg = r.cfs.avg.avg.load_avg;
-    if ctx.features.enabled(SchedFeat::LbTipAvgHigh) {
-        let weight = lbsim_rq::weights::scale_load_down(r.cfs.load.weight);
-        if weight > 2 * load_avg {
-            return load_avg + NICE_0_LOAD.min(weight / 2);
-        }
-    }
-    load_avg
+    rq(ctx, cpu).cpu_load_lb(ctx.features.enabled(SchedFeat::LbTipAvgHigh))
 }
 
 /// Follows fair.c: cpu_runnable() (v6.6-v6.12): `rq->cfs.avg.runnable_avg`.
@@ -551,15 +543,6 @@ fn update_cpu_capacity(ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> u64 {
 /// with reduced capacity.
 fn sched_reduced_capacity(ctx: &BalanceCtx<'_>, cpu: CpuId, sd: &SchedDomain) -> bool {
     rq(ctx, cpu).cfs.h_nr_running == 1 && check_cpu_capacity(ctx, cpu, sd)
-}
-
-/// Follows fair.c: task_fits_cpu() without uclamp (v6.6-v6.12): `fits_capacity(task_util_est,
-/// capacity_of(cpu))`.
-pub fn task_fits_cpu(ctx: &BalanceCtx<'_>, p: TaskId, cpu: CpuId) -> bool {
-    fits_capacity(
-        lbsim_pelt::task_util_est(&ctx.tasks[p].se.avg),
-        capacity_of(ctx, cpu),
-    )
 }
 
 /// `arch_asym_cpu_priority()`: the generic default, `-cpu` (lower-numbered CPUs preferred).
@@ -1471,7 +1454,7 @@ pub fn detach_tasks(
                     true
                 }
                 MigrationType::Misfit => {
-                    if task_fits_cpu(ctx, p, src) {
+                    if crate::fork::task_fits_cpu(ctx, p, src) {
                         false
                     } else {
                         env.imbalance = 0;

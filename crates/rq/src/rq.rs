@@ -1022,11 +1022,12 @@ impl Rq {
     }
 
     /// The load the balancer reads: [`Rq::cpu_load`], or with `LB_TIP_AVG_HIGH` (lbsim, seed
-    /// 003, never merged) tipped towards the queued weight when the average lags it: if
-    /// `load.weight > 2 * load_avg`, `load_avg + min(NICE_0_LOAD, load.weight / 2)`.
-    pub fn cpu_load_lb(&self) -> u64 {
+    /// 003, never merged; the caller says whether it is on) tipped towards the queued weight
+    /// when the average lags it: if `load.weight > 2 * load_avg`,
+    /// `load_avg + min(NICE_0_LOAD, load.weight / 2)`.
+    pub fn cpu_load_lb(&self, tip_avg_high: bool) -> u64 {
         let load_avg = self.cpu_load();
-        if self.params.feat(SchedFeat::LbTipAvgHigh) {
+        if tip_avg_high {
             let weight = scale_load_down(self.cfs.load.weight);
             if weight > 2 * load_avg {
                 return load_avg + NICE_0_LOAD.min(weight / 2);

@@ -558,14 +558,13 @@ fn tip_avg_high() {
     h.spawn("a", 0);
     h.spawn("b", 0);
     // Fresh tasks: load_avg starts at the full weight, so no tipping yet.
-    assert_eq!(h.rq.cpu_load_lb(), h.rq.cpu_load());
+    assert_eq!(h.rq.cpu_load_lb(true), h.rq.cpu_load());
     h.rq.cfs.avg.avg.load_avg = 300;
-    assert_eq!(h.rq.cpu_load_lb(), 300, "feature off");
-    h.rq.params.features.set(SchedFeat::LbTipAvgHigh, true);
+    assert_eq!(h.rq.cpu_load_lb(false), 300, "feature off");
     // 2048 > 600: 300 + min(1024, 1024).
-    assert_eq!(h.rq.cpu_load_lb(), 1324);
+    assert_eq!(h.rq.cpu_load_lb(true), 1324);
     h.rq.cfs.avg.avg.load_avg = 1024;
-    assert_eq!(h.rq.cpu_load_lb(), 1024, "2048 is not > 2 * 1024");
+    assert_eq!(h.rq.cpu_load_lb(true), 1024, "2048 is not > 2 * 1024");
 }
 
 /// Rule (capacity helpers): fits_capacity() is a 20% margin, capacity_greater() 5%.
