@@ -465,6 +465,8 @@ pub struct Sim<B: Balancer> {
     hash: u64,
     error: Option<SimError>,
     checker: check::Checker,
+    /// Reused by the idle-while-overloaded test (no allocation per event).
+    idle_scratch: Cpumask,
 }
 
 impl<B: Balancer> Sim<B> {
@@ -556,6 +558,7 @@ impl<B: Balancer> Sim<B> {
             hash: FNV_OFFSET,
             error: None,
             checker,
+            idle_scratch: Cpumask::new(nr_cpus),
             cfg,
         };
         // Every CPU starts idle with its tick stopped (the idle loop's
@@ -723,17 +726,26 @@ impl<B: Balancer> Sim<B> {
     }
 
     /// Whether some CPU is idle while another has a waiting task allowed to run on it.
-    fn idle_while_overloaded(&self) -> bool {
-        let mut idle: Option<Cpumask> = None;
-        for (c, rq) in self.rqs.iter().enumerate() {
+    fn idle_while_overloaded(&mut self) -> bool {
+        // A cheap pass first: most events leave either no CPU idle or no task waiting.
+        let (mut any_idle, mut any_waiting) = (false, false);
+        for rq in &self.rqs {
             if rq.curr.is_none() {
-                idle.get_or_insert_with(|| Cpumask::new(self.rqs.len()))
-                    .set(CpuId(c as u32));
+                any_idle = true;
+            } else if rq.nr_running > 1 {
+                any_waiting = true;
+            }
+            if rq.curr.is_none() && rq.nr_running > 0 {
+                any_waiting = true;
             }
         }
-        let Some(idle) = idle else {
+        if !(any_idle && any_waiting) {
             return false;
-        };
+        }
+        // The idle mask is built only for a waiting task with a restricted affinity: one
+        // allowed everywhere can run on any idle CPU.
+        let nr = self.rqs.len();
+        let mut idle_built = false;
         for rq in &self.rqs {
             let waiting = (rq.nr_running as usize).saturating_sub(usize::from(rq.curr.is_some()));
             if waiting == 0 {
@@ -744,7 +756,19 @@ impl<B: Balancer> Sim<B> {
                 if Some(p) == rq.curr || t.se.sched_delayed || t.state != TaskState::Queued {
                     continue;
                 }
-                if t.cpus_mask.intersects(&idle) {
+                if t.nr_cpus_allowed as usize == nr {
+                    return true;
+                }
+                if !idle_built {
+                    self.idle_scratch.clear_all();
+                    for (c, r) in self.rqs.iter().enumerate() {
+                        if r.curr.is_none() {
+                            self.idle_scratch.set(CpuId(c as u32));
+                        }
+                    }
+                    idle_built = true;
+                }
+                if t.cpus_mask.intersects(&self.idle_scratch) {
                     return true;
                 }
             }
