@@ -719,6 +719,14 @@ impl<B: Balancer> Sim<B> {
         c.acct_last = now;
     }
 
+    /// Adds `p`'s time on its CPU since it was last accounted to its runtime.
+    fn account_runtime(&mut self, p: TaskId) {
+        let now = self.now;
+        let r = &mut self.runs[self.run_of[p] as usize];
+        r.runtime_ns += now.saturating_sub(r.on_cpu_since);
+        r.on_cpu_since = now;
+    }
+
     fn account_all(&mut self) {
         for c in 0..self.cpus.len() {
             self.account(CpuId(c as u32));
@@ -1442,9 +1450,8 @@ impl<B: Balancer> Sim<B> {
         let prev = self.rqs[ci].curr;
         let mut action = PrevAction::Preempt;
         if let Some(p) = prev {
+            self.account_runtime(p);
             let r = &mut self.runs[self.run_of[p] as usize];
-            r.runtime_ns += now.saturating_sub(r.on_cpu_since);
-            r.on_cpu_since = now;
             if r.exit_pending {
                 action = PrevAction::Exit;
             } else if r.block_pending {
@@ -1629,15 +1636,10 @@ impl<B: Balancer> Sim<B> {
         }
         self.settle(cpu);
         self.account(cpu);
-        if let Some(p) = self.rqs[ci].curr {
-            let r = &mut self.runs[self.run_of[p] as usize];
-            r.runtime_ns += self.now.saturating_sub(r.on_cpu_since);
-            r.on_cpu_since = self.now;
-        }
         let now = self.now;
         let resched = self.rqs[ci].sched_tick(&mut self.tasks, now);
-        // sched_balance_trigger(): SCHED_SOFTIRQ and the nohz kick.
-        self.account_all();
+        // sched_balance_trigger(): SCHED_SOFTIRQ and the nohz kick. (It moves no task, so
+        // the other CPUs' accounting need not be brought up to date; the softirq does that.)
         let out = self.ctx_call(|b, ctx| b.tick(ctx, cpu));
         self.charge(cpu, self.cfg.cost.charge(&out.work));
         if let Some(k) = out.kick {
@@ -1693,9 +1695,8 @@ impl<B: Balancer> Sim<B> {
         let now = self.now;
         if let Some(p) = self.rqs[ci].curr {
             // The stopper class preempts the fair task: put it back on the queue.
-            let r = &mut self.runs[self.run_of[p] as usize];
-            r.runtime_ns += now.saturating_sub(r.on_cpu_since);
-            r.on_cpu_since = now;
+            self.account_runtime(p);
+            let r = &self.runs[self.run_of[p] as usize];
             if r.block_pending || r.exit_pending {
                 // It was about to leave the CPU anyway; schedule that first.
                 self.schedule(cpu);
@@ -1747,9 +1748,7 @@ impl<B: Balancer> Sim<B> {
             let cpu = CpuId(c as u32);
             self.settle(cpu);
             if let Some(p) = self.rqs[c].curr {
-                let r = &mut self.runs[self.run_of[p] as usize];
-                r.runtime_ns += self.now.saturating_sub(r.on_cpu_since);
-                r.on_cpu_since = self.now;
+                self.account_runtime(p);
             }
         }
         self.account_all();
