@@ -468,6 +468,11 @@ impl Tunables {
             expected,
         };
         let int = |expected: &'static str| value.trim().parse::<u64>().map_err(|_| bad(expected));
+        let positive = |expected: &'static str| {
+            Some(int(expected)?)
+                .filter(|&v| v > 0)
+                .ok_or_else(|| bad(expected))
+        };
         let factor = self.factor();
         match key {
             "sched_policy" => {
@@ -488,26 +493,17 @@ impl Tunables {
                 self.sched_nr_latency = self.latency_ns.div_ceil(self.min_granularity_ns.max(1));
             }
             "base_slice_ns" => {
-                let v = int("a positive number of nanoseconds")?;
-                if v == 0 {
-                    return Err(bad("a positive number of nanoseconds"));
-                }
+                let v = positive("a positive number of nanoseconds")?;
                 self.base_slice_ns = v;
                 self.normalized_base_slice_ns = v / factor;
             }
             "latency_ns" => {
-                let v = int("a positive number of nanoseconds")?;
-                if v == 0 {
-                    return Err(bad("a positive number of nanoseconds"));
-                }
+                let v = positive("a positive number of nanoseconds")?;
                 self.latency_ns = v;
                 self.normalized_latency_ns = v / factor;
             }
             "min_granularity_ns" => {
-                let v = int("a positive number of nanoseconds")?;
-                if v == 0 {
-                    return Err(bad("a positive number of nanoseconds"));
-                }
+                let v = positive("a positive number of nanoseconds")?;
                 self.min_granularity_ns = v;
                 self.normalized_min_granularity_ns = v / factor;
             }
@@ -518,10 +514,7 @@ impl Tunables {
                 self.normalized_wakeup_granularity_ns = v / factor;
             }
             "sched_nr_latency" => {
-                let v = int("a positive task count")?;
-                if v == 0 {
-                    return Err(bad("a positive task count"));
-                }
+                let v = positive("a positive task count")?;
                 self.sched_nr_latency = v;
             }
             "child_runs_first" => {
