@@ -1159,7 +1159,10 @@ pub fn find_busiest_group(
 ///
 /// With `LB_UTIL_SKIP_SINGLE` (v5.7, seed 000) migrate_util skips a runqueue with at most
 /// one CFS task: its only task is running and cannot be detached. Without it (the v5.5-v5.6
-/// rule) such a runqueue can be chosen for its utilization. Ties keep the first CPU.
+/// rule) such a runqueue can be chosen for its utilization. migrate_util reads
+/// `cpu_util_cfs_boost()` (v6.5 on); with `NO_LB_UTIL_RUNNABLE_BOOST` it reads `cpu_util_cfs()`
+/// as v5.7-v6.4 did, so a runqueue of stacked tasks whose runnable_avg is high but whose
+/// util_avg is low loses to one running a single task. Ties keep the first CPU.
 pub fn find_busiest_queue(
     ctx: &BalanceCtx<'_>,
     env: &LbEnv,
@@ -1204,7 +1207,11 @@ pub fn find_busiest_queue(
                 }
             }
             MigrationType::Util => {
-                let util = cpu_util_cfs_boost(ctx, i);
+                let util = if ctx.features.enabled(SchedFeat::LbUtilRunnableBoost) {
+                    cpu_util_cfs_boost(ctx, i)
+                } else {
+                    cpu_util_cfs(ctx, i)
+                };
                 if ctx.features.enabled(SchedFeat::LbUtilSkipSingle) && nr_running <= 1 {
                     continue;
                 }
@@ -1512,17 +1519,32 @@ fn imbalanced_active_balance(ctx: &BalanceCtx<'_>, st: &BalanceState, env: &LbEn
 }
 
 /// Follows fair.c: need_active_balance() (v6.6-v6.12).
+///
+/// With `NO_LB_REDUCE_ACTIVE_BALANCE` it is the v5.6-v5.11 function: voluntary_active_balance()
+/// (the asym, reduced-capacity and misfit cases, see [`voluntary_active_balance`]) or
+/// `nr_balance_failed > cache_nice_tries + 2` whatever the migration type.
 pub fn need_active_balance(
     ctx: &BalanceCtx<'_>,
     st: &BalanceState,
     env: &LbEnv,
     at_ns: u64,
 ) -> bool {
+    if !ctx.features.enabled(SchedFeat::LbReduceActiveBalance) {
+        return voluntary_active_balance(ctx, env, at_ns)
+            || st.sd(env.sd_cpu, env.level).nr_balance_failed
+                > env.sd(ctx.topo).cache_nice_tries + 2;
+    }
+    // asym_active_balance(), imbalanced_active_balance(), then the rest: all pure tests, so
+    // the order of the first two does not matter.
+    imbalanced_active_balance(ctx, st, env) || voluntary_active_balance(ctx, env, at_ns)
+}
+
+/// Follows fair.c: voluntary_active_balance() (v5.6-v5.11): the cases that are worth an
+/// active balance whatever the failures. In v6.6-v6.12 these are the tail of
+/// need_active_balance(), after imbalanced_active_balance().
+pub fn voluntary_active_balance(ctx: &BalanceCtx<'_>, env: &LbEnv, at_ns: u64) -> bool {
     let sd = env.sd(ctx.topo);
     if asym_active_balance(ctx, env, at_ns) {
-        return true;
-    }
-    if imbalanced_active_balance(ctx, st, env) {
         return true;
     }
     if env.idle.is_idle()
@@ -1795,12 +1817,27 @@ impl LoadBalance {
                         push_cpu: this_cpu,
                     });
                 }
+                if !ctx.features.enabled(SchedFeat::LbReduceActiveBalance) {
+                    // v5.6-v5.12: "We've kicked active balancing, force task migration", so
+                    // that the stopper's can_migrate_task() ignores cache hotness.
+                    st.sd_mut(this_cpu, level).nr_balance_failed = sd.cache_nice_tries + 1;
+                }
             }
         } else {
             st.sd_mut(this_cpu, level).nr_balance_failed = 0;
         }
-        if !self.active_balance || need_active_balance(ctx, st, env, at) {
+        if ctx.features.enabled(SchedFeat::LbReduceActiveBalance) {
+            if !self.active_balance || need_active_balance(ctx, st, env, at) {
+                st.sd_mut(this_cpu, level).balance_interval = sd.min_interval;
+            }
+        } else if !self.active_balance || voluntary_active_balance(ctx, env, at) {
             st.sd_mut(this_cpu, level).balance_interval = sd.min_interval;
+        } else {
+            // v5.6-v5.11: an active balance has begun, start to back off.
+            let s = st.sd_mut(this_cpu, level);
+            if s.balance_interval < sd.max_interval {
+                s.balance_interval *= 2;
+            }
         }
         Some(LbExit::Done)
     }

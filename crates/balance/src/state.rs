@@ -192,6 +192,16 @@ impl BalanceState {
             {
                 shared[id.index()].nr_busy_cpus = topo.shared(id).nr_busy_cpus;
             }
+            // SIS_UTIL's budget as update_idle_cpu_scan() leaves it on an idle LLC: the whole
+            // LLC. The kernel allocates it zeroed at domain build, but the first periodic
+            // balance of an idle LLC sets it so; lbsim starts from a machine that has been
+            // idle for a while (all CPUs in nohz idle), not from the instant of the build.
+            if let Some(llc) = topo.sd_llc(CpuId(c as u32)) {
+                let sd = &topo.domains(CpuId(c as u32))[llc];
+                if let Some(id) = sd.shared {
+                    shared[id.index()].nr_idle_scan = sd.span_weight;
+                }
+            }
         }
         let cpus = (0..n)
             .map(|c| CpuLbState {

@@ -16,22 +16,40 @@ pub fn init_entity_runnable_average(weight: u64) -> SchedAvg {
     }
 }
 
+/// What a new task's `runnable_avg` starts at (the last line of
+/// post_init_entity_util_avg()).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RunnableInit {
+    /// `sa->runnable_avg = sa->util_avg`: no waiting time so far (v5.8-rc3 on,
+    /// commit e21cf43406a1 "sched/cfs: change initial value of runnable_avg").
+    #[default]
+    UtilAvg,
+    /// `sa->runnable_avg = cpu_scale`: the task looks as if it had always been
+    /// runnable (v5.7 to v5.8-rc2, from 9f68395333ad "sched/pelt: Add a new
+    /// runnable average signal"). A group of freshly forked tasks is then
+    /// classified overloaded by its runnable_avg at once.
+    CpuScale,
+}
+
 /// Extrapolates a new fair task's initial util_avg from its cfs_rq at wake-up:
 /// `cfs_rq.util_avg * weight / (cfs_rq.load_avg + 1)`, capped at half the
 /// capacity the cfs_rq leaves free (`(cpu_capacity - cfs_rq.util_avg) / 2`), or
 /// that cap if the cfs_rq has no utilization; nothing when the cap is not
-/// positive. `runnable_avg` is set equal to `util_avg`.
+/// positive. `runnable_avg` is set equal to `util_avg`, or with
+/// [`RunnableInit::CpuScale`] (the v5.7 kernel) to `cpu_capacity`.
 ///
 /// `cpu_capacity` is `arch_scale_cpu_capacity()` of the CPU the task wakes on,
 /// `weight` its `se_weight()`. Only the fair-class case is modelled (a task of
 /// another class would instead get `last_update_time = cfs_rq_clock_pelt()`).
 ///
-/// Follows fair.c: post_init_entity_util_avg() (v6.6-v6.12).
+/// Follows fair.c: post_init_entity_util_avg() (v6.6-v6.12; v5.7 with
+/// [`RunnableInit::CpuScale`]).
 pub fn post_init_entity_util_avg(
     se: &mut SchedAvg,
     cfs_rq: &CfsRqAvg,
     cpu_capacity: u64,
     weight: u64,
+    runnable_init: RunnableInit,
 ) {
     // `long cap = (long)(cpu_scale - cfs_rq->avg.util_avg) / 2;` where the
     // subtraction is unsigned and the division signed.
@@ -49,7 +67,10 @@ pub fn post_init_entity_util_avg(
             se.util_avg = cap;
         }
     }
-    se.runnable_avg = se.util_avg;
+    se.runnable_avg = match runnable_init {
+        RunnableInit::UtilAvg => se.util_avg,
+        RunnableInit::CpuScale => cpu_capacity,
+    };
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ pub use consts::{
     SCHED_FIXEDPOINT_SHIFT, UTIL_AVG_UNCHANGED, UTIL_EST_MARGIN, UTIL_EST_WEIGHT_SHIFT,
 };
 pub use error::PeltError;
-pub use init::{init_entity_runnable_average, post_init_entity_util_avg};
+pub use init::{RunnableInit, init_entity_runnable_average, post_init_entity_util_avg};
 pub use pattern::{Pattern, PatternItem, Phase, format_duration_ns, parse_duration_ns};
 pub use rq_avg::{
     scale_irq_capacity, scale_rt_capacity, update_dl_rq_load_avg, update_irq_load_avg,

@@ -9,7 +9,7 @@ use crate::avg::SchedAvg;
 use crate::cfs_rq::{CfsRqAvg, CfsRqLoad, SeLoad, UpdateFlags, update_load_avg_se};
 use crate::clock::RqClockPelt;
 use crate::consts::SCHED_CAPACITY_SCALE;
-use crate::init::{init_entity_runnable_average, post_init_entity_util_avg};
+use crate::init::{RunnableInit, init_entity_runnable_average, post_init_entity_util_avg};
 use crate::util_est::{util_est_dequeue, util_est_enqueue, util_est_update};
 
 /// What the task is doing from a given instant on.
@@ -111,7 +111,13 @@ impl OneTaskCpu {
             // sched_fork(): init_entity_runnable_average(); wake_up_new_task():
             // post_init_entity_util_avg(), then activate_task().
             cpu.se = init_entity_runnable_average(cfg.weight);
-            post_init_entity_util_avg(&mut cpu.se, &cpu.cfs_rq, cfg.cpu_capacity, cfg.weight);
+            post_init_entity_util_avg(
+                &mut cpu.se,
+                &cpu.cfs_rq,
+                cfg.cpu_capacity,
+                cfg.weight,
+                RunnableInit::UtilAvg,
+            );
             cpu.needs_attach = true;
             cpu.set_state(0, TaskState::Running);
             cpu.set_state(0, state);

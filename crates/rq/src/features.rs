@@ -132,6 +132,15 @@ sched_feats! {
     IdleReserve = "IDLE_RESERVE", false, "lbsim (never merged)";
     /// prefer_sibling: busiest lacks capacity only if it has > 1 task more (seed 004).
     PreferSiblingNrDiff = "PREFER_SIBLING_NR_DIFF", true, "lbsim (merged)";
+    /// post_init_entity_util_avg(): a new task's runnable_avg starts at its util_avg, not
+    /// at the CPU's capacity (e21cf43406a1; `NO_` is the v5.7 kernel of seed 000).
+    RunnableAvgInitUtil = "RUNNABLE_AVG_INIT_UTIL", true, "lbsim (merged v5.8)";
+    /// find_busiest_queue(), migrate_util: read `cpu_util_cfs_boost()` (max of util and
+    /// runnable, 7d0583cf9ec7 "runnable boosting"), not `cpu_util_cfs()` (`NO_`: v5.7-v6.4).
+    LbUtilRunnableBoost = "LB_UTIL_RUNNABLE_BOOST", true, "lbsim (merged v6.5)";
+    /// load_balance(): only migrate_task failures force an active balance (e9b9734b7465,
+    /// "Reduce cases for active balance"); `NO_` is the v5.6-v5.11 rule (any type of failure).
+    LbReduceActiveBalance = "LB_REDUCE_ACTIVE_BALANCE", true, "lbsim (merged v5.12)";
 }
 
 const _: () = assert!(SchedFeat::ALL.len() <= 64, "Features is a u64 bitset");

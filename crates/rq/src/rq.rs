@@ -22,9 +22,9 @@
 //! `task_h_load()` is the `!CONFIG_FAIR_GROUP_SCHED` one (`se.avg.load_avg`).
 
 use lbsim_pelt::{
-    RqClockPelt, SchedAvg, UTIL_AVG_UNCHANGED, post_init_entity_util_avg, update_dl_rq_load_avg,
-    update_irq_load_avg, update_rt_rq_load_avg, util_est_dequeue, util_est_enqueue,
-    util_est_update,
+    RqClockPelt, RunnableInit, SchedAvg, UTIL_AVG_UNCHANGED, post_init_entity_util_avg,
+    update_dl_rq_load_avg, update_irq_load_avg, update_rt_rq_load_avg, util_est_dequeue,
+    util_est_enqueue, util_est_update,
 };
 use lbsim_topology::CpuId;
 use thiserror::Error;
@@ -656,11 +656,17 @@ impl Rq {
         tasks[p].cpu = self.cpu;
         self.update_rq_clock(now_ns);
         let weight = tasks[p].se.se_weight();
+        let runnable_init = if self.params.features.enabled(SchedFeat::RunnableAvgInitUtil) {
+            RunnableInit::UtilAvg
+        } else {
+            RunnableInit::CpuScale
+        };
         post_init_entity_util_avg(
             &mut tasks[p].se.avg,
             &self.cfs.avg,
             self.capacity_orig,
             weight,
+            runnable_init,
         );
         self.activate_task(tasks, p, EnqueueFlags::INITIAL | EnqueueFlags::NOCLOCK);
         tasks[p].state = TaskState::Queued;

@@ -218,6 +218,8 @@ pub struct TimerState {
 
 #[derive(Clone, Debug, Default)]
 struct MutexState {
+    /// The futex word of glibc's lowlevellock: 0 free, 1 taken, 2 taken and maybe waited on.
+    word: u8,
     owner: Option<TaskRef>,
     waiters: VecDeque<TaskRef>,
 }
@@ -264,6 +266,9 @@ struct TaskSync {
     released: Option<BlockedOn>,
     /// Blocked on a channel since its last completed send or receive.
     waited_on_chan: bool,
+    /// In glibc's `__lll_lock_wait()` (a woken mutex waiter, or the mutex re-take of a
+    /// finished condition-variable wait): the next `Lock` exchanges the futex word to 2.
+    lock_wait: bool,
     /// Time of the last stamped post (Resume / WakeList).
     stamp_ns: Option<u64>,
 }
@@ -384,6 +389,9 @@ impl SyncState {
                 if ts.released == Some(BlockedOn::Cond(cond)) {
                     ts.released = None;
                     ts.blocked_on = None;
+                    // pthread_cond_wait() re-takes the mutex as a contended lock (glibc's
+                    // __pthread_mutex_cond_lock), so that its unlock wakes a waiter.
+                    ts.lock_wait = true;
                     return Outcome::Done;
                 }
                 if ts.blocked_on == Some(BlockedOn::Cond(cond)) {
@@ -484,25 +492,42 @@ impl SyncState {
         }
     }
 
-    /// Follows glibc nptl's `pthread_mutex_lock()` for a normal mutex (`lll_lock`): take a free
-    /// lock, else sleep on the futex; a woken waiter tries again.
+    /// Follows glibc nptl's `pthread_mutex_lock()` for a normal mutex (`lll_lock`): a
+    /// compare-and-exchange of the futex word from 0 to 1 takes a free lock; otherwise
+    /// `__lll_lock_wait()` exchanges the word to 2 and takes the lock if it was 0, or sleeps
+    /// on the futex (queued FIFO) and repeats the exchange when woken. A task that took the
+    /// lock with the exchange holds it "contended" (2) even if nobody waits.
     fn lock(&mut self, task: TaskRef, m: MutexId) -> Outcome {
+        let retry = self.task(task).lock_wait;
         let ms = &mut self.mutexes[m.index()];
-        if ms.owner.is_none() {
+        if !retry && ms.word == 0 {
+            ms.word = 1;
             ms.owner = Some(task);
+            return Outcome::Done;
+        }
+        let old = std::mem::replace(&mut ms.word, 2);
+        if old == 0 {
+            ms.owner = Some(task);
+            self.task(task).lock_wait = false;
             Outcome::Done
         } else {
             push_unique(&mut ms.waiters, task);
+            self.task(task).lock_wait = true;
             Outcome::Blocked
         }
     }
 
-    /// Follows glibc nptl's `pthread_mutex_unlock()` (`lll_unlock`): release and
-    /// `FUTEX_WAKE` one waiter; the lock is not handed over.
+    /// Follows glibc nptl's `pthread_mutex_unlock()` (`lll_unlock`): exchange the futex word
+    /// to 0 and, only if it was 2, `FUTEX_WAKE` one waiter; the lock is not handed over. An
+    /// owner that took the lock uncontended (1) wakes nobody even if tasks wait: the waiter
+    /// woken last will set the word to 2 again when it retries.
     fn unlock(&mut self, m: MutexId, wakes: &mut Wakes) {
         let ms = &mut self.mutexes[m.index()];
         ms.owner = None;
-        if let Some(t) = ms.waiters.pop_front() {
+        let old = std::mem::replace(&mut ms.word, 0);
+        if old == 2
+            && let Some(t) = ms.waiters.pop_front()
+        {
             wakes.push(Wake {
                 task: t,
                 sync: false,

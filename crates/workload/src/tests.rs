@@ -590,6 +590,41 @@ fn mutex_wakes_one_waiter_who_retries() {
 }
 
 #[test]
+fn mutex_unlock_wakes_only_when_the_futex_word_says_contended() {
+    // glibc's lowlevellock: 0 free, 1 taken, 2 taken with possible waiters.
+    let mut spec = SyncSpec::default();
+    let m = spec.add_mutex("m");
+    let mut s = SyncState::new(&spec, 0);
+    assert_eq!(apply(&mut s, 0, Action::Lock(m)).0, Outcome::Done); // 0 -> 1
+    assert_eq!(apply(&mut s, 1, Action::Lock(m)).0, Outcome::Blocked); // -> 2
+    assert_eq!(apply(&mut s, 2, Action::Lock(m)).0, Outcome::Blocked);
+    assert_eq!(
+        apply(&mut s, 0, Action::Unlock(m)),
+        (Outcome::Done, vec![1])
+    ); // 2 -> 0
+    // Task 3 takes the free lock with the fast path (0 -> 1) before the woken task 1 runs;
+    // its unlock sees 1 and wakes nobody, although task 2 still waits.
+    assert_eq!(apply(&mut s, 3, Action::Lock(m)), (Outcome::Done, vec![]));
+    assert_eq!(apply(&mut s, 3, Action::Unlock(m)), (Outcome::Done, vec![]));
+    // Task 1 retries with the exchange: the lock was free, it takes it as contended (2), so
+    // its unlock passes the wake-up on to task 2.
+    assert_eq!(apply(&mut s, 1, Action::Lock(m)), (Outcome::Done, vec![]));
+    assert_eq!(
+        apply(&mut s, 1, Action::Unlock(m)),
+        (Outcome::Done, vec![2])
+    );
+    assert_eq!(apply(&mut s, 2, Action::Lock(m)), (Outcome::Done, vec![]));
+    assert_eq!(
+        apply(&mut s, 2, Action::Unlock(m)),
+        (Outcome::Done, vec![]),
+        "no waiter"
+    );
+    // A later fast-path lock by task 1 is uncontended again.
+    assert_eq!(apply(&mut s, 1, Action::Lock(m)), (Outcome::Done, vec![]));
+    assert_eq!(apply(&mut s, 1, Action::Unlock(m)), (Outcome::Done, vec![]));
+}
+
+#[test]
 fn condvar_wait_releases_the_mutex_and_completes_once_signalled() {
     let mut spec = SyncSpec::default();
     let m = spec.add_mutex("m");

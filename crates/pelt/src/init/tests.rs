@@ -11,7 +11,13 @@ fn cfs(util_avg: u64, load_avg: u64) -> CfsRqAvg {
 
 fn check(cfs_util: u64, cfs_load: u64, capacity: u64, weight: u64) -> (u64, u64) {
     let mut se = init_entity_runnable_average(weight);
-    post_init_entity_util_avg(&mut se, &cfs(cfs_util, cfs_load), capacity, weight);
+    post_init_entity_util_avg(
+        &mut se,
+        &cfs(cfs_util, cfs_load),
+        capacity,
+        weight,
+        RunnableInit::UtilAvg,
+    );
     (se.util_avg, se.runnable_avg)
 }
 
@@ -57,12 +63,33 @@ fn overloaded_cpu_gives_nothing() {
 }
 
 #[test]
+fn v5_7_runnable_starts_at_cpu_scale_whatever_the_util() {
+    let run = |cfs_util, cfs_load, capacity| {
+        let mut se = init_entity_runnable_average(1024);
+        post_init_entity_util_avg(
+            &mut se,
+            &cfs(cfs_util, cfs_load),
+            capacity,
+            1024,
+            RunnableInit::CpuScale,
+        );
+        (se.util_avg, se.runnable_avg)
+    };
+    // util_avg is extrapolated as before; runnable_avg is the CPU's capacity, even when the
+    // cap leaves util_avg at 0 (the assignment is outside the `cap > 0` block).
+    assert_eq!(run(0, 0, 1024), (512, 1024));
+    assert_eq!(run(600, 2048, 1024), (212, 1024));
+    assert_eq!(run(1100, 3000, 1024), (0, 1024));
+    assert_eq!(run(0, 0, 446), (223, 446));
+}
+
+#[test]
 fn first_enqueue_attaches_the_initial_signal() {
     // wake_up_new_task() on an idle CPU: post_init, then enqueue with DO_ATTACH.
     let mut cfs_rq = CfsRqAvg::default();
     cfs_rq.avg.last_update_time = 1 << 20;
     let mut se = init_entity_runnable_average(1024);
-    post_init_entity_util_avg(&mut se, &cfs_rq, 1024, 1024);
+    post_init_entity_util_avg(&mut se, &cfs_rq, 1024, 1024, RunnableInit::UtilAvg);
     let out = cfs_rq.update_load_avg(
         &mut se,
         1 << 20,

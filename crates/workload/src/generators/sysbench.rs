@@ -89,15 +89,39 @@ impl Params {
             self.requests
         };
         let counter = b.spec.sync.add_counter("sysbench requests", tickets);
-        // The workers wait at a start barrier until every thread exists (sysbench's thread
-        // start barrier: a mutex and a condition variable that the last arrival
-        // broadcasts), then take requests until none is left.
-        let start = b
-            .spec
-            .sync
-            .add_barrier("sysbench thread start", self.threads + 1);
+        // The workers wait until every thread exists, then take requests until none is left.
+        // How they wait depends on the version:
+        // - 0.4 (sysbench.c run_test()/runner_thread()): the main thread holds
+        //   `thread_start_mutex` while it creates the workers; each worker locks and unlocks it
+        //   before its first request. The main thread's unlock wakes the first waiter, whose
+        //   unlock wakes the next (glibc hands a contended mutex on one waiter at a time), so
+        //   the workers are woken one after the other, each by the previous one, from its CPU.
+        // - 1.0 (sb_barrier.c): a barrier of threads + 1 (a mutex and a condition variable);
+        //   the last arrival, the main thread, broadcasts: all the workers are woken from its
+        //   CPU.
+        let (worker_start, main_lock, main_release) = match self.format {
+            Format::V04 => {
+                let m = b.spec.sync.add_mutex("sysbench thread_start_mutex");
+                (
+                    vec![Event::Lock(m), Event::Unlock(m)],
+                    vec![Event::Lock(m)],
+                    Event::Unlock(m),
+                )
+            }
+            Format::V10 => {
+                let start = b
+                    .spec
+                    .sync
+                    .add_barrier("sysbench thread start", self.threads + 1);
+                (
+                    vec![Event::Barrier(start)],
+                    Vec::new(),
+                    Event::Barrier(start),
+                )
+            }
+        };
         let worker = Arc::new(Program::prologue_then_forever(
-            vec![Event::Barrier(start)],
+            worker_start,
             vec![
                 Event::Claim {
                     counter,
@@ -114,15 +138,15 @@ impl Params {
         b.spec.templates[t.index()].jitter_pct = self.jitter_pct;
         // The main thread creates the workers one after the other (pthread_create: a clone
         // and a stack mapping, CLONE_NS each; it occupies its CPU meanwhile, which fork
-        // placement sees), arrives last at the start barrier, which wakes them all from its
-        // CPU, and then waits in pthread_join, off the CPU for the rest of the run: its exit
-        // stands for that.
-        let mut main = Vec::new();
+        // placement sees), releases them (0.4: unlocks the start mutex it took first; 1.0:
+        // arrives last at the barrier), and then waits in pthread_join, off the CPU for the
+        // rest of the run: its exit stands for that.
+        let mut main = main_lock;
         for _ in 0..self.threads {
             main.push(Event::Run { work_ns: CLONE_NS });
             main.push(Event::Fork(t));
         }
-        main.push(Event::Barrier(start));
+        main.push(main_release);
         main.push(Event::Exit);
         let main = Arc::new(Program {
             phases: vec![crate::program::Phase::once("main", main)],
