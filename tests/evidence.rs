@@ -97,7 +97,10 @@ fn util_spread_skip_single_is_inert_on_the_modern_kernel() {
         let o = run_exp(exp, 3);
         for name in ["total_time", "latency_max"] {
             let m = metric(&o, 1, name);
-            assert_eq!(m.base.values, m.patched.values, "{modern}, start 1.0, {name}");
+            assert_eq!(
+                m.base.values, m.patched.values,
+                "{modern}, start 1.0, {name}"
+            );
         }
     }
 }

@@ -425,6 +425,52 @@ fn example_scenarios_load_and_run() {
 }
 
 #[test]
+fn example_scenarios_carry_the_builtin_definitions_switches() {
+    // Each shipped example is one point of the built-in experiment of the same name, with the
+    // same machine and the same switches on each side.
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/scenarios");
+    let items = |lists: &[String]| -> Vec<String> {
+        let mut v: Vec<String> = lists
+            .iter()
+            .flat_map(|l| l.split(','))
+            .map(|x| x.trim().to_owned())
+            .filter(|x| !x.is_empty())
+            .collect();
+        v.sort();
+        v
+    };
+    for exp in lbsim::repro::defs::all() {
+        let path = dir.join(format!("{}.toml", exp.name));
+        let f = lbsim::scenario::ScenarioFile::load(&path).unwrap();
+        assert_eq!(f.topology.as_deref(), Some(exp.topology), "{}", exp.name);
+        assert_eq!(
+            items(&f.features),
+            items(&[exp.common.clone()]),
+            "{}: features",
+            exp.name
+        );
+        assert_eq!(
+            items(&[f.base.clone().unwrap_or_default()]),
+            items(&[exp.base.to_owned()]),
+            "{}: base",
+            exp.name
+        );
+        assert_eq!(
+            items(&[f.patched.clone().unwrap_or_default()]),
+            items(&[exp.patched.to_owned()]),
+            "{}: patched",
+            exp.name
+        );
+        let workloads = f.workloads.clone().unwrap_or_default();
+        assert!(
+            exp.points.iter().any(|p| p.workloads == workloads),
+            "{}: workloads {workloads:?} are not one of the definition's points",
+            exp.name
+        );
+    }
+}
+
+#[test]
 fn features_default_output() {
     expect![[r#"
         GENTLE_FAIR_SLEEPERS START_DEBIT PLACE_LAG PLACE_DEADLINE_INITIAL PLACE_REL_DEADLINE RUN_TO_PARITY PREEMPT_SHORT NO_NEXT_BUDDY LAST_BUDDY CACHE_HOT_BUDDY DELAY_DEQUEUE DELAY_ZERO WAKEUP_PREEMPTION NO_HRTICK NO_HRTICK_DL NO_DOUBLE_TICK NONTASK_CAPACITY TTWU_QUEUE NO_SIS_PROP SIS_UTIL NO_WARN_DOUBLE_CLOCK RT_PUSH_IPI NO_RT_RUNTIME_SHARE NO_LB_MIN ATTACH_AGE_LOAD WA_IDLE WA_WEIGHT WA_BIAS UTIL_EST UTIL_EST_FASTUP NO_LATENCY_WARN ALT_PERIOD BASE_SLICE HZ_BW LB_UTIL_SKIP_SINGLE LB_RELAX_BY_FAILED LB_BUSY_INTERVAL_SKEW NEWIDLE_BAIL_ON_PENDING NO_LB_TIP_AVG_HIGH NO_IDLE_RESERVE PREFER_SIBLING_NR_DIFF RUNNABLE_AVG_INIT_UTIL LB_UTIL_RUNNABLE_BOOST LB_REDUCE_ACTIVE_BALANCE 

@@ -2,9 +2,12 @@
 //!
 //! Both sides of every experiment carry the switches as the seed's kernel had them (`common`):
 //! a switch from EXPERIMENTS.md that was merged after the seed was measured is set to its
-//! pre-merge value on both sides, so that only the change under test differs and the rest of
-//! the balancer is as close to the seed's kernel as lbsim's switches allow. Everything else is
-//! lbsim's v6.6-v6.12 model.
+//! pre-merge value on both sides, so that only the change under test differs. So are lbsim's
+//! switches for later kernel changes that decide how these experiments go (the CFS pick
+//! before v6.6, no runnable boosting in find_busiest_queue() before v6.5, the catch-all active
+//! balance before v5.12, v5.7's initial runnable_avg): the rest of the balancer is then as
+//! close to the seed's kernel as lbsim's switches allow. Everything else is lbsim's
+//! v6.6-v6.12 model.
 
 use super::{Col, Experiment, Layout, MetricSpec, Point, Reported, Side, Stat};
 
@@ -12,13 +15,18 @@ use super::{Col, Experiment, Layout, MetricSpec, Point, Reported, Side, Stat};
 const PRE_V5_10: &str =
     "NO_LB_RELAX_BY_FAILED,imbalance_pct=125,NO_LB_BUSY_INTERVAL_SKEW,busy_factor=32";
 
-/// The tip/sched/core of March 2020 (v5.7-rc) that seed 000 measured, where it differs from
-/// v6.6-v6.12 in ways that decide how fast new threads spread (see docs/experiments.md):
-/// a new task's runnable_avg starts at the CPU's capacity (v5.7 to v5.8-rc2), migrate_util
-/// reads utilization without runnable boosting (before v6.5), any run of failed balances
-/// ends in an active balance (before v5.12), and the pick is CFS (before v6.6).
-const TIP_V5_7: &str = "NO_RUNNABLE_AVG_INIT_UTIL,NO_LB_UTIL_RUNNABLE_BOOST,\
-                        NO_LB_REDUCE_ACTIVE_BALANCE,sched_policy=cfs";
+/// Before v6.6: the CFS pick, not EEVDF.
+const PRE_V6_6: &str = "sched_policy=cfs";
+
+/// Before v6.5: migrate_util reads utilization without runnable boosting.
+const PRE_V6_5: &str = "NO_LB_UTIL_RUNNABLE_BOOST";
+
+/// Before v5.12: any run of failed balances ends in an active balance.
+const PRE_V5_12: &str = "NO_LB_REDUCE_ACTIVE_BALANCE";
+
+/// v5.7 to v5.8-rc2 (the tip/sched/core of March 2020 that seed 000 measured): a new task's
+/// runnable_avg starts at the CPU's capacity.
+const V5_7_RUNNABLE_INIT: &str = "NO_RUNNABLE_AVG_INIT_UTIL";
 
 /// A reported mean without its spread.
 const fn mean(
@@ -59,7 +67,10 @@ fn util_spread() -> Experiment {
         machine: "arm64 octo-core, 2 clusters of 4 (hikey)",
         workload: "sysbench --test=cpu --num-threads=8 --max-requests=1000 (1.3 ms requests), \
                    started as sysbench 0.4 (start mutex) and as 1.0 (start barrier)",
-        common: format!("{PRE_V5_10},NO_NEWIDLE_BAIL_ON_PENDING,{TIP_V5_7}"),
+        common: format!(
+            "{PRE_V5_10},NO_NEWIDLE_BAIL_ON_PENDING,{V5_7_RUNNABLE_INIT},{PRE_V5_12},{PRE_V6_5},\
+             {PRE_V6_6}"
+        ),
         common_why: "the seed's kernel, tip of March 2020 (v5.7-rc): before v5.8-rc3, v5.10, \
                      v5.12, v6.0, v6.5 and v6.6",
         base: "NO_LB_UTIL_SKIP_SINGLE",
@@ -116,8 +127,8 @@ fn fairness() -> Experiment {
         topology: "hikey",
         machine: "arm64, 2 x 4 cores (hikey)",
         workload: "always-running rt-app threads, more threads than CPUs",
-        common: "NO_NEWIDLE_BAIL_ON_PENDING".to_owned(),
-        common_why: "the seed's kernel, v5.9, predates v6.0",
+        common: format!("NO_NEWIDLE_BAIL_ON_PENDING,{PRE_V5_12},{PRE_V6_5},{PRE_V6_6}"),
+        common_why: "the seed's kernel, v5.9, predates v5.12, v6.0, v6.5 and v6.6",
         base: PRE_V5_10,
         patched: "",
         duration_ns: 10_000_000_000,
@@ -152,8 +163,8 @@ fn newidle_bailout() -> Experiment {
         machine: "2 nodes x 16 cores x SMT2 (64 CPUs; the seed does not name its machine)",
         workload: "a pair taking turns waking each other on two cores (CPUs 0 and 2), \
                    2 always-running threads pinned to each CPU of every other core",
-        common: String::new(),
-        common_why: "",
+        common: format!("{PRE_V6_5},{PRE_V6_6}"),
+        common_why: "the seed's kernel, v5.19, predates v6.5 and v6.6",
         base: "NO_NEWIDLE_BAIL_ON_PENDING",
         patched: "NEWIDLE_BAIL_ON_PENDING",
         duration_ns: 200_000_000,
@@ -221,7 +232,7 @@ fn tip_avg_high() -> Experiment {
         workload: "schbench -m4 -t N (30 ms of CPU per worker wake-up), 5 s",
         common: format!(
             "NO_LB_UTIL_SKIP_SINGLE,{PRE_V5_10},NO_NEWIDLE_BAIL_ON_PENDING,\
-             NO_PREFER_SIBLING_NR_DIFF"
+             NO_PREFER_SIBLING_NR_DIFF,{PRE_V5_12},{PRE_V6_5},{PRE_V6_6}"
         ),
         common_why: "the seed's kernel, v4.6 (2016), predates every other switch",
         base: "NO_LB_TIP_AVG_HIGH",
@@ -274,8 +285,11 @@ fn prefer_sibling() -> Experiment {
         topology: "power8-22c",
         machine: "IBM POWER8, 22 cores x SMT8 = 176 CPUs (power8-22c)",
         workload: "ebizzy -t N -S 5 (the seed: -S 100) under perf stat",
-        common: format!("NO_LB_UTIL_SKIP_SINGLE,{PRE_V5_10},NO_NEWIDLE_BAIL_ON_PENDING"),
-        common_why: "the seed's kernel, v4.11, predates v5.7, v5.10 and v6.0",
+        common: format!(
+            "NO_LB_UTIL_SKIP_SINGLE,{PRE_V5_10},NO_NEWIDLE_BAIL_ON_PENDING,{PRE_V5_12},\
+             {PRE_V6_5},{PRE_V6_6}"
+        ),
+        common_why: "the seed's kernel, v4.11, predates v5.7, v5.10, v5.12, v6.0, v6.5 and v6.6",
         base: "NO_PREFER_SIBLING_NR_DIFF",
         patched: "PREFER_SIBLING_NR_DIFF",
         duration_ns: 6_000_000_000,
