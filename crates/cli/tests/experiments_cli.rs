@@ -445,7 +445,7 @@ fn example_scenarios_carry_the_builtin_definitions_switches() {
         assert_eq!(f.topology.as_deref(), Some(exp.topology), "{}", exp.name);
         assert_eq!(
             items(&f.features),
-            items(&[exp.common.clone()]),
+            items(std::slice::from_ref(&exp.common)),
             "{}: features",
             exp.name
         );
