@@ -57,7 +57,7 @@ fn util_spread_skip_single_halves_the_worst_request_when_new_threads_start_stack
         let m = metric(&o, 1, name);
         assert!(
             m.patched.mean < m.base.mean && m.significant,
-            "start 1.0, {name}: base {:.4} patched {:.4} (p = {:?})",
+            "barrier start, {name}: base {:.4} patched {:.4} (p = {:?})",
             m.base.mean,
             m.patched.mean,
             m.p_value
@@ -66,7 +66,7 @@ fn util_spread_skip_single_halves_the_worst_request_when_new_threads_start_stack
     let max = metric(&o, 1, "latency_max");
     assert!(
         max.base.mean >= 2.0 * max.patched.mean,
-        "start 1.0: the worst request falls at least 2-fold (the seed: 21.2 -> 10.8 ms): \
+        "barrier start: the worst request falls at least 2-fold (the seed: 21.2 -> 10.8 ms): \
          base {:.2} patched {:.2}",
         max.base.mean,
         max.patched.mean
@@ -77,7 +77,7 @@ fn util_spread_skip_single_halves_the_worst_request_when_new_threads_start_stack
     // 1.35 ms).
     for name in ["total_time", "latency_max", "sched.migrations"] {
         let m = metric(&o, 0, name);
-        assert_eq!(m.base.values, m.patched.values, "start 0.4, {name}");
+        assert_eq!(m.base.values, m.patched.values, "mutex start, {name}");
     }
 }
 
@@ -99,7 +99,7 @@ fn util_spread_skip_single_is_inert_on_the_modern_kernel() {
             let m = metric(&o, 1, name);
             assert_eq!(
                 m.base.values, m.patched.values,
-                "{modern}, start 1.0, {name}"
+                "{modern}, barrier start, {name}"
             );
         }
     }

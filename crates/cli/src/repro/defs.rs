@@ -66,7 +66,7 @@ fn util_spread() -> Experiment {
         topology: "hikey",
         machine: "arm64 octo-core, 2 clusters of 4 (hikey)",
         workload: "sysbench --test=cpu --num-threads=8 --max-requests=1000 (1.3 ms requests), \
-                   started as sysbench 0.4 (start mutex) and as 1.0 (start barrier)",
+                   started as sysbench 0.4 does (start mutex) and as 1.0 does (start barrier)",
         common: format!(
             "{PRE_V5_10},NO_NEWIDLE_BAIL_ON_PENDING,{V5_7_RUNNABLE_INIT},{PRE_V5_12},{PRE_V6_5},\
              {PRE_V6_6}"
@@ -77,7 +77,7 @@ fn util_spread() -> Experiment {
         patched: "LB_UTIL_SKIP_SINGLE",
         duration_ns: 10_000_000_000,
         param: "start",
-        points: vec![point("0.4", "0.4"), point("1.0", "1.0")],
+        points: vec![point("mutex", "0.4"), point("barrier", "1.0")],
         metrics: vec![
             MetricSpec::new("total_time", "total time", "ms", 1e3),
             MetricSpec::new("latency_avg", "per-request avg", "ms", 1.0),

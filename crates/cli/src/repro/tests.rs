@@ -95,8 +95,8 @@ fn point_rows_table() {
         == fairness (seed 001_ddcb498a752488f6.txt): sched/fair: Improve fairness between cfs tasks (v5.10, 4 patches) ==
         machine:     arm64, 2 x 4 cores (hikey) [hikey]
         workload:    always-running rt-app threads, more threads than CPUs
-        both sides:  NO_NEWIDLE_BAIL_ON_PENDING
-                     (the seed's kernel, v5.9, predates v6.0)
+        both sides:  NO_NEWIDLE_BAIL_ON_PENDING,NO_LB_REDUCE_ACTIVE_BALANCE,NO_LB_UTIL_RUNNABLE_BOOST,sched_policy=cfs
+                     (the seed's kernel, v5.9, predates v5.12, v6.0, v6.5 and v6.6)
         base:        NO_LB_RELAX_BY_FAILED,imbalance_pct=125,NO_LB_BUSY_INTERVAL_SKEW,busy_factor=32
         patched:     (defaults)
         lbsim runs:  3 seeds a side at each point, 10 s simulated each
@@ -126,31 +126,41 @@ fn metric_rows_table_and_json() {
     expect![[r#"
         == util-spread (seed 000_10ea48af97d0d73a.txt): sched/fair: improve spreading of utilization (v5.7) ==
         machine:     arm64 octo-core, 2 clusters of 4 (hikey) [hikey]
-        workload:    sysbench --test=cpu --num-threads=8 --max-requests=1000 (1.3 ms requests)
-        both sides:  NO_LB_RELAX_BY_FAILED,imbalance_pct=125,NO_LB_BUSY_INTERVAL_SKEW,busy_factor=32,NO_NEWIDLE_BAIL_ON_PENDING
-                     (the seed's kernel, v5.6, predates v5.10 and v6.0)
+        workload:    sysbench --test=cpu --num-threads=8 --max-requests=1000 (1.3 ms requests), started as sysbench 0.4 does (start mutex) and as 1.0 does (start barrier)
+        both sides:  NO_LB_RELAX_BY_FAILED,imbalance_pct=125,NO_LB_BUSY_INTERVAL_SKEW,busy_factor=32,NO_NEWIDLE_BAIL_ON_PENDING,NO_RUNNABLE_AVG_INIT_UTIL,NO_LB_REDUCE_ACTIVE_BALANCE,NO_LB_UTIL_RUNNABLE_BOOST,sched_policy=cfs
+                     (the seed's kernel, tip of March 2020 (v5.7-rc): before v5.8-rc3, v5.10, v5.12, v6.0, v6.5 and v6.6)
         base:        NO_LB_UTIL_SKIP_SINGLE
         patched:     LB_UTIL_SKIP_SINGLE
         lbsim runs:  3 seeds a side at each point, 10 s simulated each
 
-        metric                  source                 base             patched   change
-        total time (ms)         reported                172                158    -8.14%
-                                lbsim       172.0 (+/- 1.0)    152.0 (+/- 1.0)*  -11.63%
-        per-request avg (ms)    reported              1.337              1.244    -6.96%
-                                lbsim     1.300 (+/- 0.000)  1.300 (+/- 0.000)    +0.00%
-        per-request max (ms)    reported             21.191             10.753   -49.26%
-                                lbsim      20.00 (+/- 0.00)  9.000 (+/- 0.000)*  -55.00%
-        cpu-migrations (count)  reported                  -                  -
-                                lbsim     2.000 (+/- 1.000)  2.000 (+/- 1.000)    +0.00%
-        reported: averages of 15 runs; the per-request max is the average of the runs' maxima (lbsim: the same over its runs).
+        start    metric                  source                 base             patched   change
+        mutex    total time (ms)         reported                172                158    -8.14%
+                                         lbsim       172.0 (+/- 1.0)    152.0 (+/- 1.0)*  -11.63%
+        mutex    per-request avg (ms)    reported              1.337              1.244    -6.96%
+                                         lbsim     1.300 (+/- 0.000)  1.300 (+/- 0.000)    +0.00%
+        mutex    per-request max (ms)    reported             21.191             10.753   -49.26%
+                                         lbsim      20.00 (+/- 0.00)  9.000 (+/- 0.000)*  -55.00%
+        mutex    cpu-migrations (count)  reported                  -                  -
+                                         lbsim     2.000 (+/- 1.000)  2.000 (+/- 1.000)    +0.00%
+        barrier  total time (ms)         reported                172                158    -8.14%
+                                         lbsim       172.0 (+/- 1.0)    152.0 (+/- 1.0)*  -11.63%
+        barrier  per-request avg (ms)    reported              1.337              1.244    -6.96%
+                                         lbsim     1.300 (+/- 0.000)  1.300 (+/- 0.000)    +0.00%
+        barrier  per-request max (ms)    reported             21.191             10.753   -49.26%
+                                         lbsim      20.00 (+/- 0.00)  9.000 (+/- 0.000)*  -55.00%
+        barrier  cpu-migrations (count)  reported                  -                  -
+                                         lbsim     2.000 (+/- 1.000)  2.000 (+/- 1.000)    +0.00%
+        reported: averages of 15 runs; the per-request max is the average of the runs' maxima (lbsim: the same over its runs). The seed's runs mix start-ups that spread at once (maxima from 1.35 ms) with stacked ones (up to 41 ms).
     "#]]
     .assert_eq(&text(&o));
     let j = json(std::slice::from_ref(&o));
     let rows = j["experiments"][0]["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 4);
+    // Two start-ups x four metrics.
+    assert_eq!(rows.len(), 8);
     let r = &rows[0];
     assert_eq!(r["metric"], "total_time");
-    assert_eq!(r["params"], serde_json::json!({}));
+    assert_eq!(r["params"], serde_json::json!({ "start": "mutex" }));
+    assert_eq!(rows[4]["params"], serde_json::json!({ "start": "barrier" }));
     assert_eq!(r["reported_base"], 172.0);
     assert_eq!(r["reported_patched"], 158.0);
     assert!((r["sim_base_mean"].as_f64().unwrap() - 172.0).abs() < 1e-9);
