@@ -454,6 +454,8 @@ pub struct Sim<B: Balancer> {
     run_of: SecondaryMap<TaskId, u32>,
     /// Workload TaskRef index -> run index.
     by_ref: Vec<u32>,
+    /// Workload tasks that have exited (so that the end-of-workload test is O(1) per event).
+    workload_exited: usize,
     sync: SyncState,
     obs: RunObservations,
     streams: SeedStreams,
@@ -547,6 +549,7 @@ impl<B: Balancer> Sim<B> {
             runs: Vec::new(),
             run_of: SecondaryMap::new(),
             by_ref: Vec::new(),
+            workload_exited: 0,
             sync,
             obs: RunObservations::default(),
             streams,
@@ -670,10 +673,7 @@ impl<B: Balancer> Sim<B> {
     fn all_workload_tasks_exited(&self) -> bool {
         !self.by_ref.is_empty()
             && self.by_ref.len() >= self.cfg.workload.tasks.len()
-            && self.by_ref.iter().all(|&r| {
-                let id = self.runs[r as usize].id;
-                self.tasks[id].state == TaskState::Exited
-            })
+            && self.workload_exited == self.by_ref.len()
     }
 
     fn dispatch(&mut self, ev: Ev) {
@@ -1553,6 +1553,7 @@ impl<B: Balancer> Sim<B> {
             let r = &self.runs[self.run_of[p] as usize];
             if let Kind::Workload { wref, .. } = r.kind {
                 self.obs.tasks[wref.index()].exited_ns = Some(now);
+                self.workload_exited += 1;
             }
         }
         if changed {
@@ -1719,6 +1720,22 @@ impl<B: Balancer> Sim<B> {
     // Checks and results
 
     fn check_invariants(&self) -> Result<(), SimError> {
+        let exited = self
+            .by_ref
+            .iter()
+            .filter(|&&r| self.tasks[self.runs[r as usize].id].state == TaskState::Exited)
+            .count();
+        if exited != self.workload_exited {
+            return Err(SimError::Invariant {
+                time_ns: self.now,
+                cpu: 0,
+                task: String::new(),
+                detail: format!(
+                    "{exited} workload tasks have exited but the engine counted {}",
+                    self.workload_exited
+                ),
+            });
+        }
         for (c, rq) in self.rqs.iter().enumerate() {
             rq.check_invariants(&self.tasks)
                 .map_err(|e| SimError::Invariant {
