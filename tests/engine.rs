@@ -97,3 +97,76 @@ fn periodic_balancing_evens_out_a_stacked_fork_burst_then_stops() {
         assert!(c.idle_ns < 1_000_000, "cpu {} idle {} ns", c.cpu, c.idle_ns);
     }
 }
+
+#[test]
+fn a_traced_run_is_the_same_run_and_its_trace_is_consistent() {
+    use lbsim_balance::kernel::KernelBalancer;
+    use lbsim_balance::trace::LbOutcome;
+    use lbsim_sim::engine::Sim;
+    use lbsim_sim::trace::{PrevState, TraceEvent};
+
+    let cfg = config(
+        "x86-4c-smt2",
+        &["hackbench:groups=2,loops=50", "hogs:cpus=0-3,per_cpu=2"],
+        100,
+        3,
+    );
+    let plain = run_kernel(cfg.clone());
+    let balancer = KernelBalancer::new(&cfg.topology, 0, cfg.tunables.hz);
+    let traced = Sim::new(cfg, balancer)
+        .expect("setup")
+        .with_trace()
+        .run()
+        .expect("run");
+    // Recording changes no decision.
+    assert_eq!(plain.event_hash, traced.event_hash);
+    assert_eq!(plain.tasks, traced.tasks);
+    assert!(plain.trace.is_none());
+    let trace = traced.trace.expect("a trace");
+    assert_eq!(trace.nr_cpus, 8);
+
+    // Per CPU, each sched_switch switches out what the previous one switched in, and the
+    // task it switches out is the one current there (common_pid).
+    let mut current = [0u32; 8];
+    let (mut switches, mut migrations, mut balances_that_moved) = (0, 0, 0);
+    let mut last_ns = [0u64; 8];
+    for r in &trace.records {
+        match r.event {
+            TraceEvent::Switch {
+                prev_pid,
+                prev_state,
+                next_pid,
+            } => {
+                switches += 1;
+                let c = r.cpu as usize;
+                assert_eq!(prev_pid, current[c], "cpu {c} at {} ns", r.time_ns);
+                assert_eq!(r.common_pid, prev_pid);
+                assert_eq!(prev_pid == 0, prev_state == PrevState::Runnable);
+                assert_ne!(prev_pid, next_pid);
+                assert!(r.time_ns >= last_ns[c], "switches in time order per CPU");
+                last_ns[c] = r.time_ns;
+                current[c] = next_pid;
+            }
+            TraceEvent::Migrate {
+                orig_cpu, dest_cpu, ..
+            } => {
+                migrations += 1;
+                assert_ne!(orig_cpu, dest_cpu);
+            }
+            TraceEvent::LoadBalance(lb) => {
+                if lb.outcome == LbOutcome::Moved {
+                    balances_that_moved += 1;
+                    assert!(lb.ld_moved > 0 && lb.src_cpu.is_some());
+                }
+            }
+            TraceEvent::Waking { target_cpu, .. } | TraceEvent::WakeupNew { target_cpu, .. } => {
+                assert!(target_cpu < 8);
+            }
+            TraceEvent::Exit { pid } => assert!(pid as usize <= trace.tasks.len()),
+        }
+    }
+    assert!(switches > 1000, "{switches} switches");
+    // Every set_task_cpu() that counts a migration (wake-up and balancer) is traced.
+    assert_eq!(migrations, plain.migrations);
+    assert!(balances_that_moved > 0, "some balance moved tasks");
+}

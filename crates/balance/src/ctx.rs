@@ -274,6 +274,12 @@ pub trait Balancer {
     fn checks(&mut self) -> Option<&mut crate::check::Checks> {
         None
     }
+
+    /// The policy's trace buffer ([`crate::trace::LbTrace`]), if it keeps one: the engine
+    /// enables it when it traces and drains it after each call.
+    fn trace(&mut self) -> Option<&mut crate::trace::LbTrace> {
+        None
+    }
 }
 
 /// A boxed policy is a policy, so the engine can run a policy chosen at run time.
@@ -317,5 +323,8 @@ impl<B: Balancer + ?Sized> Balancer for Box<B> {
     }
     fn checks(&mut self) -> Option<&mut crate::check::Checks> {
         (**self).checks()
+    }
+    fn trace(&mut self) -> Option<&mut crate::trace::LbTrace> {
+        (**self).trace()
     }
 }

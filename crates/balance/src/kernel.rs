@@ -206,6 +206,10 @@ impl Balancer for KernelBalancer {
     fn checks(&mut self) -> Option<&mut crate::check::Checks> {
         Some(&mut self.state.checks)
     }
+
+    fn trace(&mut self) -> Option<&mut crate::trace::LbTrace> {
+        Some(&mut self.state.trace)
+    }
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@
 //! never read), CPU hotplug (every CPU is active) and the out-of-tree cache-aware paths of
 //! some recent trees.
 
+use crate::trace::{LbEvent, LbOutcome, LbRecord};
 use lbsim_rq::features::SchedFeat;
 use lbsim_rq::rq::Rq;
 use lbsim_rq::task::TaskId;
@@ -80,6 +81,15 @@ impl CpuIdleType {
     /// `env->idle` as a truth value (v6.10+): the destination is idle or newly idle.
     pub const fn is_idle(self) -> bool {
         !matches!(self, CpuIdleType::NotIdle)
+    }
+
+    /// The kernel name (v6.10+).
+    pub const fn name(self) -> &'static str {
+        match self {
+            CpuIdleType::NotIdle => "__CPU_NOT_IDLE",
+            CpuIdleType::Idle => "CPU_IDLE",
+            CpuIdleType::NewlyIdle => "CPU_NEWLY_IDLE",
+        }
     }
 }
 
@@ -1334,6 +1344,13 @@ fn detach_task(
             .lb_mut(env.idle)
             .lb_hot_gained += 1;
     }
+    st.trace.push(LbEvent::Migrate {
+        time_ns: now,
+        on_cpu: env.sd_cpu,
+        task: p,
+        orig_cpu: env.src_cpu,
+        dest_cpu: env.dst_cpu,
+    });
     ctx.rqs[env.src_cpu.index()].detach_task(ctx.tasks, p, env.dst_cpu, now);
 }
 
@@ -1641,6 +1658,8 @@ pub struct LoadBalance {
     active_balance: bool,
     /// `*continue_balancing`: cleared when should_we_balance() says no.
     continue_balancing: bool,
+    /// For the trace: the local group's type, the busiest group's and the source CPU.
+    found: Option<(GroupType, Option<GroupType>, Option<CpuId>)>,
 }
 
 impl LoadBalance {
@@ -1669,6 +1688,7 @@ impl LoadBalance {
             ld_moved: 0,
             active_balance: false,
             continue_balancing: true,
+            found: None,
         }
     }
 
@@ -1694,7 +1714,13 @@ impl LoadBalance {
         pass: &mut Pass,
     ) -> LbIteration {
         match self.iteration(ctx, st, pass) {
-            Some(exit) => LbIteration::Done(self.finish(st, ctx.topo, exit)),
+            Some(exit) => {
+                let ld_moved = self.finish(st, ctx.topo, exit);
+                if st.trace.enabled {
+                    self.trace_pass(st, exit, pass.now_ns(ctx));
+                }
+                LbIteration::Done(ld_moved)
+            }
             None => LbIteration::Redo,
         }
     }
@@ -1719,6 +1745,11 @@ impl LoadBalance {
             return Some(LbExit::Balanced);
         }
         let fbg = find_busiest_group(ctx, st, env, pass);
+        self.found = Some((
+            fbg.sds.local_stat.group_type,
+            fbg.sds.busiest.map(|_| fbg.sds.busiest_stat.group_type),
+            None,
+        ));
         let Some(group) = fbg.busiest else {
             st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_nobusyg += 1;
             return Some(LbExit::Balanced);
@@ -1727,6 +1758,9 @@ impl LoadBalance {
             st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_nobusyq += 1;
             return Some(LbExit::Balanced);
         };
+        if let Some(f) = &mut self.found {
+            f.2 = Some(busiest);
+        }
         debug_assert_ne!(busiest, env.dst_cpu);
         let busiest_type = fbg.sds.busiest_stat.group_type;
         st.checks
@@ -1840,6 +1874,43 @@ impl LoadBalance {
             }
         }
         Some(LbExit::Done)
+    }
+
+    /// Records the finished load_balance() in the trace, unless should_we_balance() stopped
+    /// it before find_busiest_group().
+    fn trace_pass(&self, st: &mut BalanceState, exit: LbExit, now_ns: u64) {
+        let Some((local, busiest, src_cpu)) = self.found else {
+            return;
+        };
+        let env = &self.env;
+        let outcome = match exit {
+            LbExit::Balanced if busiest.is_some() && src_cpu.is_none() && env.imbalance != 0 => {
+                LbOutcome::NoBusiestQueue
+            }
+            LbExit::Balanced => LbOutcome::Balanced,
+            LbExit::AllPinned => LbOutcome::AllPinned,
+            LbExit::OnePinned => LbOutcome::OnePinned,
+            LbExit::Done if self.ld_moved > 0 => LbOutcome::Moved,
+            LbExit::Done => LbOutcome::Failed,
+        };
+        let sd = st.sd(self.this_cpu, env.level);
+        let record = LbRecord {
+            time_ns: now_ns,
+            cpu: self.this_cpu,
+            level: env.level,
+            idle: env.idle,
+            local,
+            busiest,
+            migration_type: env.migration_type,
+            imbalance: env.imbalance,
+            src_cpu,
+            ld_moved: self.ld_moved,
+            outcome,
+            nr_balance_failed: sd.nr_balance_failed,
+            balance_interval: sd.balance_interval,
+            active_balance: self.active_balance,
+        };
+        st.trace.push(LbEvent::Balance(record));
     }
 
     /// The labels after the loop (`out_balanced`, `out_all_pinned`, `out_one_pinned`) and

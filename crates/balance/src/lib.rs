@@ -31,6 +31,7 @@ pub mod nohz;
 pub mod rebalance;
 pub mod schedstat;
 pub mod state;
+pub mod trace;
 pub mod trivial;
 pub mod wake;
 

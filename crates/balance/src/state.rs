@@ -127,6 +127,9 @@ pub struct BalanceState {
     pub schedstat: Schedstat,
     /// The decision record of the balancer's invariants (off unless the engine checks).
     pub checks: crate::check::Checks,
+    /// The trace records of migrations and load_balance() passes (off unless the engine
+    /// traces).
+    pub trace: crate::trace::LbTrace,
 }
 
 impl BalanceState {
@@ -233,6 +236,7 @@ impl BalanceState {
             serialize_owner: None,
             schedstat: Schedstat::new(topo),
             checks: crate::check::Checks::default(),
+            trace: crate::trace::LbTrace::default(),
         }
     }
 

@@ -103,3 +103,62 @@ fn schbench_auto_mode_adds_workers_until_they_no_longer_fit() {
     assert!(rounds[..3].iter().all(|r| r.1 < 2000), "{rounds:?}");
     assert!(rounds[3].1 >= 2000, "{rounds:?}");
 }
+
+#[test]
+fn trace_writes_ftrace_text_and_never_overwrites_a_file() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("run_cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("trace.txt");
+    let _ = std::fs::remove_file(&path);
+    let p = path.to_str().unwrap();
+    let args = [
+        "run",
+        "--topology",
+        "hikey",
+        "--workload",
+        "sysbench-cpu:threads=8,requests=200,format=1.0",
+        "--duration",
+        "1s",
+        "--trace",
+        p,
+    ];
+    let out = lbsim(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with("# tracer: nop\n"));
+    for event in [
+        "sched_switch: prev_comm=",
+        "sched_wakeup_new: comm=sysbench-1-0000 ",
+        "sched_waking: comm=sysbench-",
+        "sched_migrate_task: comm=sysbench-",
+        "sched_process_exit: comm=sysbench-8-0007 ",
+        "lbsim_load_balance: cpu=",
+    ] {
+        assert!(text.contains(event), "no `{event}` in the trace");
+    }
+    // Every event line has ftrace's prefix: comm-pid, [cpu], flags, seconds.microseconds.
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (head, _) = line.split_once(": ").expect("an event line");
+        let fields: Vec<&str> = head.split_whitespace().collect();
+        assert_eq!(fields.len(), 4, "{line}");
+        assert!(
+            fields[1].starts_with('[') && fields[1].ends_with(']'),
+            "{line}"
+        );
+        assert_eq!(fields[2], "d..2.", "{line}");
+        assert!(fields[3].contains('.'), "{line}");
+    }
+    // The file now exists: a second run refuses it and leaves it as it was.
+    let again = lbsim(&args);
+    assert_eq!(again.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        err.contains("--trace") && err.contains("cannot create"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+}

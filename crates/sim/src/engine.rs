@@ -407,6 +407,8 @@ pub struct RunResult {
     pub schedstat: Option<String>,
     /// What the invariant checks saw (with [`SimConfig::check`]).
     pub checks: Option<check::CheckReport>,
+    /// The scheduler trace, for a run made with [`Sim::with_trace`].
+    pub trace: Option<crate::trace::Trace>,
 }
 
 /// The view of pending wake-ups the balancer's passes consult.
@@ -456,6 +458,8 @@ pub struct Sim<B: Balancer> {
     by_ref: Vec<u32>,
     /// Workload tasks that have exited (so that the end-of-workload test is O(1) per event).
     workload_exited: usize,
+    /// The scheduler trace, when [`Sim::with_trace`] asked for one; pid = run index + 1.
+    trace: Option<crate::trace::Trace>,
     sync: SyncState,
     obs: RunObservations,
     streams: SeedStreams,
@@ -550,6 +554,7 @@ impl<B: Balancer> Sim<B> {
             run_of: SecondaryMap::new(),
             by_ref: Vec::new(),
             workload_exited: 0,
+            trace: None,
             sync,
             obs: RunObservations::default(),
             streams,
@@ -626,7 +631,99 @@ impl<B: Balancer> Sim<B> {
             max_wait_ns: 0,
         });
         self.run_of.insert(id, idx);
+        if let Some(tr) = &mut self.trace {
+            let t = &self.tasks[id];
+            tr.add_task(&t.name, t.nice);
+        }
         idx
+    }
+
+    /// Records the scheduler trace of the run ([`crate::trace`]) into
+    /// [`RunResult::trace`]. Tracing changes no decision.
+    #[must_use]
+    pub fn with_trace(mut self) -> Self {
+        let mut tr = crate::trace::Trace::new(self.rqs.len() as u32);
+        for r in &self.runs {
+            let t = &self.tasks[r.id];
+            tr.add_task(&t.name, t.nice);
+        }
+        self.trace = Some(tr);
+        if let Some(lt) = self.balancer.trace() {
+            lt.enabled = true;
+        }
+        self
+    }
+
+    /// The trace pid of task `p` (0 for none: the idle task).
+    fn pid(&self, p: Option<TaskId>) -> u32 {
+        p.map_or(0, |p| self.run_of[p] + 1)
+    }
+
+    /// Records `event`, fired on `cpu` at `time_ns`, when tracing.
+    fn trace_at(&mut self, time_ns: u64, cpu: CpuId, event: crate::trace::TraceEvent) {
+        if self.trace.is_none() {
+            return;
+        }
+        let common = self.pid(self.rqs[cpu.index()].curr);
+        if let Some(tr) = &mut self.trace {
+            tr.push(time_ns, cpu.0, common, event);
+        }
+    }
+
+    /// Records `sched_waking` of `p` for `target`, fired on the waker's CPU.
+    fn trace_waking(&mut self, this_cpu: CpuId, p: TaskId, target: CpuId) {
+        if self.trace.is_some() {
+            let pid = self.pid(Some(p));
+            let now = self.now;
+            self.trace_at(
+                now,
+                this_cpu,
+                crate::trace::TraceEvent::Waking {
+                    pid,
+                    target_cpu: target.0,
+                },
+            );
+        }
+    }
+
+    /// Moves the balancer's trace records into the run's trace.
+    fn drain_balancer_trace(&mut self) {
+        let Some(lt) = self.balancer.trace() else {
+            return;
+        };
+        if lt.events.is_empty() {
+            return;
+        }
+        let events = std::mem::take(&mut lt.events);
+        for ev in events {
+            match ev {
+                lbsim_balance::trace::LbEvent::Migrate {
+                    time_ns,
+                    on_cpu,
+                    task,
+                    orig_cpu,
+                    dest_cpu,
+                } => {
+                    let pid = self.pid(Some(task));
+                    self.trace_at(
+                        time_ns,
+                        on_cpu,
+                        crate::trace::TraceEvent::Migrate {
+                            pid,
+                            orig_cpu: orig_cpu.0,
+                            dest_cpu: dest_cpu.0,
+                        },
+                    );
+                }
+                lbsim_balance::trace::LbEvent::Balance(rec) => {
+                    self.trace_at(
+                        rec.time_ns,
+                        rec.cpu,
+                        crate::trace::TraceEvent::LoadBalance(rec),
+                    );
+                }
+            }
+        }
     }
 
     /// Runs to the end and returns what was measured.
@@ -811,7 +908,11 @@ impl<B: Balancer> Sim<B> {
             cost: &cfg.cost,
             pending: &pending,
         };
-        f(balancer, &mut ctx)
+        let r = f(balancer, &mut ctx);
+        if self.trace.is_some() {
+            self.drain_balancer_trace();
+        }
+        r
     }
 
     /// Applies what a balancing pass decided, beyond its runqueue changes: reschedules on
@@ -1217,6 +1318,17 @@ impl<B: Balancer> Sim<B> {
         let cost = self.cfg.cost.charge(&placement.work);
         self.charge(parent_cpu, cost);
         let cpu = self.checked_placement(id, placement.cpu);
+        if self.trace.is_some() {
+            let pid = self.pid(Some(id));
+            self.trace_at(
+                now,
+                parent_cpu,
+                crate::trace::TraceEvent::WakeupNew {
+                    pid,
+                    target_cpu: cpu.0,
+                },
+            );
+        }
         self.account(cpu);
         self.tasks[id].cpu = cpu;
         self.tasks[id].wake_cpu = cpu;
@@ -1327,6 +1439,7 @@ impl<B: Balancer> Sim<B> {
             } else {
                 WakeFlags::TTWU
             };
+            self.trace_waking(this_cpu, id, prev_cpu);
             self.rqs[prev_cpu.index()].ttwu_runnable(&mut self.tasks, id, wf, now);
             self.runs[ri].wake_ns = Some(now);
             self.after_enqueue(prev_cpu, this_cpu);
@@ -1337,6 +1450,7 @@ impl<B: Balancer> Sim<B> {
             // newly idle. Follows core.c: try_to_wake_up(): `ttwu_queue_wakelist(p,
             // task_cpu(p), wake_flags | WF_ON_CPU)` without selecting a CPU.
             self.runs[ri].wake_ns = Some(now);
+            self.trace_waking(this_cpu, id, prev_cpu);
             self.queue_wakelist(prev_cpu, id, false);
             return;
         }
@@ -1353,7 +1467,20 @@ impl<B: Balancer> Sim<B> {
             self.cpus[this_cpu.index()].stat.ttwu_local += 1;
         }
         let migrated = cpu != prev_cpu;
+        self.trace_waking(this_cpu, id, cpu);
         if migrated {
+            if self.trace.is_some() {
+                let pid = self.pid(Some(id));
+                self.trace_at(
+                    now,
+                    this_cpu,
+                    crate::trace::TraceEvent::Migrate {
+                        pid,
+                        orig_cpu: prev_cpu.0,
+                        dest_cpu: cpu.0,
+                    },
+                );
+            }
             wf |= WakeFlags::MIGRATED;
             set_task_cpu(
                 &mut self.rqs[prev_cpu.index()],
@@ -1461,6 +1588,17 @@ impl<B: Balancer> Sim<B> {
         }
         self.cpus[ci].stat.sched_count += 1;
         self.rqs[ci].__schedule_prev(&mut self.tasks, action, now);
+        if action == PrevAction::Exit
+            && let Some(p) = prev
+            && matches!(
+                self.runs[self.run_of[p] as usize].kind,
+                Kind::Workload { .. }
+            )
+        {
+            // The task is TASK_DEAD from here on, although its CPU may still balance before
+            // switching away.
+            self.workload_exited += 1;
+        }
         let next = self.rqs[ci].pick_next_task_fair(&mut self.tasks);
         if next.is_some() {
             self.finish_schedule(cpu, prev, action, next);
@@ -1540,6 +1678,32 @@ impl<B: Balancer> Sim<B> {
             let r = &mut self.runs[self.run_of[n] as usize];
             r.max_wait_ns = r.max_wait_ns.max(wait);
         }
+        if self.trace.is_some() {
+            if action == PrevAction::Exit
+                && let Some(p) = prev
+            {
+                let pid = self.pid(Some(p));
+                self.trace_at(now, cpu, crate::trace::TraceEvent::Exit { pid });
+            }
+            if self.rqs[ci].curr != next {
+                let prev_state = match (self.rqs[ci].curr.is_some(), action) {
+                    (false, _) => crate::trace::PrevState::Runnable,
+                    (true, PrevAction::Preempt) => crate::trace::PrevState::Preempted,
+                    (true, PrevAction::Block) => crate::trace::PrevState::Sleeping,
+                    (true, PrevAction::Exit) => crate::trace::PrevState::Dead,
+                };
+                let (prev_pid, next_pid) = (self.pid(self.rqs[ci].curr), self.pid(next));
+                self.trace_at(
+                    now,
+                    cpu,
+                    crate::trace::TraceEvent::Switch {
+                        prev_pid,
+                        prev_state,
+                        next_pid,
+                    },
+                );
+            }
+        }
         let changed = self.rqs[ci].context_switch(&mut self.tasks, next);
         if next.is_none() {
             self.cpus[ci].stat.sched_goidle += 1;
@@ -1553,7 +1717,6 @@ impl<B: Balancer> Sim<B> {
             let r = &self.runs[self.run_of[p] as usize];
             if let Kind::Workload { wref, .. } = r.kind {
                 self.obs.tasks[wref.index()].exited_ns = Some(now);
-                self.workload_exited += 1;
             }
         }
         if changed {
@@ -1704,6 +1867,19 @@ impl<B: Balancer> Sim<B> {
             } else {
                 self.rqs[ci].__schedule_prev(&mut self.tasks, PrevAction::Preempt, now);
                 self.rqs[ci].pick_next_task_idle(&mut self.tasks);
+                if self.trace.is_some() {
+                    // The stopper (migration/N) preempts it; lbsim has no stopper task.
+                    let prev_pid = self.pid(Some(p));
+                    self.trace_at(
+                        now,
+                        cpu,
+                        crate::trace::TraceEvent::Switch {
+                            prev_pid,
+                            prev_state: crate::trace::PrevState::Preempted,
+                            next_pid: 0,
+                        },
+                    );
+                }
                 self.rqs[ci].context_switch(&mut self.tasks, None);
                 self.cpus[ci].generation += 1;
             }
@@ -1871,6 +2047,7 @@ impl<B: Balancer> Sim<B> {
             observations: self.obs,
             events: self.events,
             event_hash: self.hash,
+            trace: self.trace,
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod queue;
 pub mod rng;
 pub mod stats;
 pub mod time;
+pub mod trace;
 
 pub use queue::EventQueue;
 pub use time::SimTime;

@@ -56,6 +56,11 @@ pub struct Args {
     /// Check invariants after every event; stop at the first violation.
     #[arg(long)]
     pub check: bool,
+    /// Write the scheduler trace to FILE as ftrace text (sched_switch, sched_waking,
+    /// sched_wakeup_new, sched_migrate_task, sched_process_exit and lbsim_load_balance), which
+    /// ui.perfetto.dev opens; FILE must not exist yet.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -81,8 +86,27 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     cfg.seed = seed;
     cfg.check = args.check;
     let spec = cfg.workload.clone();
-    let balancer = make_balancer(args.balancer, &cfg);
-    let mut result = Sim::new(cfg.clone(), balancer)?.run()?;
+    // Refuse an existing trace file before simulating: nothing a user wrote is overwritten.
+    let mut trace_file = match &args.trace {
+        None => None,
+        Some(path) => Some(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .with_context(|| format!("--trace {}: cannot create the file", path.display()))?,
+        ),
+    };
+    let simulate = |cfg: &lbsim_sim::engine::SimConfig| -> anyhow::Result<_> {
+        let sim = Sim::new(cfg.clone(), make_balancer(args.balancer, cfg))?;
+        let sim = if args.trace.is_some() {
+            sim.with_trace()
+        } else {
+            sim
+        };
+        Ok(sim.run()?)
+    };
+    let mut result = simulate(&cfg)?;
     let mut reports = spec.reports(&result.observations);
     // `schbench -a`: re-run with one more worker per message thread while the p99 stays
     // below schbench's limit, printing each round's line as the 2016 schbench did.
@@ -104,12 +128,19 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             );
             let mut round = cfg.clone();
             round.workload = next.build(&label).with_context(|| label.clone())?;
-            let balancer = make_balancer(args.balancer, &round);
-            result = Sim::new(round.clone(), balancer)?.run()?;
+            result = simulate(&round)?;
             reports = round.workload.reports(&result.observations);
             auto_lines.push(first_line(&reports[0].text));
             params = next;
         }
+    }
+    if let (Some(file), Some(trace)) = (&mut trace_file, &result.trace) {
+        let path = args.trace.as_deref().unwrap_or(std::path::Path::new("-"));
+        let mut w = std::io::BufWriter::new(file);
+        trace
+            .write_ftrace(&mut w)
+            .and_then(|()| w.flush())
+            .with_context(|| format!("--trace {}: writing the trace", path.display()))?;
     }
     let mut out = std::io::stdout().lock();
     if args.format == Format::Text && auto_lines.len() > 1 {
