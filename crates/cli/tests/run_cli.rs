@@ -162,3 +162,33 @@ fn trace_writes_ftrace_text_and_never_overwrites_a_file() {
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
 }
+
+#[test]
+fn trace_with_a_perfetto_extension_writes_trace_packets() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("run_cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("trace.pftrace");
+    let _ = std::fs::remove_file(&path);
+    let out = lbsim(&[
+        "run",
+        "--topology",
+        "hikey",
+        "--workload",
+        "busy:threads=9",
+        "--duration",
+        "100ms",
+        "--trace",
+        path.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b = std::fs::read(&path).unwrap();
+    // `Trace.packet` (field 1, length-delimited) first, the SystemInfo packet naming Linux.
+    assert_eq!(b[0], 0x0a);
+    assert!(b.windows(5).any(|w| w == b"Linux"));
+    assert!(b.windows(12).any(|w| w == b"6.12.0-lbsim"));
+    assert!(b.windows(9).any(|w| w == b"swapper/0"));
+}

@@ -1,6 +1,8 @@
 //! A run's scheduler trace: the kernel's sched tracepoints as lbsim fires them, and the
-//! balancer's decisions, written as ftrace text (`/sys/kernel/tracing/trace`), which
-//! Perfetto (ui.perfetto.dev, "Open trace file") and LISA open.
+//! balancer's decisions, written as ftrace text (`/sys/kernel/tracing/trace`, which Perfetto
+//! and LISA import; Perfetto's text importer reads only `sched_switch` and `sched_waking`) or
+//! as a Perfetto protobuf trace of `ftrace_events` bundles ([`Trace::write_perfetto`], the
+//! format Perfetto builds CPU tracks and thread states from).
 //!
 //! Events and where they fire, as in core.c and fair.c:
 //! - `sched_switch` on every context switch, to and from the idle task (`swapper/N`, pid 0);
@@ -306,6 +308,217 @@ impl Trace {
     }
 }
 
+/// Protocol-buffer encoding of the few Perfetto messages a trace needs (proto2 wire format:
+/// varints and length-delimited fields; field numbers from perfetto's `trace_packet.proto`,
+/// `ftrace_event.proto`, `sched.proto` and friends).
+mod pb {
+    /// Appends `v` as a base-128 varint.
+    pub fn varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    /// A varint field (wire type 0). Negative `int32`/`int64` values are sign-extended to
+    /// 64 bits, as protobuf encodes them.
+    pub fn uint(out: &mut Vec<u8>, field: u32, v: u64) {
+        varint(out, u64::from(field) << 3);
+        varint(out, v);
+    }
+
+    /// A signed varint field (`int32`, `int64`).
+    pub fn int(out: &mut Vec<u8>, field: u32, v: i64) {
+        uint(out, field, v as u64);
+    }
+
+    /// A length-delimited field (wire type 2): a string, bytes or an embedded message.
+    pub fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
+        varint(out, (u64::from(field) << 3) | 2);
+        varint(out, b.len() as u64);
+        out.extend_from_slice(b);
+    }
+}
+
+/// `prev_state` of a Perfetto `SchedSwitchFtraceEvent` in the kernel's 4.14+ report layout
+/// (decoded as such for a `release` of 6.12).
+const fn prev_state_bits(s: PrevState) -> i64 {
+    match s {
+        PrevState::Runnable => 0,
+        // TASK_REPORT_MAX: preempted while runnable ("R+").
+        PrevState::Preempted => 0x100,
+        // TASK_INTERRUPTIBLE.
+        PrevState::Sleeping => 0x1,
+        // EXIT_DEAD.
+        PrevState::Dead => 0x10,
+    }
+}
+
+/// Events per `FtraceEventBundle`.
+const BUNDLE_EVENTS: usize = 1024;
+
+impl Trace {
+    /// Writes the trace as a Perfetto protobuf trace (`Trace { repeated TracePacket }`): a
+    /// `SystemInfo` (Linux 6.12, so that `prev_state` is decoded with the modern layout), a
+    /// `ProcessTree` naming every task, then per CPU `FtraceEventBundle`s of `sched_switch`,
+    /// `sched_waking`, `sched_wakeup_new`, `sched_migrate_task` and `sched_process_exit`
+    /// events in time order. Perfetto builds CPU tracks and thread states from these; each
+    /// `lbsim_load_balance` record becomes an atrace instant (`print` event, `I|0|...`) on
+    /// its CPU.
+    ///
+    /// # Errors
+    /// Those of `out`.
+    pub fn write_perfetto(&self, out: &mut dyn Write) -> io::Result<()> {
+        const SEQ: u64 = 1;
+        let packet = |out: &mut dyn Write, body: &[u8]| -> io::Result<()> {
+            let mut p = Vec::with_capacity(body.len() + 8);
+            pb::bytes(&mut p, 1, body);
+            out.write_all(&p)
+        };
+        // SystemInfo (TracePacket field 45): Utsname { sysname 1, version 2, release 3,
+        // machine 4 } and num_cpus 8.
+        let mut uts = Vec::new();
+        pb::bytes(&mut uts, 1, b"Linux");
+        pb::bytes(&mut uts, 2, b"#1 SMP lbsim");
+        pb::bytes(&mut uts, 3, b"6.12.0-lbsim");
+        pb::bytes(&mut uts, 4, b"lbsim");
+        let mut si = Vec::new();
+        pb::bytes(&mut si, 1, &uts);
+        pb::uint(&mut si, 8, u64::from(self.nr_cpus));
+        let mut tp = Vec::new();
+        pb::uint(&mut tp, 10, SEQ);
+        pb::bytes(&mut tp, 45, &si);
+        packet(out, &tp)?;
+        // ProcessTree (field 2): one process per task (pid 1, ppid 2, cmdline 3) and its
+        // thread (tid 1, name 2, tgid 3).
+        let mut tree = Vec::new();
+        for (i, t) in self.tasks.iter().enumerate() {
+            let pid = i as u64 + 1;
+            let mut pr = Vec::new();
+            pb::uint(&mut pr, 1, pid);
+            pb::uint(&mut pr, 2, 0);
+            pb::bytes(&mut pr, 3, t.comm.as_bytes());
+            pb::bytes(&mut tree, 1, &pr);
+            let mut th = Vec::new();
+            pb::uint(&mut th, 1, pid);
+            pb::bytes(&mut th, 2, t.comm.as_bytes());
+            pb::uint(&mut th, 3, pid);
+            pb::bytes(&mut tree, 2, &th);
+        }
+        let mut tp = Vec::new();
+        pb::uint(&mut tp, 10, SEQ);
+        pb::bytes(&mut tp, 2, &tree);
+        packet(out, &tp)?;
+        // Ftrace bundles, per CPU, in time order.
+        for cpu in 0..self.nr_cpus {
+            let mut order: Vec<&TraceRecord> =
+                self.records.iter().filter(|r| r.cpu == cpu).collect();
+            order.sort_by_key(|r| r.time_ns);
+            for chunk in order.chunks(BUNDLE_EVENTS) {
+                let mut bundle = Vec::new();
+                pb::uint(&mut bundle, 1, u64::from(cpu));
+                for r in chunk {
+                    let mut ev = Vec::new();
+                    pb::uint(&mut ev, 1, r.time_ns);
+                    pb::uint(&mut ev, 2, u64::from(r.common_pid));
+                    self.encode_event(&mut ev, r);
+                    pb::bytes(&mut bundle, 2, &ev);
+                }
+                let mut tp = Vec::new();
+                pb::uint(&mut tp, 10, SEQ);
+                pb::bytes(&mut tp, 1, &bundle);
+                packet(out, &tp)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the oneof `event` field of one `FtraceEvent`.
+    fn encode_event(&self, ev: &mut Vec<u8>, r: &TraceRecord) {
+        let mut body = Vec::new();
+        // `comm`/`pid`/`prio`/(`success`)/`target_cpu` of the wake-up events.
+        let wake = |body: &mut Vec<u8>, pid: u32, target_cpu: u32| {
+            pb::bytes(body, 1, self.comm(pid, r.cpu).as_bytes());
+            pb::int(body, 2, i64::from(pid));
+            pb::int(body, 3, i64::from(self.prio(pid)));
+            pb::int(body, 4, 1);
+            pb::int(body, 5, i64::from(target_cpu));
+        };
+        let field = match r.event {
+            TraceEvent::Switch {
+                prev_pid,
+                prev_state,
+                next_pid,
+            } => {
+                pb::bytes(&mut body, 1, self.comm(prev_pid, r.cpu).as_bytes());
+                pb::int(&mut body, 2, i64::from(prev_pid));
+                pb::int(&mut body, 3, i64::from(self.prio(prev_pid)));
+                pb::int(&mut body, 4, prev_state_bits(prev_state));
+                pb::bytes(&mut body, 5, self.comm(next_pid, r.cpu).as_bytes());
+                pb::int(&mut body, 6, i64::from(next_pid));
+                pb::int(&mut body, 7, i64::from(self.prio(next_pid)));
+                4
+            }
+            TraceEvent::Waking { pid, target_cpu } => {
+                wake(&mut body, pid, target_cpu);
+                20
+            }
+            TraceEvent::WakeupNew { pid, target_cpu } => {
+                wake(&mut body, pid, target_cpu);
+                114
+            }
+            TraceEvent::Migrate {
+                pid,
+                orig_cpu,
+                dest_cpu,
+            } => {
+                pb::bytes(&mut body, 1, self.comm(pid, r.cpu).as_bytes());
+                pb::int(&mut body, 2, i64::from(pid));
+                pb::int(&mut body, 3, i64::from(self.prio(pid)));
+                pb::int(&mut body, 4, i64::from(orig_cpu));
+                pb::int(&mut body, 5, i64::from(dest_cpu));
+                491
+            }
+            TraceEvent::Exit { pid } => {
+                pb::bytes(&mut body, 1, self.comm(pid, r.cpu).as_bytes());
+                pb::int(&mut body, 2, i64::from(pid));
+                pb::int(&mut body, 3, i64::from(pid));
+                pb::int(&mut body, 4, i64::from(self.prio(pid)));
+                238
+            }
+            TraceEvent::LoadBalance(lb) => {
+                // An atrace instant on the balancing CPU's current thread.
+                let text = format!(
+                    "I|{}|load_balance cpu{} level{} {} {}->{} {} imbalance={} src_cpu={} \
+                     {} ld_moved={} nr_balance_failed={}{}\n",
+                    r.common_pid,
+                    lb.cpu.0,
+                    lb.level,
+                    lb.idle.name(),
+                    lb.busiest.map_or("none", |g| g.name()),
+                    lb.local.name(),
+                    lb.migration_type.name(),
+                    lb.imbalance,
+                    lb.src_cpu.map_or(-1, |c| i64::from(c.0)),
+                    lb.outcome.name(),
+                    lb.ld_moved,
+                    lb.nr_balance_failed,
+                    if lb.active_balance {
+                        " active_balance"
+                    } else {
+                        ""
+                    }
+                );
+                pb::uint(&mut body, 1, 0);
+                pb::bytes(&mut body, 2, text.as_bytes());
+                3
+            }
+        };
+        pb::bytes(ev, field, &body);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -363,5 +576,136 @@ mod tests {
         assert!(text.starts_with("# tracer: nop\n"));
         assert!(text.contains("entries-in-buffer/entries-written: 3/3   #P:2"));
         assert_eq!(t.tasks[1].prio, 115);
+    }
+
+    /// A protobuf field as read back: (field number, varint value or bytes).
+    #[derive(Debug, PartialEq)]
+    enum F {
+        V(u32, u64),
+        B(u32, Vec<u8>),
+    }
+
+    fn decode(mut b: &[u8]) -> Vec<F> {
+        fn varint(b: &mut &[u8]) -> u64 {
+            let (mut v, mut shift) = (0u64, 0);
+            loop {
+                let byte = b[0];
+                *b = &b[1..];
+                v |= u64::from(byte & 0x7f) << shift;
+                if byte < 0x80 {
+                    return v;
+                }
+                shift += 7;
+            }
+        }
+        let mut out = Vec::new();
+        while !b.is_empty() {
+            let key = varint(&mut b);
+            let field = (key >> 3) as u32;
+            match key & 7 {
+                0 => out.push(F::V(field, varint(&mut b))),
+                2 => {
+                    let n = varint(&mut b) as usize;
+                    out.push(F::B(field, b[..n].to_vec()));
+                    b = &b[n..];
+                }
+                w => panic!("unexpected wire type {w}"),
+            }
+        }
+        out
+    }
+
+    fn msg(fields: &[F], n: u32) -> Vec<F> {
+        fields
+            .iter()
+            .find_map(|f| match f {
+                F::B(k, b) if *k == n => Some(decode(b)),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no field {n} in {fields:?}"))
+    }
+
+    #[test]
+    fn perfetto_packets_carry_system_info_names_and_per_cpu_ftrace_bundles() {
+        let mut t = Trace::new(2);
+        let a = t.add_task("w", 0);
+        t.push(
+            5_000,
+            1,
+            0,
+            TraceEvent::Switch {
+                prev_pid: 0,
+                prev_state: PrevState::Runnable,
+                next_pid: a,
+            },
+        );
+        t.push(
+            1_000,
+            1,
+            0,
+            TraceEvent::Waking {
+                pid: a,
+                target_cpu: 1,
+            },
+        );
+        t.push(
+            9_000,
+            1,
+            a,
+            TraceEvent::Switch {
+                prev_pid: a,
+                prev_state: PrevState::Preempted,
+                next_pid: 0,
+            },
+        );
+        let mut out = Vec::new();
+        t.write_perfetto(&mut out).unwrap();
+        // Trace { repeated TracePacket packet = 1 }.
+        let packets: Vec<Vec<F>> = decode(&out)
+            .into_iter()
+            .map(|f| match f {
+                F::B(1, b) => decode(&b),
+                other => panic!("not a packet: {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            packets.len(),
+            3,
+            "system info, process tree, one bundle (CPU 1)"
+        );
+        // SystemInfo: utsname.sysname "Linux", release 6.12, num_cpus 2.
+        let si = msg(&packets[0], 45);
+        let uts = msg(&si, 1);
+        assert!(uts.contains(&F::B(1, b"Linux".to_vec())));
+        assert!(uts.contains(&F::B(3, b"6.12.0-lbsim".to_vec())));
+        assert!(si.contains(&F::V(8, 2)));
+        // ProcessTree: the task as process 1 and thread 1 named "w".
+        let tree = msg(&packets[1], 2);
+        let th = msg(&tree, 2);
+        assert_eq!(th, [F::V(1, 1), F::B(2, b"w".to_vec()), F::V(3, 1)]);
+        // The bundle of CPU 1: events in time order, waking first.
+        let bundle = msg(&packets[2], 1);
+        assert_eq!(bundle[0], F::V(1, 1));
+        let events: Vec<Vec<F>> = bundle[1..]
+            .iter()
+            .map(|f| match f {
+                F::B(2, b) => decode(b),
+                other => panic!("not an event: {other:?}"),
+            })
+            .collect();
+        assert_eq!(events.len(), 3);
+        assert_eq!(events[0][0], F::V(1, 1_000));
+        let waking = msg(&events[0], 20);
+        assert!(waking.contains(&F::V(5, 1)), "target_cpu 1");
+        let sw = msg(&events[1], 4);
+        assert_eq!(sw[0], F::B(1, b"swapper/1".to_vec()));
+        assert!(sw.contains(&F::V(6, 1)), "next_pid 1");
+        let sw = msg(&events[2], 4);
+        assert!(sw.contains(&F::V(4, 0x100)), "R+ is TASK_REPORT_MAX");
+        assert_eq!(
+            events[2][1],
+            F::V(2, 1),
+            "common pid: the task switching out"
+        );
     }
 }

@@ -56,9 +56,10 @@ pub struct Args {
     /// Check invariants after every event; stop at the first violation.
     #[arg(long)]
     pub check: bool,
-    /// Write the scheduler trace to FILE as ftrace text (sched_switch, sched_waking,
-    /// sched_wakeup_new, sched_migrate_task, sched_process_exit and lbsim_load_balance), which
-    /// ui.perfetto.dev opens; FILE must not exist yet.
+    /// Write the scheduler trace to FILE (sched_switch, sched_waking, sched_wakeup_new,
+    /// sched_migrate_task, sched_process_exit and lbsim_load_balance): a Perfetto protobuf trace
+    /// if FILE ends in `.pftrace` or `.perfetto-trace`, ftrace text otherwise; ui.perfetto.dev
+    /// opens both. FILE must not exist yet.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
     /// Output format.
@@ -137,10 +138,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if let (Some(file), Some(trace)) = (&mut trace_file, &result.trace) {
         let path = args.trace.as_deref().unwrap_or(std::path::Path::new("-"));
         let mut w = std::io::BufWriter::new(file);
-        trace
-            .write_ftrace(&mut w)
-            .and_then(|()| w.flush())
-            .with_context(|| format!("--trace {}: writing the trace", path.display()))?;
+        let perfetto = path
+            .extension()
+            .is_some_and(|e| e == "pftrace" || e == "perfetto-trace");
+        if perfetto {
+            trace.write_perfetto(&mut w)
+        } else {
+            trace.write_ftrace(&mut w)
+        }
+        .and_then(|()| w.flush())
+        .with_context(|| format!("--trace {}: writing the trace", path.display()))?;
     }
     let mut out = std::io::stdout().lock();
     if args.format == Format::Text && auto_lines.len() > 1 {
