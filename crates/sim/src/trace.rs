@@ -363,9 +363,12 @@ impl Trace {
     /// `SystemInfo` (Linux 6.12, so that `prev_state` is decoded with the modern layout), a
     /// `ProcessTree` naming every task, then per CPU `FtraceEventBundle`s of `sched_switch`,
     /// `sched_waking`, `sched_wakeup_new`, `sched_migrate_task` and `sched_process_exit`
-    /// events in time order. Perfetto builds CPU tracks and thread states from these; each
-    /// `lbsim_load_balance` record becomes an atrace instant (`print` event, `I|0|...`) on
-    /// its CPU.
+    /// events in time order. Perfetto builds CPU tracks and thread states from the switches
+    /// and wakings (it keeps `sched_wakeup_new`, `sched_migrate_task` and
+    /// `sched_process_exit` as raw events only, as for a kernel trace); each
+    /// `lbsim_load_balance` record becomes an atrace instant (`print` event,
+    /// `I|<pid>|load_balance ...`) on the track of the thread current on the balancing CPU
+    /// (`swapper/N` when it is idle).
     ///
     /// # Errors
     /// Those of `out`.
