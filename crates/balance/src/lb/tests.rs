@@ -277,6 +277,95 @@ fn util_skip_single() {
     }
 }
 
+/// Rule (find_busiest_queue, migrate_util; 7d0583cf9ec7 "runnable boosting", v6.5): the
+/// source is the CPU with the highest `cpu_util_cfs_boost()`, max(util_avg, runnable_avg)
+/// capped at capacity, so three young tasks stacked on CPU 1 (util below CPU 0's, runnable
+/// far above) outweigh CPU 0's single long-running task; with `NO_LB_UTIL_RUNNABLE_BOOST`
+/// (v5.7-v6.4, `cpu_util()`) CPU 0 does.
+#[test]
+fn util_runnable_boost() {
+    for boost in [true, false] {
+        let f = Features::defaults()
+            .with(SchedFeat::LbUtilSkipSingle, false)
+            .with(SchedFeat::LbUtilRunnableBoost, boost);
+        let mut w = World::with("hikey", SdParams::default(), f);
+        for cpu in [0, 2, 3, 4] {
+            w.spawn(cpu, None);
+        }
+        w.run_ticks(300);
+        for _ in 0..3 {
+            w.spawn(1, None);
+        }
+        w.run_ticks(20);
+        let (r, env) = fbg(&mut w, 5, "PKG", CpuIdleType::Idle);
+        assert_eq!(r.sds.busiest_stat.group_type, GroupType::Overloaded);
+        assert_eq!(env.migration_type, MigrationType::Util);
+        let (ctx, _) = w.split();
+        let (u0, u1) = (cpu_util_cfs(&ctx, CpuId(0)), cpu_util_cfs(&ctx, CpuId(1)));
+        assert!(u1 < u0, "util: CPU 1 {u1} < CPU 0 {u0}");
+        assert!(cpu_runnable(&ctx, CpuId(1)) > 1024);
+        let mut pass = Pass::new(ctx.now_ns);
+        let busiest =
+            find_busiest_queue(&ctx, &env, ctx.topo.group(r.busiest.unwrap()), &mut pass).unwrap();
+        assert_eq!(busiest, CpuId(if boost { 1 } else { 0 }), "boost {boost}");
+    }
+}
+
+/// Rules (need_active_balance, load_balance; e9b9734b7465 "Reduce cases for active balance",
+/// v5.12): an idle cluster's migrate_util balance that keeps picking CPU 0 (one running task,
+/// the highest utilization) fails every time. Since v5.12 only migrate_task failures force
+/// an active balance, so the failures just count up. Before (`NO_LB_REDUCE_ACTIVE_BALANCE`)
+/// the fourth failure at PKG (`nr_balance_failed > cache_nice_tries + 2`, with
+/// `cache_nice_tries` of one) asks the stopper to push CPU 0's task, sets `nr_balance_failed` to
+/// `cache_nice_tries + 1` ("force task migration") and doubles the interval (a balance
+/// that did not start the stopper resets it).
+#[test]
+fn reduce_active_balance() {
+    for reduce in [true, false] {
+        let f = Features::defaults()
+            .with(SchedFeat::LbUtilSkipSingle, false)
+            .with(SchedFeat::LbReduceActiveBalance, reduce);
+        let mut w = World::with("hikey", SdParams::default(), f);
+        w.tunables.migration_cost_ns = 0;
+        for cpu in [0, 2, 3, 4] {
+            w.spawn(cpu, None);
+        }
+        w.run_ticks(300);
+        w.spawn(1, None);
+        w.spawn(1, None);
+        w.run_ticks(2);
+        let pkg = w.level(5, "PKG");
+        let min_interval = w.topo.domains(CpuId(5))[pkg].min_interval;
+        let mut asked = Vec::new();
+        for _ in 0..5 {
+            let (moved, pass, _) = balance(&mut w, 5, "PKG", CpuIdleType::Idle);
+            assert_eq!(moved, 0);
+            let sd = w.st.sd(CpuId(5), pkg);
+            asked.push((
+                pass.stoppers.len(),
+                sd.nr_balance_failed,
+                sd.balance_interval,
+            ));
+        }
+        if reduce {
+            let m = min_interval;
+            assert_eq!(
+                asked,
+                [(0, 1, m), (0, 2, m), (0, 3, m), (0, 4, m), (0, 5, m)]
+            );
+        } else {
+            let m = min_interval;
+            assert_eq!(
+                asked,
+                [(0, 1, m), (0, 2, m), (0, 3, m), (1, 2, 2 * m), (0, 3, m)],
+                "the stopper on the fourth failure, with the interval doubled; the next \
+                 failure does not ask again and resets the interval"
+            );
+            assert!(w.st.cpus[0].active_balance);
+        }
+    }
+}
+
 /// Rules (can_migrate_task, load_balance): a task whose affinity excludes the destination is
 /// never detached (LBF_SOME_PINNED); when every task examined on the busiest CPU is pinned,
 /// LBF_ALL_PINNED removes that CPU from `env->cpus` and load_balance redoes the search
