@@ -219,6 +219,23 @@ enum Ev {
 }
 
 impl Ev {
+    /// The CPUs whose runqueues handling the event acts on directly (others it reaches
+    /// through accounting or balancing outcomes).
+    fn cpus(&self) -> [Option<u32>; 2] {
+        match *self {
+            Ev::Start(_) | Ev::Timer { .. } => [None, None],
+            Ev::SegEnd { cpu, .. }
+            | Ev::Tick { cpu }
+            | Ev::Ipi { cpu }
+            | Ev::Resched { cpu }
+            | Ev::Background { cpu }
+            | Ev::NewidleStep { cpu }
+            | Ev::NewidleDone { cpu } => [Some(cpu), None],
+            Ev::Stopper(r) => [Some(r.busiest.0), Some(r.push_cpu.0)],
+            Ev::Kick(k) => [Some(k.ilb_cpu.0), None],
+        }
+    }
+
     fn hash_key(&self) -> (u8, u64) {
         match *self {
             Ev::Start(r) => (1, r.into()),
@@ -471,8 +488,88 @@ pub struct Sim<B: Balancer> {
     hash: u64,
     error: Option<SimError>,
     checker: check::Checker,
-    /// Reused by the idle-while-overloaded test (no allocation per event).
-    idle_scratch: Cpumask,
+    /// The idle-while-overloaded summary, kept up to date per CPU (see [`IwoSummary`]).
+    iwo: IwoSummary,
+}
+
+/// Which CPUs are idle (no current task) and which have a task waiting (`nr_running` above
+/// the running one), refreshed after each event for the CPUs whose runqueue the event may
+/// have changed ([`IwoSummary::mark`]), so that the idle-while-overloaded test costs O(1)
+/// per event when no CPU is idle or none has a waiting task. Under `SimConfig::check` the
+/// summary is compared with a full scan after every event.
+#[derive(Clone, Debug)]
+struct IwoSummary {
+    idle: Cpumask,
+    waiting: Cpumask,
+    nr_idle: usize,
+    nr_waiting: usize,
+    dirty: Vec<u32>,
+    is_dirty: Vec<bool>,
+}
+
+impl IwoSummary {
+    /// Every CPU is dirty at first.
+    fn new(nr_cpus: usize) -> IwoSummary {
+        IwoSummary {
+            idle: Cpumask::new(nr_cpus),
+            waiting: Cpumask::new(nr_cpus),
+            nr_idle: 0,
+            nr_waiting: 0,
+            dirty: (0..nr_cpus as u32).collect(),
+            is_dirty: vec![true; nr_cpus],
+        }
+    }
+
+    /// `cpu`'s runqueue may have changed.
+    fn mark(&mut self, cpu: CpuId) {
+        let d = &mut self.is_dirty[cpu.index()];
+        if !*d {
+            *d = true;
+            self.dirty.push(cpu.0);
+        }
+    }
+
+    /// `cpu`'s status as its runqueue shows it.
+    fn status(rq: &Rq) -> (bool, bool) {
+        let idle = rq.curr.is_none();
+        (idle, rq.nr_running > u32::from(!idle))
+    }
+
+    /// Re-reads the dirty CPUs.
+    fn refresh(&mut self, rqs: &[Rq]) {
+        while let Some(c) = self.dirty.pop() {
+            let cpu = CpuId(c);
+            self.is_dirty[cpu.index()] = false;
+            let (idle, waiting) = Self::status(&rqs[cpu.index()]);
+            if idle != self.idle.test(cpu) {
+                if idle {
+                    self.idle.set(cpu);
+                    self.nr_idle += 1;
+                } else {
+                    self.idle.clear(cpu);
+                    self.nr_idle -= 1;
+                }
+            }
+            if waiting != self.waiting.test(cpu) {
+                if waiting {
+                    self.waiting.set(cpu);
+                    self.nr_waiting += 1;
+                } else {
+                    self.waiting.clear(cpu);
+                    self.nr_waiting -= 1;
+                }
+            }
+        }
+    }
+
+    /// The first CPU whose summary disagrees with its runqueue.
+    fn stale(&self, rqs: &[Rq]) -> Option<usize> {
+        rqs.iter().enumerate().find_map(|(c, rq)| {
+            let (idle, waiting) = Self::status(rq);
+            let cpu = CpuId(c as u32);
+            (idle != self.idle.test(cpu) || waiting != self.waiting.test(cpu)).then_some(c)
+        })
+    }
 }
 
 impl<B: Balancer> Sim<B> {
@@ -566,7 +663,7 @@ impl<B: Balancer> Sim<B> {
             hash: FNV_OFFSET,
             error: None,
             checker,
-            idle_scratch: Cpumask::new(nr_cpus),
+            iwo: IwoSummary::new(nr_cpus),
             cfg,
         };
         // Every CPU starts idle with its tick stopped (the idle loop's
@@ -742,7 +839,11 @@ impl<B: Balancer> Sim<B> {
             self.events += 1;
             let (k, v) = ev.hash_key();
             self.hash = fnv(fnv(fnv(self.hash, t), u64::from(k)), v);
+            let touched = ev.cpus();
             self.dispatch(ev);
+            for c in touched.into_iter().flatten() {
+                self.iwo.mark(CpuId(c));
+            }
             if let Some(e) = self.error.take() {
                 return Err(e);
             }
@@ -751,6 +852,9 @@ impl<B: Balancer> Sim<B> {
             }
             self.check_event()?;
             self.iwo_active = self.idle_while_overloaded();
+            if let Some(e) = self.error.take() {
+                return Err(e);
+            }
             if self.all_workload_tasks_exited() {
                 break;
             }
@@ -799,7 +903,14 @@ impl<B: Balancer> Sim<B> {
     // ----------------------------------------------------------------------------------
     // Accounting
 
+    /// Brings `cpu`'s accounting up to `now` before its runqueue changes (which marks it for
+    /// the idle-while-overloaded summary).
     fn account(&mut self, cpu: CpuId) {
+        self.iwo.mark(cpu);
+        self.account_time(cpu);
+    }
+
+    fn account_time(&mut self, cpu: CpuId) {
         let now = self.now;
         let c = &mut self.cpus[cpu.index()];
         let dt = now.saturating_sub(c.acct_last);
@@ -824,56 +935,46 @@ impl<B: Balancer> Sim<B> {
         r.on_cpu_since = now;
     }
 
+    /// Brings every CPU's accounting up to `now` before a balancing pass; the CPUs the pass
+    /// changes are marked from its migrations ([`Sim::apply_outcome`]).
     fn account_all(&mut self) {
         for c in 0..self.cpus.len() {
-            self.account(CpuId(c as u32));
+            self.account_time(CpuId(c as u32));
         }
     }
 
     /// Whether some CPU is idle while another has a waiting task allowed to run on it.
+    ///
+    /// The summary of idle and waiting CPUs is refreshed for the CPUs the event touched; a
+    /// waiting task allowed everywhere can run on any idle CPU, one with a restricted
+    /// affinity needs an idle CPU in it. Under `SimConfig::check` the summary is compared
+    /// with every runqueue.
     fn idle_while_overloaded(&mut self) -> bool {
-        // A cheap pass first: most events leave either no CPU idle or no task waiting.
-        let (mut any_idle, mut any_waiting) = (false, false);
-        for rq in &self.rqs {
-            if rq.curr.is_none() {
-                any_idle = true;
-            } else if rq.nr_running > 1 {
-                any_waiting = true;
-            }
-            if rq.curr.is_none() && rq.nr_running > 0 {
-                any_waiting = true;
-            }
+        self.iwo.refresh(&self.rqs);
+        if self.cfg.check
+            && let Some(c) = self.iwo.stale(&self.rqs)
+        {
+            self.error.get_or_insert(SimError::Invariant {
+                time_ns: self.now,
+                cpu: c as u32,
+                task: String::new(),
+                detail: "the idle-while-overloaded summary missed a change of this CPU's \
+                         runqueue"
+                    .to_owned(),
+            });
         }
-        if !(any_idle && any_waiting) {
+        if self.iwo.nr_idle == 0 || self.iwo.nr_waiting == 0 {
             return false;
         }
-        // The idle mask is built only for a waiting task with a restricted affinity: one
-        // allowed everywhere can run on any idle CPU.
         let nr = self.rqs.len();
-        let mut idle_built = false;
-        for rq in &self.rqs {
-            let waiting = (rq.nr_running as usize).saturating_sub(usize::from(rq.curr.is_some()));
-            if waiting == 0 {
-                continue;
-            }
+        for c in self.iwo.waiting.iter() {
+            let rq = &self.rqs[c.index()];
             for p in rq.cfs.cfs_tasks() {
                 let t = &self.tasks[p];
                 if Some(p) == rq.curr || t.se.sched_delayed || t.state != TaskState::Queued {
                     continue;
                 }
-                if t.nr_cpus_allowed as usize == nr {
-                    return true;
-                }
-                if !idle_built {
-                    self.idle_scratch.clear_all();
-                    for (c, r) in self.rqs.iter().enumerate() {
-                        if r.curr.is_none() {
-                            self.idle_scratch.set(CpuId(c as u32));
-                        }
-                    }
-                    idle_built = true;
-                }
-                if t.cpus_mask.intersects(&self.idle_scratch) {
+                if t.nr_cpus_allowed as usize == nr || t.cpus_mask.intersects(&self.iwo.idle) {
                     return true;
                 }
             }
@@ -919,6 +1020,8 @@ impl<B: Balancer> Sim<B> {
     /// the CPUs that received tasks, stoppers and kicks.
     fn apply_outcome(&mut self, from: CpuId, out: &BalanceOutcome) {
         for m in &out.migrations {
+            self.iwo.mark(m.src);
+            self.iwo.mark(m.dst);
             if self.cfg.check {
                 let t = &self.tasks[m.task];
                 if !t.cpus_mask.test(m.dst) {
