@@ -128,7 +128,7 @@ fn a_traced_run_is_the_same_run_and_its_trace_is_consistent() {
     // Per CPU, each sched_switch switches out what the previous one switched in, and the
     // task it switches out is the one current there (common_pid).
     let mut current = [0u32; 8];
-    let (mut switches, mut migrations, mut balances_that_moved) = (0, 0, 0);
+    let (mut switches, mut migrations, mut balances_that_moved, mut pelt) = (0, 0, 0, 0);
     let mut last_ns = [0u64; 8];
     for r in &trace.records {
         match r.event {
@@ -163,10 +163,15 @@ fn a_traced_run_is_the_same_run_and_its_trace_is_consistent() {
                 assert!(target_cpu < 8);
             }
             TraceEvent::Exit { pid } => assert!(pid as usize <= trace.tasks.len()),
+            TraceEvent::PeltCfs { .. } => pelt += 1,
         }
     }
     assert!(switches > 1000, "{switches} switches");
     // Every set_task_cpu() that counts a migration (wake-up and balancer) is traced.
     assert_eq!(migrations, plain.migrations);
     assert!(balances_that_moved > 0, "some balance moved tasks");
+    assert!(
+        pelt >= switches,
+        "a PELT sample at every switch, and at ticks"
+    );
 }

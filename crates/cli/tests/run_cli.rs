@@ -137,6 +137,7 @@ fn trace_writes_ftrace_text_and_never_overwrites_a_file() {
         "sched_migrate_task: comm=sysbench-",
         "sched_process_exit: comm=sysbench-8-0007 ",
         "lbsim_load_balance: cpu=",
+        "sched_pelt_cfs: cpu=4 path=/ load=",
     ] {
         assert!(text.contains(event), "no `{event}` in the trace");
     }

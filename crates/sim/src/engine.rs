@@ -767,6 +767,21 @@ impl<B: Balancer> Sim<B> {
         }
     }
 
+    /// Records `sched_pelt_cfs`: `cpu`'s root cfs_rq signals as they stand.
+    fn trace_pelt(&mut self, cpu: CpuId) {
+        if self.trace.is_some() {
+            let a = &self.rqs[cpu.index()].cfs.avg.avg;
+            let ev = crate::trace::TraceEvent::PeltCfs {
+                load: a.load_avg,
+                runnable: a.runnable_avg,
+                util: a.util_avg,
+                update_time: a.last_update_time,
+            };
+            let now = self.now;
+            self.trace_at(now, cpu, ev);
+        }
+    }
+
     /// Records `sched_waking` of `p` for `target`, fired on the waker's CPU.
     fn trace_waking(&mut self, this_cpu: CpuId, p: TaskId, target: CpuId) {
         if self.trace.is_some() {
@@ -1808,6 +1823,9 @@ impl<B: Balancer> Sim<B> {
             }
         }
         let changed = self.rqs[ci].context_switch(&mut self.tasks, next);
+        if changed {
+            self.trace_pelt(cpu);
+        }
         if next.is_none() {
             self.cpus[ci].stat.sched_goidle += 1;
         } else if changed {
@@ -1905,6 +1923,7 @@ impl<B: Balancer> Sim<B> {
         self.account(cpu);
         let now = self.now;
         let resched = self.rqs[ci].sched_tick(&mut self.tasks, now);
+        self.trace_pelt(cpu);
         // sched_balance_trigger(): SCHED_SOFTIRQ and the nohz kick. (It moves no task, so
         // the other CPUs' accounting need not be brought up to date; the softirq does that.)
         let out = self.ctx_call(|b, ctx| b.tick(ctx, cpu));

@@ -14,6 +14,9 @@
 //! - `sched_migrate_task` when set_task_cpu() moves a task: on the waker's CPU for a wake-up
 //!   migration, on the balancing CPU for the balancer's;
 //! - `sched_process_exit` when a task exits;
+//! - `sched_pelt_cfs` as LISA's sched_tp module prints it (mainline only has the bare
+//!   `pelt_cfs_tp` tracepoint): the CPU's root cfs_rq `load_avg`, `runnable_avg` and
+//!   `util_avg`, sampled at each switch and tick of that CPU;
 //! - `lbsim_load_balance`, lbsim's own event (mainline has no load-balance tracepoint): one
 //!   load_balance() pass that got past should_we_balance(), with the groups it compared, the
 //!   imbalance, the source CPU and the outcome (see [`lbsim_balance::trace`]).
@@ -92,6 +95,18 @@ pub enum TraceEvent {
     },
     /// `lbsim_load_balance`.
     LoadBalance(LbRecord),
+    /// `sched_pelt_cfs` (LISA's sched_tp module, on the kernel's `pelt_cfs_tp`): the CPU's
+    /// root cfs_rq signals, sampled at each switch and tick of the CPU.
+    PeltCfs {
+        /// `load_avg`.
+        load: u64,
+        /// `runnable_avg`.
+        runnable: u64,
+        /// `util_avg`.
+        util: u64,
+        /// `last_update_time` (the cfs_rq's PELT clock, ns).
+        update_time: u64,
+    },
 }
 
 /// One trace line: an event fired on `cpu` while `common_pid` was current there.
@@ -285,6 +300,17 @@ impl Trace {
                 self.comm(pid, r.cpu),
                 self.prio(pid)
             ),
+            TraceEvent::PeltCfs {
+                load,
+                runnable,
+                util,
+                update_time,
+            } => write!(
+                out,
+                "sched_pelt_cfs: cpu={} path=/ load={load} runnable={runnable} util={util} \
+                 update_time={update_time}",
+                r.cpu
+            ),
             TraceEvent::LoadBalance(lb) => write!(
                 out,
                 "lbsim_load_balance: cpu={} level={} idle={} local={} busiest={} \
@@ -422,11 +448,13 @@ impl Trace {
                 let mut bundle = Vec::new();
                 pb::uint(&mut bundle, 1, u64::from(cpu));
                 for r in chunk {
-                    let mut ev = Vec::new();
-                    pb::uint(&mut ev, 1, r.time_ns);
-                    pb::uint(&mut ev, 2, u64::from(r.common_pid));
-                    self.encode_event(&mut ev, r);
-                    pb::bytes(&mut bundle, 2, &ev);
+                    for (field, body) in self.encode_event(r) {
+                        let mut ev = Vec::new();
+                        pb::uint(&mut ev, 1, r.time_ns);
+                        pb::uint(&mut ev, 2, u64::from(r.common_pid));
+                        pb::bytes(&mut ev, field, &body);
+                        pb::bytes(&mut bundle, 2, &ev);
+                    }
                 }
                 let mut tp = Vec::new();
                 pb::uint(&mut tp, 10, SEQ);
@@ -437,8 +465,15 @@ impl Trace {
         Ok(())
     }
 
-    /// Appends the oneof `event` field of one `FtraceEvent`.
-    fn encode_event(&self, ev: &mut Vec<u8>, r: &TraceRecord) {
+    /// The oneof `event` fields (number and message) of the `FtraceEvent`s that stand for
+    /// `r`: one, or one atrace counter per signal for `sched_pelt_cfs`.
+    fn encode_event(&self, r: &TraceRecord) -> Vec<(u32, Vec<u8>)> {
+        let print = |text: String| {
+            let mut body = Vec::new();
+            pb::uint(&mut body, 1, 0);
+            pb::bytes(&mut body, 2, text.as_bytes());
+            (3, body)
+        };
         let mut body = Vec::new();
         // `comm`/`pid`/`prio`/(`success`)/`target_cpu` of the wake-up events.
         let wake = |body: &mut Vec<u8>, pid: u32, target_cpu: u32| {
@@ -490,6 +525,22 @@ impl Trace {
                 pb::int(&mut body, 4, i64::from(self.prio(pid)));
                 238
             }
+            TraceEvent::PeltCfs {
+                load,
+                runnable,
+                util,
+                ..
+            } => {
+                // Atrace counters, one track per CPU and signal.
+                return [
+                    ("util_avg", util),
+                    ("runnable_avg", runnable),
+                    ("load_avg", load),
+                ]
+                .into_iter()
+                .map(|(name, v)| print(format!("C|0|cpu{} {name}|{v}\n", r.cpu)))
+                .collect();
+            }
             TraceEvent::LoadBalance(lb) => {
                 // An atrace instant on the balancing CPU's current thread.
                 let text = format!(
@@ -513,12 +564,10 @@ impl Trace {
                         ""
                     }
                 );
-                pb::uint(&mut body, 1, 0);
-                pb::bytes(&mut body, 2, text.as_bytes());
-                3
+                return vec![print(text)];
             }
         };
-        pb::bytes(ev, field, &body);
+        vec![(field, body)]
     }
 }
 
@@ -560,6 +609,17 @@ mod tests {
                 dest_cpu: 1,
             },
         );
+        t.push(
+            3_000_000,
+            1,
+            a,
+            TraceEvent::PeltCfs {
+                load: 1024,
+                runnable: 1100,
+                util: 700,
+                update_time: 2_998_272,
+            },
+        );
         let mut out = Vec::new();
         t.write_ftrace(&mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
@@ -574,10 +634,12 @@ mod tests {
                 "          <idle>-0       [001] d..2.     0.002000: sched_switch: \
                  prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> \
                  next_comm=worker_one next_pid=1 next_prio=120",
+                "      worker_one-1       [001] d..2.     0.003000: sched_pelt_cfs: cpu=1 path=/ \
+                 load=1024 runnable=1100 util=700 update_time=2998272",
             ]
         );
         assert!(text.starts_with("# tracer: nop\n"));
-        assert!(text.contains("entries-in-buffer/entries-written: 3/3   #P:2"));
+        assert!(text.contains("entries-in-buffer/entries-written: 4/4   #P:2"));
         assert_eq!(t.tasks[1].prio, 115);
     }
 
@@ -652,6 +714,17 @@ mod tests {
             },
         );
         t.push(
+            7_000,
+            1,
+            a,
+            TraceEvent::PeltCfs {
+                load: 1024,
+                runnable: 900,
+                util: 512,
+                update_time: 6_144,
+            },
+        );
+        t.push(
             9_000,
             1,
             a,
@@ -696,17 +769,28 @@ mod tests {
                 other => panic!("not an event: {other:?}"),
             })
             .collect();
-        assert_eq!(events.len(), 3);
+        // Waking, switch, three PELT counters, switch.
+        assert_eq!(events.len(), 6);
         assert_eq!(events[0][0], F::V(1, 1_000));
+        let counters: Vec<Vec<F>> = events[2..5].iter().map(|e| msg(e, 3)).collect();
+        assert_eq!(counters[0][1], F::B(2, b"C|0|cpu1 util_avg|512\n".to_vec()));
+        assert_eq!(
+            counters[1][1],
+            F::B(2, b"C|0|cpu1 runnable_avg|900\n".to_vec())
+        );
+        assert_eq!(
+            counters[2][1],
+            F::B(2, b"C|0|cpu1 load_avg|1024\n".to_vec())
+        );
         let waking = msg(&events[0], 20);
         assert!(waking.contains(&F::V(5, 1)), "target_cpu 1");
         let sw = msg(&events[1], 4);
         assert_eq!(sw[0], F::B(1, b"swapper/1".to_vec()));
         assert!(sw.contains(&F::V(6, 1)), "next_pid 1");
-        let sw = msg(&events[2], 4);
+        let sw = msg(&events[5], 4);
         assert!(sw.contains(&F::V(4, 0x100)), "R+ is TASK_REPORT_MAX");
         assert_eq!(
-            events[2][1],
+            events[5][1],
             F::V(2, 1),
             "common pid: the task switching out"
         );

@@ -57,7 +57,8 @@ pub struct Args {
     #[arg(long)]
     pub check: bool,
     /// Write the scheduler trace to FILE (sched_switch, sched_waking, sched_wakeup_new,
-    /// sched_migrate_task, sched_process_exit and lbsim_load_balance): a Perfetto protobuf trace
+    /// sched_migrate_task, sched_process_exit, sched_pelt_cfs and lbsim_load_balance): a
+    /// Perfetto protobuf trace
     /// if FILE ends in `.pftrace` or `.perfetto-trace`, ftrace text otherwise; ui.perfetto.dev
     /// opens both. FILE must not exist yet.
     #[arg(long, value_name = "FILE")]
