@@ -141,7 +141,9 @@ fn a_traced_run_is_the_same_run_and_its_trace_is_consistent() {
                 let c = r.cpu as usize;
                 assert_eq!(prev_pid, current[c], "cpu {c} at {} ns", r.time_ns);
                 assert_eq!(r.common_pid, prev_pid);
-                assert_eq!(prev_pid == 0, prev_state == PrevState::Runnable);
+                if prev_pid == 0 {
+                    assert_eq!(prev_state, PrevState::Runnable);
+                }
                 assert_ne!(prev_pid, next_pid);
                 assert!(r.time_ns >= last_ns[c], "switches in time order per CPU");
                 last_ns[c] = r.time_ns;
@@ -157,6 +159,7 @@ fn a_traced_run_is_the_same_run_and_its_trace_is_consistent() {
                 if lb.outcome == LbOutcome::Moved {
                     balances_that_moved += 1;
                     assert!(lb.ld_moved > 0 && lb.src_cpu.is_some());
+                    assert!(lb.imbalance > 0, "the imbalance as calculated, not what is left");
                 }
             }
             TraceEvent::Waking { target_cpu, .. } | TraceEvent::WakeupNew { target_cpu, .. } => {

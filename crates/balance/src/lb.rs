@@ -1346,7 +1346,12 @@ fn detach_task(
     }
     st.trace.push(LbEvent::Migrate {
         time_ns: now,
-        on_cpu: env.sd_cpu,
+        // The CPU running the code: the stopper runs on the source.
+        on_cpu: if env.flags & lbf::ACTIVE_LB != 0 {
+            env.src_cpu
+        } else {
+            env.sd_cpu
+        },
         task: p,
         orig_cpu: env.src_cpu,
         dest_cpu: env.dst_cpu,
@@ -1614,6 +1619,16 @@ pub fn load_balance(
     }
 }
 
+/// What a traced load_balance() iteration found, for its [`LbRecord`].
+#[derive(Clone, Copy, Debug)]
+struct Found {
+    local: GroupType,
+    busiest: Option<GroupType>,
+    /// `env->imbalance` as calculate_imbalance() set it (detach_tasks() then consumes it).
+    imbalance: i64,
+    src_cpu: Option<CpuId>,
+}
+
 /// What one [`LoadBalance::redo`] iteration ended with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LbIteration {
@@ -1658,8 +1673,9 @@ pub struct LoadBalance {
     active_balance: bool,
     /// `*continue_balancing`: cleared when should_we_balance() says no.
     continue_balancing: bool,
-    /// For the trace: the local group's type, the busiest group's and the source CPU.
-    found: Option<(GroupType, Option<GroupType>, Option<CpuId>)>,
+    /// For the trace: what this iteration's find_busiest_group() and find_busiest_queue()
+    /// found (`None` when should_we_balance() stopped it first).
+    found: Option<Found>,
 }
 
 impl LoadBalance {
@@ -1740,16 +1756,18 @@ impl LoadBalance {
         let mut start =
             st.checks
                 .lb_pass_begin(ctx, env, pass.work.tasks_examined, pass.now_ns(ctx));
+        self.found = None;
         if !should_we_balance(ctx, env, pass) {
             self.continue_balancing = false;
             return Some(LbExit::Balanced);
         }
         let fbg = find_busiest_group(ctx, st, env, pass);
-        self.found = Some((
-            fbg.sds.local_stat.group_type,
-            fbg.sds.busiest.map(|_| fbg.sds.busiest_stat.group_type),
-            None,
-        ));
+        self.found = Some(Found {
+            local: fbg.sds.local_stat.group_type,
+            busiest: fbg.sds.busiest.map(|_| fbg.sds.busiest_stat.group_type),
+            imbalance: env.imbalance,
+            src_cpu: None,
+        });
         let Some(group) = fbg.busiest else {
             st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_nobusyg += 1;
             return Some(LbExit::Balanced);
@@ -1759,7 +1777,7 @@ impl LoadBalance {
             return Some(LbExit::Balanced);
         };
         if let Some(f) = &mut self.found {
-            f.2 = Some(busiest);
+            f.src_cpu = Some(busiest);
         }
         debug_assert_ne!(busiest, env.dst_cpu);
         let busiest_type = fbg.sds.busiest_stat.group_type;
@@ -1852,8 +1870,9 @@ impl LoadBalance {
                     });
                 }
                 if !ctx.features.enabled(SchedFeat::LbReduceActiveBalance) {
-                    // v5.6-v5.12: "We've kicked active balancing, force task migration", so
-                    // that the stopper's can_migrate_task() ignores cache hotness.
+                    // Before v5.13 (this switch: v5.11): "We've kicked active balancing, force
+                    // task migration": the stopper's can_migrate_task() then ignores cache
+                    // hotness.
                     st.sd_mut(this_cpu, level).nr_balance_failed = sd.cache_nice_tries + 1;
                 }
             }
@@ -1879,12 +1898,18 @@ impl LoadBalance {
     /// Records the finished load_balance() in the trace, unless should_we_balance() stopped
     /// it before find_busiest_group().
     fn trace_pass(&self, st: &mut BalanceState, exit: LbExit, now_ns: u64) {
-        let Some((local, busiest, src_cpu)) = self.found else {
+        let Some(Found {
+            local,
+            busiest,
+            imbalance,
+            src_cpu,
+        }) = self.found
+        else {
             return;
         };
         let env = &self.env;
         let outcome = match exit {
-            LbExit::Balanced if busiest.is_some() && src_cpu.is_none() && env.imbalance != 0 => {
+            LbExit::Balanced if busiest.is_some() && src_cpu.is_none() && imbalance != 0 => {
                 LbOutcome::NoBusiestQueue
             }
             LbExit::Balanced => LbOutcome::Balanced,
@@ -1902,7 +1927,7 @@ impl LoadBalance {
             local,
             busiest,
             migration_type: env.migration_type,
-            imbalance: env.imbalance,
+            imbalance,
             src_cpu,
             ld_moved: self.ld_moved,
             outcome,

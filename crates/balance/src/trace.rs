@@ -43,8 +43,9 @@ pub enum LbEvent {
     Migrate {
         /// Simulated time of the detach (the balancing pass's clock), ns.
         time_ns: u64,
-        /// The CPU doing the balancing (the destination for load_balance(), the source for
-        /// the stopper).
+        /// The CPU the record is shown on: the CPU balanced for by load_balance() (the
+        /// destination; for a nohz idle balance lbsim does not record which CPU ran it), the
+        /// source for the stopper.
         on_cpu: CpuId,
         /// The task.
         task: TaskId,
@@ -106,7 +107,8 @@ pub struct LbRecord {
     pub busiest: Option<GroupType>,
     /// `env->migration_type`.
     pub migration_type: MigrationType,
-    /// `env->imbalance` as calculate_imbalance() left it (0 when balanced).
+    /// `env->imbalance` as calculate_imbalance() set it (0 when balanced), before
+    /// detach_tasks() consumed it.
     pub imbalance: i64,
     /// The source runqueue find_busiest_queue() chose.
     pub src_cpu: Option<CpuId>,

@@ -333,6 +333,9 @@ struct CpuState {
     kworker: Option<u32>,
     /// In `__schedule()`'s newly idle balance: the previous task and how it left.
     newidle: Option<(Option<TaskId>, PrevAction)>,
+    /// The current task called `sched_yield()`: its next switch is not a preemption (for
+    /// the trace's `prev_state`).
+    yielded: bool,
     /// Accounting: last update, busy and idle time, integral of nr_running over time.
     acct_last: u64,
     busy_ns: u64,
@@ -624,6 +627,7 @@ impl<B: Balancer> Sim<B> {
                 capacity: cap,
                 kworker: None,
                 newidle: None,
+                yielded: false,
                 acct_last: 0,
                 busy_ns: 0,
                 idle_ns: 0,
@@ -1239,6 +1243,7 @@ impl<B: Balancer> Sim<B> {
                 }
                 Action::Yield => {
                     self.cpus[cpu.index()].stat.yld_count += 1;
+                    self.cpus[cpu.index()].yielded = true;
                     let now = self.now;
                     self.rqs[cpu.index()].yield_task_fair(&mut self.tasks, now);
                     self.resched_cpu(cpu, cpu);
@@ -1526,6 +1531,8 @@ impl<B: Balancer> Sim<B> {
             // Woken before it got off its CPU (`p->on_rq` still set): it keeps running.
             // Follows core.c: ttwu_runnable() for the running task.
             self.runs[ri].block_pending = false;
+            let cpu = self.tasks[id].cpu;
+            self.trace_waking(this_cpu, id, cpu);
             self.runs[ri].timer_gen += 1;
             let cpu = self.tasks[id].cpu;
             if self.rqs[cpu.index()].curr == Some(id) {
@@ -1585,7 +1592,8 @@ impl<B: Balancer> Sim<B> {
             self.cpus[this_cpu.index()].stat.ttwu_local += 1;
         }
         let migrated = cpu != prev_cpu;
-        self.trace_waking(this_cpu, id, cpu);
+        // sched_waking fires before select_task_rq(): its target_cpu is task_cpu(p).
+        self.trace_waking(this_cpu, id, prev_cpu);
         if migrated {
             if self.trace.is_some() {
                 let pid = self.pid(Some(id));
@@ -1797,6 +1805,8 @@ impl<B: Balancer> Sim<B> {
             r.max_wait_ns = r.max_wait_ns.max(wait);
         }
         if self.trace.is_some() {
+            // A yield's switch is voluntary; the flag is spent by any schedule.
+            let yielded = std::mem::take(&mut self.cpus[ci].yielded);
             if action == PrevAction::Exit
                 && let Some(p) = prev
             {
@@ -1806,6 +1816,7 @@ impl<B: Balancer> Sim<B> {
             if self.rqs[ci].curr != next {
                 let prev_state = match (self.rqs[ci].curr.is_some(), action) {
                     (false, _) => crate::trace::PrevState::Runnable,
+                    (true, PrevAction::Preempt) if yielded => crate::trace::PrevState::Runnable,
                     (true, PrevAction::Preempt) => crate::trace::PrevState::Preempted,
                     (true, PrevAction::Block) => crate::trace::PrevState::Sleeping,
                     (true, PrevAction::Exit) => crate::trace::PrevState::Dead,

@@ -7,9 +7,10 @@
 //! Events and where they fire, as in core.c and fair.c:
 //! - `sched_switch` on every context switch, to and from the idle task (`swapper/N`, pid 0);
 //!   `prev_state` is `R+` for a preemption, `S` for a task that blocks, `X` for one that
-//!   exits, `R` for the idle task;
+//!   exits, `R` for the idle task and a task that yields;
 //! - `sched_waking` on the waker's CPU (`common_pid` the waker, 0 from the idle task or an
-//!   interrupt), with the CPU select_task_rq() chose as `target_cpu`;
+//!   interrupt), with `target_cpu` the task's CPU before select_task_rq() (`task_cpu(p)`, as
+//!   the tracepoint records it; a move shows as the `sched_migrate_task` that follows);
 //! - `sched_wakeup_new` on the parent's CPU when a new task is first woken;
 //! - `sched_migrate_task` when set_task_cpu() moves a task: on the waker's CPU for a wake-up
 //!   migration, on the balancing CPU for the balancer's;
@@ -22,7 +23,8 @@
 //!   imbalance, the source CPU and the outcome (see [`lbsim_balance::trace`]).
 //!
 //! Pids are lbsim's task numbers: the order the tasks were created in, from 1. Timestamps are
-//! simulated time (ftrace prints microseconds).
+//! simulated time (ftrace prints microseconds); a balancer record carries its pass's own
+//! clock (the time plus the work done so far), so it can follow the switch it caused.
 
 use std::io::{self, Write};
 
