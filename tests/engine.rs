@@ -159,7 +159,10 @@ fn a_traced_run_is_the_same_run_and_its_trace_is_consistent() {
                 if lb.outcome == LbOutcome::Moved {
                     balances_that_moved += 1;
                     assert!(lb.ld_moved > 0 && lb.src_cpu.is_some());
-                    assert!(lb.imbalance > 0, "the imbalance as calculated, not what is left");
+                    assert!(
+                        lb.imbalance > 0,
+                        "the imbalance as calculated, not what is left"
+                    );
                 }
             }
             TraceEvent::Waking { target_cpu, .. } | TraceEvent::WakeupNew { target_cpu, .. } => {
