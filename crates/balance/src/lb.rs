@@ -1879,18 +1879,21 @@ impl LoadBalance {
         } else {
             st.sd_mut(this_cpu, level).nr_balance_failed = 0;
         }
-        if ctx.features.enabled(SchedFeat::LbReduceActiveBalance) {
-            if !self.active_balance || need_active_balance(ctx, st, env, at) {
-                st.sd_mut(this_cpu, level).balance_interval = sd.min_interval;
-            }
-        } else if !self.active_balance || voluntary_active_balance(ctx, env, at) {
-            st.sd_mut(this_cpu, level).balance_interval = sd.min_interval;
-        } else {
-            // v5.6-v5.11: an active balance has begun, start to back off.
-            let s = st.sd_mut(this_cpu, level);
-            if s.balance_interval < sd.max_interval {
-                s.balance_interval *= 2;
-            }
+        // "We were unbalanced, so reset the balancing interval"; v5.6-v5.11 asked
+        // voluntary_active_balance() and otherwise, an active balance having begun, started
+        // to back off.
+        let reduce = ctx.features.enabled(SchedFeat::LbReduceActiveBalance);
+        let reset = !self.active_balance
+            || if reduce {
+                need_active_balance(ctx, st, env, at)
+            } else {
+                voluntary_active_balance(ctx, env, at)
+            };
+        let s = st.sd_mut(this_cpu, level);
+        if reset {
+            s.balance_interval = sd.min_interval;
+        } else if !reduce && s.balance_interval < sd.max_interval {
+            s.balance_interval *= 2;
         }
         Some(LbExit::Done)
     }

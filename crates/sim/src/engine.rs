@@ -771,6 +771,30 @@ impl<B: Balancer> Sim<B> {
         }
     }
 
+    /// Records an event about task `p` (built from its pid), fired on `cpu` at `time_ns`,
+    /// when tracing.
+    fn trace_task(
+        &mut self,
+        time_ns: u64,
+        cpu: CpuId,
+        p: TaskId,
+        event: impl FnOnce(u32) -> crate::trace::TraceEvent,
+    ) {
+        if self.trace.is_some() {
+            let pid = self.pid(Some(p));
+            self.trace_at(time_ns, cpu, event(pid));
+        }
+    }
+
+    /// Records `sched_migrate_task` of `p`, fired on `cpu`.
+    fn trace_migrate(&mut self, time_ns: u64, cpu: CpuId, p: TaskId, orig: CpuId, dest: CpuId) {
+        self.trace_task(time_ns, cpu, p, |pid| crate::trace::TraceEvent::Migrate {
+            pid,
+            orig_cpu: orig.0,
+            dest_cpu: dest.0,
+        });
+    }
+
     /// Records `sched_pelt_cfs`: `cpu`'s root cfs_rq signals as they stand.
     fn trace_pelt(&mut self, cpu: CpuId) {
         if self.trace.is_some() {
@@ -788,18 +812,11 @@ impl<B: Balancer> Sim<B> {
 
     /// Records `sched_waking` of `p` for `target`, fired on the waker's CPU.
     fn trace_waking(&mut self, this_cpu: CpuId, p: TaskId, target: CpuId) {
-        if self.trace.is_some() {
-            let pid = self.pid(Some(p));
-            let now = self.now;
-            self.trace_at(
-                now,
-                this_cpu,
-                crate::trace::TraceEvent::Waking {
-                    pid,
-                    target_cpu: target.0,
-                },
-            );
-        }
+        let now = self.now;
+        self.trace_task(now, this_cpu, p, |pid| crate::trace::TraceEvent::Waking {
+            pid,
+            target_cpu: target.0,
+        });
     }
 
     /// Moves the balancer's trace records into the run's trace.
@@ -819,18 +836,7 @@ impl<B: Balancer> Sim<B> {
                     task,
                     orig_cpu,
                     dest_cpu,
-                } => {
-                    let pid = self.pid(Some(task));
-                    self.trace_at(
-                        time_ns,
-                        on_cpu,
-                        crate::trace::TraceEvent::Migrate {
-                            pid,
-                            orig_cpu: orig_cpu.0,
-                            dest_cpu: dest_cpu.0,
-                        },
-                    );
-                }
+                } => self.trace_migrate(time_ns, on_cpu, task, orig_cpu, dest_cpu),
                 lbsim_balance::trace::LbEvent::Balance(rec) => {
                     self.trace_at(
                         rec.time_ns,
@@ -1441,17 +1447,12 @@ impl<B: Balancer> Sim<B> {
         let cost = self.cfg.cost.charge(&placement.work);
         self.charge(parent_cpu, cost);
         let cpu = self.checked_placement(id, placement.cpu);
-        if self.trace.is_some() {
-            let pid = self.pid(Some(id));
-            self.trace_at(
-                now,
-                parent_cpu,
-                crate::trace::TraceEvent::WakeupNew {
-                    pid,
-                    target_cpu: cpu.0,
-                },
-            );
-        }
+        self.trace_task(now, parent_cpu, id, |pid| {
+            crate::trace::TraceEvent::WakeupNew {
+                pid,
+                target_cpu: cpu.0,
+            }
+        });
         self.account(cpu);
         self.tasks[id].cpu = cpu;
         self.tasks[id].wake_cpu = cpu;
@@ -1531,10 +1532,9 @@ impl<B: Balancer> Sim<B> {
             // Woken before it got off its CPU (`p->on_rq` still set): it keeps running.
             // Follows core.c: ttwu_runnable() for the running task.
             self.runs[ri].block_pending = false;
-            let cpu = self.tasks[id].cpu;
-            self.trace_waking(this_cpu, id, cpu);
             self.runs[ri].timer_gen += 1;
             let cpu = self.tasks[id].cpu;
+            self.trace_waking(this_cpu, id, cpu);
             if self.rqs[cpu.index()].curr == Some(id) {
                 self.arm_segment(cpu);
             }
@@ -1595,18 +1595,7 @@ impl<B: Balancer> Sim<B> {
         // sched_waking fires before select_task_rq(): its target_cpu is task_cpu(p).
         self.trace_waking(this_cpu, id, prev_cpu);
         if migrated {
-            if self.trace.is_some() {
-                let pid = self.pid(Some(id));
-                self.trace_at(
-                    now,
-                    this_cpu,
-                    crate::trace::TraceEvent::Migrate {
-                        pid,
-                        orig_cpu: prev_cpu.0,
-                        dest_cpu: cpu.0,
-                    },
-                );
-            }
+            self.trace_migrate(now, this_cpu, id, prev_cpu, cpu);
             wf |= WakeFlags::MIGRATED;
             set_task_cpu(
                 &mut self.rqs[prev_cpu.index()],
@@ -1780,6 +1769,42 @@ impl<B: Balancer> Sim<B> {
         self.finish_schedule(cpu, prev, action, next);
     }
 
+    /// Follows core.c: context_switch() on `cpu` to `next` (`None`: the idle task), with the
+    /// `sched_switch` tracepoint before it and a PELT sample after; `action` is how the
+    /// previous task leaves. Returns whether the current task changed.
+    fn context_switch(&mut self, cpu: CpuId, next: Option<TaskId>, action: PrevAction) -> bool {
+        let ci = cpu.index();
+        // A yield's switch is voluntary; the flag is spent by any switch.
+        let yielded = std::mem::take(&mut self.cpus[ci].yielded);
+        let curr = self.rqs[ci].curr;
+        if self.trace.is_some() && curr != next {
+            use crate::trace::PrevState;
+            let prev_state = match (curr.is_some(), action) {
+                (false, _) => PrevState::Runnable,
+                (true, PrevAction::Preempt) if yielded => PrevState::Runnable,
+                (true, PrevAction::Preempt) => PrevState::Preempted,
+                (true, PrevAction::Block) => PrevState::Sleeping,
+                (true, PrevAction::Exit) => PrevState::Dead,
+            };
+            let (prev_pid, next_pid) = (self.pid(curr), self.pid(next));
+            let now = self.now;
+            self.trace_at(
+                now,
+                cpu,
+                crate::trace::TraceEvent::Switch {
+                    prev_pid,
+                    prev_state,
+                    next_pid,
+                },
+            );
+        }
+        let changed = self.rqs[ci].context_switch(&mut self.tasks, next);
+        if changed {
+            self.trace_pelt(cpu);
+        }
+        changed
+    }
+
     /// The end of `__schedule()`: switch to `next` (or idle).
     fn finish_schedule(
         &mut self,
@@ -1804,39 +1829,12 @@ impl<B: Balancer> Sim<B> {
             let r = &mut self.runs[self.run_of[n] as usize];
             r.max_wait_ns = r.max_wait_ns.max(wait);
         }
-        if self.trace.is_some() {
-            // A yield's switch is voluntary; the flag is spent by any schedule.
-            let yielded = std::mem::take(&mut self.cpus[ci].yielded);
-            if action == PrevAction::Exit
-                && let Some(p) = prev
-            {
-                let pid = self.pid(Some(p));
-                self.trace_at(now, cpu, crate::trace::TraceEvent::Exit { pid });
-            }
-            if self.rqs[ci].curr != next {
-                let prev_state = match (self.rqs[ci].curr.is_some(), action) {
-                    (false, _) => crate::trace::PrevState::Runnable,
-                    (true, PrevAction::Preempt) if yielded => crate::trace::PrevState::Runnable,
-                    (true, PrevAction::Preempt) => crate::trace::PrevState::Preempted,
-                    (true, PrevAction::Block) => crate::trace::PrevState::Sleeping,
-                    (true, PrevAction::Exit) => crate::trace::PrevState::Dead,
-                };
-                let (prev_pid, next_pid) = (self.pid(self.rqs[ci].curr), self.pid(next));
-                self.trace_at(
-                    now,
-                    cpu,
-                    crate::trace::TraceEvent::Switch {
-                        prev_pid,
-                        prev_state,
-                        next_pid,
-                    },
-                );
-            }
+        if action == PrevAction::Exit
+            && let Some(p) = prev
+        {
+            self.trace_task(now, cpu, p, |pid| crate::trace::TraceEvent::Exit { pid });
         }
-        let changed = self.rqs[ci].context_switch(&mut self.tasks, next);
-        if changed {
-            self.trace_pelt(cpu);
-        }
+        let changed = self.context_switch(cpu, next, action);
         if next.is_none() {
             self.cpus[ci].stat.sched_goidle += 1;
         } else if changed {
@@ -2000,20 +1998,9 @@ impl<B: Balancer> Sim<B> {
             } else {
                 self.rqs[ci].__schedule_prev(&mut self.tasks, PrevAction::Preempt, now);
                 self.rqs[ci].pick_next_task_idle(&mut self.tasks);
-                if self.trace.is_some() {
-                    // The stopper (migration/N) preempts it; lbsim has no stopper task.
-                    let prev_pid = self.pid(Some(p));
-                    self.trace_at(
-                        now,
-                        cpu,
-                        crate::trace::TraceEvent::Switch {
-                            prev_pid,
-                            prev_state: crate::trace::PrevState::Preempted,
-                            next_pid: 0,
-                        },
-                    );
-                }
-                self.rqs[ci].context_switch(&mut self.tasks, None);
+                // The stopper (migration/N) preempts it; lbsim has no stopper task, so the
+                // trace shows a switch to idle.
+                self.context_switch(cpu, None, PrevAction::Preempt);
                 self.cpus[ci].generation += 1;
             }
         }

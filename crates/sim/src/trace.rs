@@ -313,25 +313,7 @@ impl Trace {
                  update_time={update_time}",
                 r.cpu
             ),
-            TraceEvent::LoadBalance(lb) => write!(
-                out,
-                "lbsim_load_balance: cpu={} level={} idle={} local={} busiest={} \
-                 migration={} imbalance={} src_cpu={} ld_moved={} outcome={} \
-                 nr_balance_failed={} balance_interval={} active_balance={}",
-                lb.cpu.0,
-                lb.level,
-                lb.idle.name(),
-                lb.local.name(),
-                lb.busiest.map_or("none", |g| g.name()),
-                lb.migration_type.name(),
-                lb.imbalance,
-                lb.src_cpu.map_or(-1, |c| i64::from(c.0)),
-                lb.ld_moved,
-                lb.outcome.name(),
-                lb.nr_balance_failed,
-                lb.balance_interval,
-                u8::from(lb.active_balance)
-            ),
+            TraceEvent::LoadBalance(lb) => write!(out, "lbsim_load_balance: {}", lb_fields(&lb)),
         }
     }
 }
@@ -367,6 +349,27 @@ mod pb {
         varint(out, b.len() as u64);
         out.extend_from_slice(b);
     }
+}
+
+/// The fields of an `lbsim_load_balance` record, as ftrace prints them.
+fn lb_fields(lb: &LbRecord) -> String {
+    format!(
+        "cpu={} level={} idle={} local={} busiest={} migration={} imbalance={} src_cpu={} \
+         ld_moved={} outcome={} nr_balance_failed={} balance_interval={} active_balance={}",
+        lb.cpu.0,
+        lb.level,
+        lb.idle.name(),
+        lb.local.name(),
+        lb.busiest.map_or("none", |g| g.name()),
+        lb.migration_type.name(),
+        lb.imbalance,
+        lb.src_cpu.map_or(-1, |c| i64::from(c.0)),
+        lb.ld_moved,
+        lb.outcome.name(),
+        lb.nr_balance_failed,
+        lb.balance_interval,
+        u8::from(lb.active_balance)
+    )
 }
 
 /// `prev_state` of a Perfetto `SchedSwitchFtraceEvent` in the kernel's 4.14+ report layout
@@ -544,28 +547,9 @@ impl Trace {
                 .collect();
             }
             TraceEvent::LoadBalance(lb) => {
-                // An atrace instant on the balancing CPU's current thread.
-                let text = format!(
-                    "I|{}|load_balance cpu{} level{} {} {}->{} {} imbalance={} src_cpu={} \
-                     {} ld_moved={} nr_balance_failed={}{}\n",
-                    r.common_pid,
-                    lb.cpu.0,
-                    lb.level,
-                    lb.idle.name(),
-                    lb.busiest.map_or("none", |g| g.name()),
-                    lb.local.name(),
-                    lb.migration_type.name(),
-                    lb.imbalance,
-                    lb.src_cpu.map_or(-1, |c| i64::from(c.0)),
-                    lb.outcome.name(),
-                    lb.ld_moved,
-                    lb.nr_balance_failed,
-                    if lb.active_balance {
-                        " active_balance"
-                    } else {
-                        ""
-                    }
-                );
+                // An atrace instant on the balancing CPU's current thread (no `|` in the
+                // name: it would end it).
+                let text = format!("I|{}|load_balance {}\n", r.common_pid, lb_fields(&lb));
                 return vec![print(text)];
             }
         };

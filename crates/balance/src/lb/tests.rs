@@ -234,6 +234,23 @@ fn nine_tasks_size_test_and_relax_by_failed() {
     assert!(!util_too_big(true, 600, 1, 500));
 }
 
+/// Seed 000's situation on hikey: one long-running task on each of CPUs 0, 2, 3 and 4
+/// (300 ticks), then `young` new tasks stacked on CPU 1 for `ticks`; cluster 1 (CPUs 4-7)
+/// is mostly idle. Tasks are never cache hot (`migration_cost_ns` 0).
+fn stacked_cluster(features: Features, young: u32, ticks: u64) -> World {
+    let mut w = World::with("hikey", SdParams::default(), features);
+    w.tunables.migration_cost_ns = 0;
+    for cpu in [0, 2, 3, 4] {
+        w.spawn(cpu, None);
+    }
+    w.run_ticks(300);
+    for _ in 0..young {
+        w.spawn(1, None);
+    }
+    w.run_ticks(ticks);
+    w
+}
+
 /// Rule (find_busiest_queue, migrate_util): with LB_UTIL_SKIP_SINGLE a runqueue with at most
 /// one CFS task is skipped (its only task runs and cannot be detached); without it the rq
 /// with the highest utilization is chosen even so, and the balance then fails.
@@ -241,16 +258,8 @@ fn nine_tasks_size_test_and_relax_by_failed() {
 fn util_skip_single() {
     for skip in [true, false] {
         let f = Features::defaults().with(SchedFeat::LbUtilSkipSingle, skip);
-        let mut w = World::with("hikey", SdParams::default(), f);
-        w.tunables.migration_cost_ns = 0;
-        for cpu in [0, 2, 3, 4] {
-            w.spawn(cpu, None);
-        }
-        w.run_ticks(300);
         // Two young tasks on CPU 1: their utilization is still low.
-        w.spawn(1, None);
-        w.spawn(1, None);
-        w.run_ticks(2);
+        let mut w = stacked_cluster(f, 2, 2);
         let (r, mut env) = fbg(&mut w, 5, "PKG", CpuIdleType::Idle);
         assert_eq!(r.sds.busiest_stat.group_type, GroupType::Overloaded);
         assert_eq!(r.sds.local_stat.group_type, GroupType::HasSpare);
@@ -288,15 +297,7 @@ fn util_runnable_boost() {
         let f = Features::defaults()
             .with(SchedFeat::LbUtilSkipSingle, false)
             .with(SchedFeat::LbUtilRunnableBoost, boost);
-        let mut w = World::with("hikey", SdParams::default(), f);
-        for cpu in [0, 2, 3, 4] {
-            w.spawn(cpu, None);
-        }
-        w.run_ticks(300);
-        for _ in 0..3 {
-            w.spawn(1, None);
-        }
-        w.run_ticks(20);
+        let mut w = stacked_cluster(f, 3, 20);
         let (r, env) = fbg(&mut w, 5, "PKG", CpuIdleType::Idle);
         assert_eq!(r.sds.busiest_stat.group_type, GroupType::Overloaded);
         assert_eq!(env.migration_type, MigrationType::Util);
@@ -325,15 +326,7 @@ fn reduce_active_balance() {
         let f = Features::defaults()
             .with(SchedFeat::LbUtilSkipSingle, false)
             .with(SchedFeat::LbReduceActiveBalance, reduce);
-        let mut w = World::with("hikey", SdParams::default(), f);
-        w.tunables.migration_cost_ns = 0;
-        for cpu in [0, 2, 3, 4] {
-            w.spawn(cpu, None);
-        }
-        w.run_ticks(300);
-        w.spawn(1, None);
-        w.spawn(1, None);
-        w.run_ticks(2);
+        let mut w = stacked_cluster(f, 2, 2);
         let pkg = w.level(5, "PKG");
         let min_interval = w.topo.domains(CpuId(5))[pkg].min_interval;
         let mut asked = Vec::new();

@@ -88,17 +88,20 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     cfg.seed = seed;
     cfg.check = args.check;
     let spec = cfg.workload.clone();
-    // Refuse an existing trace file before simulating: nothing a user wrote is overwritten.
-    let mut trace_file = match &args.trace {
-        None => None,
-        Some(path) => Some(
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(path)
-                .with_context(|| format!("--trace {}: cannot create the file", path.display()))?,
-        ),
+    // Refuse an existing trace file before simulating (nothing a user wrote is overwritten);
+    // the file is created only once there is a trace to write, so a failed run leaves none.
+    let create_trace = |path: &std::path::Path| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .with_context(|| format!("--trace {}: cannot create the file", path.display()))
     };
+    if let Some(path) = &args.trace
+        && path.exists()
+    {
+        create_trace(path)?;
+    }
     let simulate = |cfg: &lbsim_sim::engine::SimConfig| -> anyhow::Result<_> {
         let sim = Sim::new(cfg.clone(), make_balancer(args.balancer, cfg))?;
         let sim = if args.trace.is_some() {
@@ -136,9 +139,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             params = next;
         }
     }
-    if let (Some(file), Some(trace)) = (&mut trace_file, &result.trace) {
-        let path = args.trace.as_deref().unwrap_or(std::path::Path::new("-"));
-        let mut w = std::io::BufWriter::new(file);
+    if let (Some(path), Some(trace)) = (&args.trace, &result.trace) {
+        let mut w = std::io::BufWriter::new(create_trace(path)?);
         let perfetto = path
             .extension()
             .is_some_and(|e| e == "pftrace" || e == "perfetto-trace");
