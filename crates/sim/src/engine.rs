@@ -26,22 +26,19 @@
 //! stream of the run's seed ([`SeedStreams`]); no host state is read. The same
 //! configuration and seed give the same event stream ([`RunResult::event_hash`]).
 
-use std::sync::Arc;
-
-use lbsim_balance::cost::CostModel;
 use lbsim_balance::ctx::{
     BalanceCtx, BalanceOutcome, Balancer, IlbKick, NewidleStep, PendingWakeups, StopperRequest,
     WakeFlags,
 };
 use lbsim_balance::schedstat::CpuSchedstat;
 use lbsim_rq::{
-    Features, Policy as RqPolicy, PrevAction, Rq, SchedFeat, SchedParams, Task, TaskId, TaskState,
-    Tasks, Tunables, set_task_cpu,
+    Policy as RqPolicy, PrevAction, Rq, SchedFeat, SchedParams, Task, TaskId, TaskState, Tasks,
+    set_task_cpu,
 };
-use lbsim_topology::{CpuId, Cpumask, Topology};
+use lbsim_topology::{CpuId, Cpumask};
 use lbsim_workload::{
     Action, Outcome, Policy as WlPolicy, ProbeRecord, ProgramState, RunObservations, SyncState,
-    TaskObservation, TaskRef, Wakes, WakeupSample, WorkloadSpec,
+    TaskObservation, TaskRef, Wakes, WakeupSample,
 };
 use rand_pcg::Pcg64Mcg;
 use slotmap::SecondaryMap;
@@ -49,146 +46,12 @@ use slotmap::SecondaryMap;
 #[path = "check.rs"]
 pub mod check;
 
-use crate::metrics::{Fairness, Percentiles, Samples, fairness};
+use crate::metrics::{Samples, fairness};
 use crate::queue::EventQueue;
 use crate::rng::{SeedStreams, Stream, below};
 
-/// Engine tunables (set with `--set NAME=VALUE` like the kernel's).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EngineTunables {
-    /// Background kernel-thread wake-ups per second per CPU (a pinned `kworker/N` that runs
-    /// briefly); 0 turns the noise off. The default, 1, is the rate of the most regular
-    /// per-CPU kernel work on a quiet server (vmstat_update runs once a second per CPU):
-    /// seed 004's `perf stat` saw about one context switch per ebizzy thread per second.
-    pub background_wakeups_hz: u64,
-    /// How long each background wake-up runs (work at capacity 1024), ns.
-    pub background_run_ns: u64,
-    /// Largest per-CPU tick phase offset, ns: each CPU's tick fires at
-    /// `k * TICK_NSEC + phase`, `phase` drawn from the seed in `[0, tick_jitter_ns)`.
-    /// Kernel ticks are aligned across CPUs up to interrupt jitter (no `skew_tick`), so the
-    /// default is small.
-    pub tick_jitter_ns: u64,
-}
-
-impl Default for EngineTunables {
-    fn default() -> Self {
-        EngineTunables {
-            background_wakeups_hz: 1,
-            background_run_ns: 20_000,
-            tick_jitter_ns: 20_000,
-        }
-    }
-}
-
-impl EngineTunables {
-    /// Tunable names, in printing order.
-    pub const NAMES: [&'static str; 3] = [
-        "background_wakeups_hz",
-        "background_run_ns",
-        "tick_jitter_ns",
-    ];
-
-    fn slot(&mut self, name: &str) -> Option<&mut u64> {
-        Some(match name {
-            "background_wakeups_hz" => &mut self.background_wakeups_hz,
-            "background_run_ns" => &mut self.background_run_ns,
-            "tick_jitter_ns" => &mut self.tick_jitter_ns,
-            _ => return None,
-        })
-    }
-
-    /// Whether `name` is an engine tunable.
-    pub fn is_tunable(name: &str) -> bool {
-        Self::NAMES.contains(&name)
-    }
-
-    /// Sets tunable `name` from its text value.
-    pub fn set(&mut self, name: &str, value: &str) -> Result<(), SimError> {
-        let v: u64 = value.trim().parse().map_err(|_| SimError::BadTunable {
-            name: name.to_owned(),
-            value: value.to_owned(),
-        })?;
-        *self.slot(name).ok_or_else(|| SimError::UnknownTunable {
-            name: name.to_owned(),
-            valid: Self::NAMES.join(", "),
-        })? = v;
-        Ok(())
-    }
-
-    /// `(name, value)` pairs in [`EngineTunables::NAMES`] order.
-    pub fn entries(&self) -> [(&'static str, u64); 3] {
-        let mut copy = *self;
-        Self::NAMES.map(|n| (n, *copy.slot(n).expect("listed")))
-    }
-}
-
-/// Everything a run needs.
-#[derive(Clone, Debug)]
-pub struct SimConfig {
-    /// The machine's sched domains.
-    pub topology: Arc<Topology>,
-    /// The tasks to run.
-    pub workload: WorkloadSpec,
-    /// Sched features.
-    pub features: Features,
-    /// Scheduler tunables (built for the machine's CPU count).
-    pub tunables: Tunables,
-    /// Scheduler-work costs.
-    pub cost: CostModel,
-    /// Engine tunables.
-    pub engine: EngineTunables,
-    /// How long to simulate, ns (the workload may end earlier).
-    pub duration_ns: u64,
-    /// The master seed.
-    pub seed: u64,
-    /// Check invariants after every event and stop at the first violation.
-    pub check: bool,
-}
-
-/// Why a run could not complete.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SimError {
-    /// An unknown engine tunable.
-    #[error("unknown engine tunable `{name}` (valid: {valid})")]
-    UnknownTunable {
-        /// What was given.
-        name: String,
-        /// The valid names.
-        valid: String,
-    },
-    /// A tunable's value does not parse.
-    #[error("tunable `{name}`: `{value}` is not a non-negative integer")]
-    BadTunable {
-        /// The tunable.
-        name: String,
-        /// What was given.
-        value: String,
-    },
-    /// The workload names a CPU the machine does not have.
-    #[error("the workload uses CPU {cpu} but the machine has CPUs 0-{last}")]
-    NoSuchCpu {
-        /// The CPU the workload names.
-        cpu: u32,
-        /// The machine's last CPU.
-        last: u32,
-    },
-    /// The workload could not be run (a fork beyond the limit, an unsupported action).
-    #[error("workload: {0}")]
-    Workload(String),
-    /// An invariant broke (a model bug); `--check` stops here.
-    #[error("invariant violated at {time_ns} ns on cpu {cpu}{task}: {detail}")]
-    Invariant {
-        /// Simulated time of the violation.
-        time_ns: u64,
-        /// The CPU concerned.
-        cpu: u32,
-        /// The task concerned (formatted), or empty.
-        task: String,
-        /// What broke, and the decision that broke it.
-        detail: String,
-    },
-}
+pub use crate::config::{EngineTunables, SimConfig, SimError};
+pub use crate::result::{CpuResult, GroupFairness, RunResult, TaskResult};
 
 /// The engine's events. A closed set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -343,92 +206,6 @@ struct CpuState {
     nr_running_ns: u128,
     /// The `cpu<N>` line of /proc/schedstat.
     stat: CpuSchedstat,
-}
-
-/// Per-CPU results of a run.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct CpuResult {
-    /// The CPU.
-    pub cpu: u32,
-    /// Time with a task on the CPU, ns.
-    pub busy_ns: u64,
-    /// Time idle, ns.
-    pub idle_ns: u64,
-    /// Time-averaged `nr_running`.
-    pub avg_nr_running: f64,
-    /// `rq->nr_switches`.
-    pub nr_switches: u64,
-}
-
-/// Per-task results of a run.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct TaskResult {
-    /// The task's name.
-    pub name: String,
-    /// Its fairness group.
-    pub group: String,
-    /// The CPU it was last on.
-    pub cpu: u32,
-    /// Time on a CPU, ns.
-    pub runtime_ns: u64,
-    /// Work completed (ns at capacity 1024).
-    pub work_ns: u64,
-    /// Time runnable but waiting (`sched_info.run_delay`), ns.
-    pub wait_ns: u64,
-    /// `se.nr_migrations`.
-    pub nr_migrations: u64,
-    /// Voluntary plus involuntary context switches.
-    pub nr_switches: u64,
-}
-
-/// Fairness of one group of tasks.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct GroupFairness {
-    /// The group label.
-    pub group: String,
-    /// Number of tasks.
-    pub tasks: usize,
-    /// Least over greatest work done.
-    pub min_max_ratio: f64,
-    /// Jain's index of work done.
-    pub jain: f64,
-}
-
-/// What a run measured.
-#[derive(Clone, Debug)]
-pub struct RunResult {
-    /// Simulated time covered, ns.
-    pub sim_time_ns: u64,
-    /// Task migrations (the sum of `se.nr_migrations`, as perf's cpu-migrations counts them).
-    pub migrations: u64,
-    /// Context switches of the workload's tasks (voluntary plus involuntary, as perf's
-    /// context-switches counts them for a process).
-    pub context_switches: u64,
-    /// Time some CPU sat idle while another CPU had a runnable, waiting task allowed to run
-    /// on it, ns.
-    pub idle_while_overloaded_ns: u64,
-    /// Wake-up latencies of the workload's tasks (wake to running), ns.
-    pub wakeup_latency: Percentiles,
-    /// Fairness of work done over the largest group of workload tasks.
-    pub fairness: Fairness,
-    /// Fairness per group.
-    pub groups: Vec<GroupFairness>,
-    /// Per-task results (workload tasks, in creation order).
-    pub tasks: Vec<TaskResult>,
-    /// Per-CPU results.
-    pub cpus: Vec<CpuResult>,
-    /// What the workload's reports are computed from.
-    pub observations: RunObservations,
-    /// Events processed.
-    pub events: u64,
-    /// FNV-1a hash of the event stream `(time, kind, cpu or task)`.
-    pub event_hash: u64,
-    /// /proc/schedstat (version 17) at the end of the run, if the policy keeps the counters.
-    pub schedstat: Option<String>,
-    /// What the invariant checks saw (with [`SimConfig::check`]).
-    pub checks: Option<check::CheckReport>,
-    /// The scheduler trace, for a run made with [`Sim::with_trace`].
-    pub trace: Option<crate::trace::Trace>,
 }
 
 /// The view of pending wake-ups the balancer's passes consult.

@@ -5,10 +5,12 @@
 //! All randomness comes from one master seed through named, value-stable streams
 //! ([`rng::SeedStreams`]). Nothing here reads the wall clock or the host.
 
+pub mod config;
 pub mod engine;
 pub mod experiment;
 pub mod metrics;
 pub mod queue;
+pub mod result;
 pub mod rng;
 pub mod stats;
 pub mod time;

@@ -1,0 +1,91 @@
+//! What a run measured: [`RunResult`] with its per-task, per-CPU and per-group tables.
+
+use lbsim_workload::RunObservations;
+
+use crate::metrics::{Fairness, Percentiles};
+
+/// Per-CPU results of a run.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct CpuResult {
+    /// The CPU.
+    pub cpu: u32,
+    /// Time with a task on the CPU, ns.
+    pub busy_ns: u64,
+    /// Time idle, ns.
+    pub idle_ns: u64,
+    /// Time-averaged `nr_running`.
+    pub avg_nr_running: f64,
+    /// `rq->nr_switches`.
+    pub nr_switches: u64,
+}
+
+/// Per-task results of a run.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct TaskResult {
+    /// The task's name.
+    pub name: String,
+    /// Its fairness group.
+    pub group: String,
+    /// The CPU it was last on.
+    pub cpu: u32,
+    /// Time on a CPU, ns.
+    pub runtime_ns: u64,
+    /// Work completed (ns at capacity 1024).
+    pub work_ns: u64,
+    /// Time runnable but waiting (`sched_info.run_delay`), ns.
+    pub wait_ns: u64,
+    /// `se.nr_migrations`.
+    pub nr_migrations: u64,
+    /// Voluntary plus involuntary context switches.
+    pub nr_switches: u64,
+}
+
+/// Fairness of one group of tasks.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct GroupFairness {
+    /// The group label.
+    pub group: String,
+    /// Number of tasks.
+    pub tasks: usize,
+    /// Least over greatest work done.
+    pub min_max_ratio: f64,
+    /// Jain's index of work done.
+    pub jain: f64,
+}
+
+/// What a run measured.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// Simulated time covered, ns.
+    pub sim_time_ns: u64,
+    /// Task migrations (the sum of `se.nr_migrations`, as perf's cpu-migrations counts them).
+    pub migrations: u64,
+    /// Context switches of the workload's tasks (voluntary plus involuntary, as perf's
+    /// context-switches counts them for a process).
+    pub context_switches: u64,
+    /// Time some CPU sat idle while another CPU had a runnable, waiting task allowed to run
+    /// on it, ns.
+    pub idle_while_overloaded_ns: u64,
+    /// Wake-up latencies of the workload's tasks (wake to running), ns.
+    pub wakeup_latency: Percentiles,
+    /// Fairness of work done over the largest group of workload tasks.
+    pub fairness: Fairness,
+    /// Fairness per group.
+    pub groups: Vec<GroupFairness>,
+    /// Per-task results (workload tasks, in creation order).
+    pub tasks: Vec<TaskResult>,
+    /// Per-CPU results.
+    pub cpus: Vec<CpuResult>,
+    /// What the workload's reports are computed from.
+    pub observations: RunObservations,
+    /// Events processed.
+    pub events: u64,
+    /// FNV-1a hash of the event stream `(time, kind, cpu or task)`.
+    pub event_hash: u64,
+    /// /proc/schedstat (version 17) at the end of the run, if the policy keeps the counters.
+    pub schedstat: Option<String>,
+    /// What the invariant checks saw (with [`SimConfig::check`]).
+    pub checks: Option<crate::engine::check::CheckReport>,
+    /// The scheduler trace, for a run made with [`Sim::with_trace`].
+    pub trace: Option<crate::trace::Trace>,
+}
