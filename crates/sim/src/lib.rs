@@ -5,16 +5,12 @@
 //! All randomness comes from one master seed through named, value-stable streams
 //! ([`rng::SeedStreams`]). Nothing here reads the wall clock or the host.
 
-pub mod config;
 pub mod engine;
 pub mod experiment;
-pub mod metrics;
 pub mod queue;
-pub mod result;
-pub mod rng;
 pub mod stats;
 pub mod time;
-pub mod trace;
 
+pub use lbsim_core::{metrics, rng, trace};
 pub use queue::EventQueue;
 pub use time::SimTime;

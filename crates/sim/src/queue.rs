@@ -2,15 +2,23 @@
 //!
 //! `seq` is a counter that grows with every push, so two events at the same time pop in the
 //! order they were pushed. That makes a run a pure function of its inputs and seed.
+//!
+//! An event pushed with a key ([`EventQueue::push_keyed`]) can be cancelled by it
+//! ([`EventQueue::cancel`]): a cancelled event stays in the heap but is never returned (lazy
+//! deletion), so cancelling costs `O(log n)` and the order of the other events is untouched.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeSet, BinaryHeap};
+
+/// The key of an event pushed without one (it cannot be cancelled).
+const NO_KEY: u64 = u64::MAX;
 
 use crate::time::SimTime;
 
 struct Entry<E> {
     time: SimTime,
     seq: u64,
+    key: u64,
     event: E,
 }
 
@@ -36,6 +44,8 @@ impl<E> Ord for Entry<E> {
 pub struct EventQueue<E> {
     heap: BinaryHeap<Entry<E>>,
     next_seq: u64,
+    /// Keys of cancelled events still in the heap.
+    cancelled: BTreeSet<u64>,
 }
 
 impl<E> std::fmt::Debug for EventQueue<E> {
@@ -52,6 +62,7 @@ impl<E> Default for EventQueue<E> {
         EventQueue {
             heap: BinaryHeap::new(),
             next_seq: 0,
+            cancelled: BTreeSet::new(),
         }
     }
 }
@@ -59,30 +70,64 @@ impl<E> Default for EventQueue<E> {
 impl<E> EventQueue<E> {
     /// Schedules `event` at `time`; returns its sequence number.
     pub fn push(&mut self, time: SimTime, event: E) -> u64 {
+        self.push_entry(time, NO_KEY, event)
+    }
+
+    /// Schedules `event` at `time` under `key`, by which [`EventQueue::cancel`] can cancel
+    /// it. Keys must be unique among the events in the queue and not `u64::MAX`.
+    pub fn push_keyed(&mut self, time: SimTime, key: u64, event: E) {
+        debug_assert_ne!(key, NO_KEY, "reserved key");
+        self.push_entry(time, key, event);
+    }
+
+    fn push_entry(&mut self, time: SimTime, key: u64, event: E) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry { time, seq, event });
+        self.heap.push(Entry {
+            time,
+            seq,
+            key,
+            event,
+        });
         seq
     }
 
-    /// Removes and returns the earliest event (ties: the first pushed).
+    /// Cancels the queued event pushed under `key`: it will not be returned. `key` must be
+    /// that of an event still in the queue.
+    pub fn cancel(&mut self, key: u64) {
+        self.cancelled.insert(key);
+    }
+
+    /// Drops cancelled events from the top of the heap.
+    fn skip_cancelled(&mut self) {
+        while let Some(top) = self.heap.peek() {
+            if top.key == NO_KEY || !self.cancelled.remove(&top.key) {
+                return;
+            }
+            self.heap.pop();
+        }
+    }
+
+    /// Removes and returns the earliest event that is not cancelled (ties: the first pushed).
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
+        self.skip_cancelled();
         self.heap.pop().map(|e| (e.time, e.event))
     }
 
-    /// The time of the earliest event.
-    pub fn peek_time(&self) -> Option<SimTime> {
+    /// The time of the earliest event that is not cancelled.
+    pub fn peek_time(&mut self) -> Option<SimTime> {
+        self.skip_cancelled();
         self.heap.peek().map(|e| e.time)
     }
 
-    /// Number of queued events.
+    /// Number of queued events that are not cancelled.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() - self.cancelled.len()
     }
 
-    /// Whether no event is queued.
+    /// Whether no event is queued (cancelled ones aside).
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 
     /// Total number of events ever pushed.
@@ -112,6 +157,33 @@ mod tests {
                 }
                 last = Some((t, i));
             }
+        }
+
+        /// Invariant: a cancelled event is never returned; the others pop as if it had never
+        /// been pushed.
+        #[test]
+        fn cancelled_events_never_pop(
+            times in proptest::collection::vec(0u64..20, 0..200),
+            cancel in proptest::collection::vec(any::<bool>(), 200),
+        ) {
+            let mut q = EventQueue::default();
+            let mut reference = EventQueue::default();
+            for (i, &t) in times.iter().enumerate() {
+                q.push_keyed(SimTime(t), i as u64, i);
+                if !cancel[i] {
+                    reference.push(SimTime(t), i);
+                }
+            }
+            for (i, _) in times.iter().enumerate().filter(|&(i, _)| cancel[i]) {
+                q.cancel(i as u64);
+            }
+            prop_assert_eq!(q.len(), reference.len());
+            while let Some(e) = reference.pop() {
+                prop_assert_eq!(q.peek_time(), Some(e.0));
+                prop_assert_eq!(q.pop(), Some(e));
+            }
+            prop_assert_eq!(q.pop(), None);
+            prop_assert!(q.is_empty());
         }
     }
 }

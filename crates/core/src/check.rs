@@ -1,7 +1,7 @@
 //! The engine's invariant checks (`SimConfig::check`, `lbsim run --check`).
 //!
-//! The engine calls `Sim::check_clock` with the time of each event before its clock
-//! moves, and `Sim::check_event` after the event. In debug builds the clock check always
+//! The engine calls `Core::check_clock` with the time of each event before its clock
+//! moves, and `Core::check_event` after the event. In debug builds the clock check always
 //! runs (O(1): simulated time never goes backwards); with `check` on both run, and stop the
 //! run at the first violation with the time, the CPU, the task and what broke:
 //!
@@ -42,7 +42,7 @@
 use lbsim_balance::check::CheckCounts;
 use lbsim_pelt::{SeLoad, update_load_avg_se};
 
-use super::*;
+use crate::prelude::*;
 
 /// PELT's half-life in periods (`LOAD_AVG_PERIOD`), and a period in ns of PELT time.
 const LOAD_AVG_PERIOD: f64 = 32.0;
@@ -220,7 +220,7 @@ struct PeltSums {
 
 /// The checks' own state.
 #[derive(Debug, Default)]
-pub(super) struct Checker {
+pub(crate) struct Checker {
     waits: SecondaryMap<TaskId, Wait>,
     pinned: SecondaryMap<TaskId, Pinned>,
     /// The CPU whose cfs_rq each entity was attached to at the last check.
@@ -231,7 +231,7 @@ pub(super) struct Checker {
 
 impl Checker {
     /// The checks of a run; turns the balancer's decision record on if `check` is.
-    pub(super) fn new<B: Balancer>(check: bool, balancer: &mut B) -> Checker {
+    pub(crate) fn new<B: Balancer>(check: bool, balancer: &mut B) -> Checker {
         if check && let Some(c) = balancer.checks() {
             c.enabled = true;
         }
@@ -257,10 +257,50 @@ struct Found {
     wakelist: Option<CpuId>,
 }
 
-impl<B: Balancer> Sim<B> {
+impl<B: Balancer> Core<B> {
+    pub(crate) fn check_invariants(&self) -> Result<(), SimError> {
+        let exited = self
+            .by_ref
+            .iter()
+            .filter(|&&r| self.tasks[self.runs[r as usize].id].state == TaskState::Exited)
+            .count();
+        if exited != self.workload_exited {
+            return Err(SimError::Invariant {
+                time_ns: self.now,
+                cpu: 0,
+                task: String::new(),
+                detail: format!(
+                    "{exited} workload tasks have exited but the engine counted {}",
+                    self.workload_exited
+                ),
+            });
+        }
+        for (c, rq) in self.rqs.iter().enumerate() {
+            rq.check_invariants(&self.tasks)
+                .map_err(|e| SimError::Invariant {
+                    time_ns: self.now,
+                    cpu: c as u32,
+                    task: String::new(),
+                    detail: e.to_string(),
+                })?;
+            if let Some(p) = rq.curr {
+                let t = &self.tasks[p];
+                if !t.cpus_mask.test(CpuId(c as u32)) {
+                    return Err(SimError::Invariant {
+                        time_ns: self.now,
+                        cpu: c as u32,
+                        task: format!(" task {}", t.name),
+                        detail: format!("runs outside its affinity {}", t.cpus_mask.to_cpulist()),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Invariant 8, first half: the next event, at `t`, is not before the current time.
     /// Checked in debug builds, and with `check` on, before the clock moves.
-    pub(super) fn check_clock(&self, t: u64) -> Result<(), SimError> {
+    pub(crate) fn check_clock(&self, t: u64) -> Result<(), SimError> {
         if t >= self.now {
             return Ok(());
         }
@@ -273,7 +313,7 @@ impl<B: Balancer> Sim<B> {
     }
 
     /// The checks after an event (see the module documentation).
-    pub(super) fn check_event(&mut self) -> Result<(), SimError> {
+    pub(crate) fn check_event(&mut self) -> Result<(), SimError> {
         if !self.cfg.check {
             return Ok(());
         }
@@ -286,7 +326,7 @@ impl<B: Balancer> Sim<B> {
     }
 
     /// What the checks saw (with `check` on).
-    pub(super) fn check_report(&mut self) -> Option<CheckReport> {
+    pub(crate) fn check_report(&mut self) -> Option<CheckReport> {
         if !self.cfg.check {
             return None;
         }

@@ -1,0 +1,165 @@
+//! Accounting: per-CPU busy/idle time and the `nr_running` integral, per-task runtime, and the
+//! idle-while-overloaded measure with its incrementally kept summary ([`IwoSummary`]).
+
+use crate::prelude::*;
+
+/// Which CPUs are idle (no current task) and which have a task waiting (`nr_running` above
+/// the running one), refreshed after each event for the CPUs whose runqueue the event may
+/// have changed ([`IwoSummary::mark`]), so that the idle-while-overloaded test costs O(1)
+/// per event when no CPU is idle or none has a waiting task. Under `SimConfig::check` the
+/// summary is compared with a full scan after every event.
+#[derive(Clone, Debug)]
+pub(crate) struct IwoSummary {
+    idle: Cpumask,
+    waiting: Cpumask,
+    nr_idle: usize,
+    nr_waiting: usize,
+    dirty: Vec<u32>,
+    is_dirty: Vec<bool>,
+}
+
+impl IwoSummary {
+    /// Every CPU is dirty at first.
+    pub(crate) fn new(nr_cpus: usize) -> IwoSummary {
+        IwoSummary {
+            idle: Cpumask::new(nr_cpus),
+            waiting: Cpumask::new(nr_cpus),
+            nr_idle: 0,
+            nr_waiting: 0,
+            dirty: (0..nr_cpus as u32).collect(),
+            is_dirty: vec![true; nr_cpus],
+        }
+    }
+
+    /// `cpu`'s runqueue may have changed.
+    pub(crate) fn mark(&mut self, cpu: CpuId) {
+        let d = &mut self.is_dirty[cpu.index()];
+        if !*d {
+            *d = true;
+            self.dirty.push(cpu.0);
+        }
+    }
+
+    /// `cpu`'s status as its runqueue shows it.
+    pub(crate) fn status(rq: &Rq) -> (bool, bool) {
+        let idle = rq.curr.is_none();
+        (idle, rq.nr_running > u32::from(!idle))
+    }
+
+    /// Re-reads the dirty CPUs.
+    pub(crate) fn refresh(&mut self, rqs: &[Rq]) {
+        while let Some(c) = self.dirty.pop() {
+            let cpu = CpuId(c);
+            self.is_dirty[cpu.index()] = false;
+            let (idle, waiting) = Self::status(&rqs[cpu.index()]);
+            if idle != self.idle.test(cpu) {
+                if idle {
+                    self.idle.set(cpu);
+                    self.nr_idle += 1;
+                } else {
+                    self.idle.clear(cpu);
+                    self.nr_idle -= 1;
+                }
+            }
+            if waiting != self.waiting.test(cpu) {
+                if waiting {
+                    self.waiting.set(cpu);
+                    self.nr_waiting += 1;
+                } else {
+                    self.waiting.clear(cpu);
+                    self.nr_waiting -= 1;
+                }
+            }
+        }
+    }
+
+    /// The first CPU whose summary disagrees with its runqueue.
+    pub(crate) fn stale(&self, rqs: &[Rq]) -> Option<usize> {
+        rqs.iter().enumerate().find_map(|(c, rq)| {
+            let (idle, waiting) = Self::status(rq);
+            let cpu = CpuId(c as u32);
+            (idle != self.idle.test(cpu) || waiting != self.waiting.test(cpu)).then_some(c)
+        })
+    }
+}
+
+impl<B: Balancer> Core<B> {
+    /// Brings `cpu`'s accounting up to `now` before its runqueue changes (which marks it for
+    /// the idle-while-overloaded summary).
+    pub(crate) fn account(&mut self, cpu: CpuId) {
+        self.iwo.mark(cpu);
+        self.account_time(cpu);
+    }
+
+    pub(crate) fn account_time(&mut self, cpu: CpuId) {
+        let now = self.now;
+        let c = &mut self.cpus[cpu.index()];
+        let dt = now.saturating_sub(c.acct_last);
+        if dt == 0 {
+            return;
+        }
+        let rq = &self.rqs[cpu.index()];
+        if rq.curr.is_some() {
+            c.busy_ns += dt;
+        } else {
+            c.idle_ns += dt;
+        }
+        c.nr_running_ns += u128::from(rq.nr_running) * u128::from(dt);
+        c.acct_last = now;
+    }
+
+    /// Adds `p`'s time on its CPU since it was last accounted to its runtime.
+    pub(crate) fn account_runtime(&mut self, p: TaskId) {
+        let now = self.now;
+        let r = &mut self.runs[self.run_of[p] as usize];
+        r.runtime_ns += now.saturating_sub(r.on_cpu_since);
+        r.on_cpu_since = now;
+    }
+
+    /// Brings every CPU's accounting up to `now` before a balancing pass; the CPUs the pass
+    /// changes are marked from its migrations ([`Core::apply_outcome`]).
+    pub(crate) fn account_all(&mut self) {
+        for c in 0..self.cpus.len() {
+            self.account_time(CpuId(c as u32));
+        }
+    }
+
+    /// Whether some CPU is idle while another has a waiting task allowed to run on it.
+    ///
+    /// The summary of idle and waiting CPUs is refreshed for the CPUs the event touched; a
+    /// waiting task allowed everywhere can run on any idle CPU, one with a restricted
+    /// affinity needs an idle CPU in it. Under `SimConfig::check` the summary is compared
+    /// with every runqueue.
+    pub(crate) fn idle_while_overloaded(&mut self) -> bool {
+        self.iwo.refresh(&self.rqs);
+        if self.cfg.check
+            && let Some(c) = self.iwo.stale(&self.rqs)
+        {
+            self.error.get_or_insert(SimError::Invariant {
+                time_ns: self.now,
+                cpu: c as u32,
+                task: String::new(),
+                detail: "the idle-while-overloaded summary missed a change of this CPU's \
+                         runqueue"
+                    .to_owned(),
+            });
+        }
+        if self.iwo.nr_idle == 0 || self.iwo.nr_waiting == 0 {
+            return false;
+        }
+        let nr = self.rqs.len();
+        for c in self.iwo.waiting.iter() {
+            let rq = &self.rqs[c.index()];
+            for p in rq.cfs.cfs_tasks() {
+                let t = &self.tasks[p];
+                if Some(p) == rq.curr || t.se.sched_delayed || t.state != TaskState::Queued {
+                    continue;
+                }
+                if t.nr_cpus_allowed as usize == nr || t.cpus_mask.intersects(&self.iwo.idle) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}

@@ -1,0 +1,397 @@
+//! The core model's state and its entry points: set-up, event dispatch, the balancer
+//! calls, applying a balancing pass's outcome, charging scheduler overhead, `resched_curr()`.
+
+use crate::prelude::*;
+
+/// A simulation in progress.
+#[derive(Debug)]
+pub struct Core<B: Balancer> {
+    pub(crate) cfg: SimConfig,
+    pub(crate) balancer: B,
+    pub(crate) now: u64,
+    pub(crate) tick_nsec: u64,
+    /// Events to schedule and cancel, for the engine.
+    pub(crate) fx: Effects,
+    pub(crate) rqs: Vec<Rq>,
+    pub(crate) tasks: Tasks,
+    pub(crate) cpus: Vec<CpuState>,
+    pub(crate) runs: Vec<TaskRun>,
+    pub(crate) run_of: SecondaryMap<TaskId, u32>,
+    /// Workload TaskRef index -> run index.
+    pub(crate) by_ref: Vec<u32>,
+    /// Workload tasks that have exited (so that the end-of-workload test is O(1) per event).
+    pub(crate) workload_exited: usize,
+    /// The scheduler trace, when [`Core::with_trace`] asked for one; pid = run index + 1.
+    pub(crate) trace: Option<crate::trace::Trace>,
+    pub(crate) sync: SyncState,
+    pub(crate) obs: RunObservations,
+    pub(crate) streams: SeedStreams,
+    pub(crate) bg_rng: Pcg64Mcg,
+    pub(crate) latency: Samples,
+    pub(crate) iwo_ns: u64,
+    pub(crate) iwo_active: bool,
+    pub(crate) error: Option<SimError>,
+    pub(crate) checker: check::Checker,
+    /// The idle-while-overloaded summary, kept up to date per CPU (see [`IwoSummary`]).
+    pub(crate) iwo: IwoSummary,
+}
+
+impl<B: Balancer> Core<B> {
+    /// Sets up a run: runqueues, background threads, the workload's tasks' start events and
+    /// the first ticks.
+    pub fn new(cfg: SimConfig, mut balancer: B) -> Result<Core<B>, SimError> {
+        let topo = cfg.topology.clone();
+        let machine = topo.machine();
+        let nr_cpus = machine.nr_cpus();
+        if let Some(cpu) = cfg.workload.max_cpu()
+            && cpu as usize >= nr_cpus
+        {
+            return Err(SimError::NoSuchCpu {
+                cpu,
+                last: nr_cpus as u32 - 1,
+            });
+        }
+        cfg.workload
+            .validate()
+            .map_err(|e| SimError::Workload(e.to_string()))?;
+        let params = SchedParams::new(cfg.features, &cfg.tunables);
+        let asym =
+            (0..nr_cpus).any(|c| machine.capacity(CpuId(c as u32)) != machine.capacity(CpuId(0)));
+        let streams = SeedStreams::new(cfg.seed);
+        let mut phase_rng = streams.rng(Stream::TickPhase, 0);
+        let tick_nsec = cfg.tunables.tick_nsec();
+        let mut rqs = Vec::with_capacity(nr_cpus);
+        let mut cpus = Vec::with_capacity(nr_cpus);
+        for c in 0..nr_cpus {
+            let cpu = CpuId(c as u32);
+            let cap = u64::from(machine.capacity(cpu));
+            let mut rq = Rq::new(cpu, cap, params);
+            rq.asym_cpucap_active = asym;
+            rqs.push(rq);
+            let jitter = cfg.engine.tick_jitter_ns.min(tick_nsec);
+            let tick_phase_ns = if jitter == 0 {
+                0
+            } else {
+                below(&mut phase_rng, jitter)
+            };
+            cpus.push(CpuState {
+                seg_start: 0,
+                busy_until: 0,
+                irq_off_until: 0,
+                seg_end: None,
+                tick_stopped: true,
+                tick_phase_ns,
+                tick: None,
+                wakelist: Vec::new(),
+                ipi: None,
+                resched: None,
+                capacity: cap,
+                kworker: None,
+                newidle: None,
+                yielded: false,
+                acct_last: 0,
+                busy_ns: 0,
+                idle_ns: 0,
+                nr_running_ns: 0,
+                stat: CpuSchedstat::default(),
+            });
+        }
+        let sync = cfg.workload.new_sync_state();
+        let bg_rng = streams.rng(Stream::Background, 0);
+        let checker = check::Checker::new(cfg.check, &mut balancer);
+        let mut sim = Core {
+            balancer,
+            now: 0,
+            tick_nsec,
+            fx: Effects::default(),
+            rqs,
+            tasks: Tasks::with_key(),
+            cpus,
+            runs: Vec::new(),
+            run_of: SecondaryMap::new(),
+            by_ref: Vec::new(),
+            workload_exited: 0,
+            trace: None,
+            sync,
+            obs: RunObservations::default(),
+            streams,
+            bg_rng,
+            latency: Samples::default(),
+            iwo_ns: 0,
+            iwo_active: false,
+            error: None,
+            checker,
+            iwo: IwoSummary::new(nr_cpus),
+            cfg,
+        };
+        // Every CPU starts idle with its tick stopped (the idle loop's
+        // tick_nohz_idle_stop_tick() -> nohz_balance_enter_idle()); a tick starts when work
+        // arrives.
+        for c in 0..nr_cpus {
+            let cpu = CpuId(c as u32);
+            sim.ctx_call(|b, ctx| b.nohz_enter_idle(ctx, cpu));
+        }
+        for (i, spec) in sim.cfg.workload.tasks.iter().enumerate() {
+            sim.fx.at(spec.start_ns, Ev::Start(i as u32));
+        }
+        if sim.cfg.engine.background_wakeups_hz > 0 {
+            for c in 0..nr_cpus {
+                let run = sim.create_kworker(CpuId(c as u32));
+                sim.cpus[c].kworker = Some(run);
+                let t = sim.next_background_delay();
+                sim.fx.at(t, Ev::Background { cpu: c as u32 });
+            }
+        }
+        Ok(sim)
+    }
+
+    pub(crate) fn next_background_delay(&mut self) -> u64 {
+        // Exponential inter-arrival times with mean 1/hz, from a uniform draw:
+        // -ln(u) * mean, with u in (0, 1].
+        let mean = 1_000_000_000 / self.cfg.engine.background_wakeups_hz.max(1);
+        let u = (below(&mut self.bg_rng, 1 << 53) + 1) as f64 / (1u64 << 53) as f64;
+        self.now + ((-u.ln()) * mean as f64) as u64
+    }
+
+    pub(crate) fn create_kworker(&mut self, cpu: CpuId) -> u32 {
+        let nr = self.rqs.len();
+        let mask = Cpumask::from_cpus(nr, [cpu]);
+        let mut task = Task::new(
+            format!("kworker/{}", cpu.0),
+            RqPolicy::Normal,
+            0,
+            mask,
+            cpu,
+            self.cfg.tunables.base_slice_ns,
+        );
+        task.max_allowed_capacity = self.cpus[cpu.index()].capacity;
+        task.state = TaskState::Sleeping;
+        let id = self.tasks.insert(task);
+        self.add_run(id, Kind::Kworker { ran: true })
+    }
+
+    pub(crate) fn add_run(&mut self, id: TaskId, kind: Kind) -> u32 {
+        let idx = self.runs.len() as u32;
+        self.runs.push(TaskRun {
+            id,
+            kind,
+            cur: Cur::Idle,
+            block_pending: false,
+            exit_pending: false,
+            timer: None,
+            wake_ns: None,
+            on_cpu_since: 0,
+            runtime_ns: 0,
+            work_units: 0,
+            max_wait_ns: 0,
+        });
+        self.run_of.insert(id, idx);
+        if let Some(tr) = &mut self.trace {
+            let t = &self.tasks[id];
+            tr.add_task(&t.name, t.nice);
+        }
+        idx
+    }
+
+    /// Records the scheduler trace of the run ([`crate::trace`]) into
+    /// [`RunResult::trace`]. Tracing changes no decision.
+    #[must_use]
+    pub fn with_trace(mut self) -> Self {
+        let mut tr = crate::trace::Trace::new(self.rqs.len() as u32);
+        for r in &self.runs {
+            let t = &self.tasks[r.id];
+            tr.add_task(&t.name, t.nice);
+        }
+        self.trace = Some(tr);
+        if let Some(lt) = self.balancer.trace() {
+            lt.enabled = true;
+        }
+        self
+    }
+
+    /// When the run ends at the latest, ns: `--duration`, or the workload's own duration if
+    /// shorter.
+    pub fn end_ns(&self) -> u64 {
+        let cfg = &self.cfg;
+        cfg.workload
+            .duration_ns
+            .map_or(cfg.duration_ns, |d| d.min(cfg.duration_ns))
+    }
+
+    /// The events to schedule and cancel that handling asked for since the last drain.
+    pub fn effects(&mut self) -> &mut Effects {
+        &mut self.fx
+    }
+
+    /// Handles `ev` at time `t_ns`: the clock moves to `t_ns` (the idle-while-overloaded
+    /// time accrues up to it), the event runs, then the per-event checks.
+    pub fn handle(&mut self, t_ns: u64, ev: Ev) -> Result<(), SimError> {
+        self.check_clock(t_ns)?;
+        if self.iwo_active {
+            self.iwo_ns += t_ns - self.now;
+        }
+        self.now = t_ns;
+        let touched = ev.cpus();
+        self.dispatch(ev);
+        for c in touched.into_iter().flatten() {
+            self.iwo.mark(CpuId(c));
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        if self.cfg.check {
+            self.check_invariants()?;
+        }
+        self.check_event()?;
+        self.iwo_active = self.idle_while_overloaded();
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Whether every task of the workload has exited (the run ends there).
+    pub fn workload_done(&self) -> bool {
+        self.all_workload_tasks_exited()
+    }
+
+    /// Ends the run at `end_ns` (or now, if the workload is done) and returns what was
+    /// measured; the engine fills in [`RunResult::events`] and [`RunResult::event_hash`].
+    pub fn close(mut self, end_ns: u64) -> RunResult {
+        let end = if self.all_workload_tasks_exited() {
+            self.now
+        } else {
+            end_ns.max(self.now)
+        };
+        if self.iwo_active {
+            self.iwo_ns += end - self.now;
+        }
+        self.now = end;
+        self.finish()
+    }
+
+    pub(crate) fn all_workload_tasks_exited(&self) -> bool {
+        !self.by_ref.is_empty()
+            && self.by_ref.len() >= self.cfg.workload.tasks.len()
+            && self.workload_exited == self.by_ref.len()
+    }
+
+    pub(crate) fn dispatch(&mut self, ev: Ev) {
+        match ev {
+            Ev::Start(i) => self.start_task(i),
+            Ev::SegEnd { cpu } => {
+                self.cpus[cpu as usize].seg_end = None;
+                self.segment_end(CpuId(cpu));
+            }
+            Ev::Timer { run } => {
+                self.runs[run as usize].timer = None;
+                self.timer(run);
+            }
+            Ev::Tick { cpu } => self.tick(CpuId(cpu)),
+            Ev::Ipi { cpu } => self.ipi(CpuId(cpu)),
+            Ev::Resched { cpu } => {
+                self.cpus[cpu as usize].resched = None;
+                self.schedule(CpuId(cpu));
+            }
+            Ev::Stopper(req) => self.stopper(req),
+            Ev::Kick(kick) => self.kick(kick),
+            Ev::Background { cpu } => self.background(CpuId(cpu)),
+            Ev::NewidleStep { cpu } => self.newidle_step(CpuId(cpu)),
+            Ev::NewidleDone { cpu } => self.newidle_done(CpuId(cpu)),
+        }
+    }
+
+    pub(crate) fn ctx_call<R>(&mut self, f: impl FnOnce(&mut B, &mut BalanceCtx<'_>) -> R) -> R {
+        let Core {
+            cfg,
+            balancer,
+            now,
+            tick_nsec,
+            rqs,
+            tasks,
+            cpus,
+            ..
+        } = self;
+        let pending = Pending { cpus };
+        let mut ctx = BalanceCtx {
+            now_ns: *now,
+            jiffies: *now / *tick_nsec,
+            hz: cfg.tunables.hz,
+            topo: &cfg.topology,
+            rqs,
+            tasks,
+            features: cfg.features,
+            tunables: &cfg.tunables,
+            cost: &cfg.cost,
+            pending: &pending,
+        };
+        let r = f(balancer, &mut ctx);
+        if self.trace.is_some() {
+            self.drain_balancer_trace();
+        }
+        r
+    }
+
+    /// Applies what a balancing pass decided, beyond its runqueue changes: reschedules on
+    /// the CPUs that received tasks, stoppers and kicks.
+    pub(crate) fn apply_outcome(&mut self, from: CpuId, out: &BalanceOutcome) {
+        for m in &out.migrations {
+            self.iwo.mark(m.src);
+            self.iwo.mark(m.dst);
+            if self.cfg.check {
+                let t = &self.tasks[m.task];
+                if !t.cpus_mask.test(m.dst) {
+                    self.error.get_or_insert(SimError::Invariant {
+                        time_ns: self.now,
+                        cpu: m.dst.0,
+                        task: format!(" task {}", t.name),
+                        detail: format!(
+                            "balancer migrated the task from cpu {} to cpu {} outside its affinity {}",
+                            m.src.0,
+                            m.dst.0,
+                            t.cpus_mask.to_cpulist()
+                        ),
+                    });
+                }
+            }
+            if self.rqs[m.dst.index()].need_resched() {
+                self.resched_cpu(m.dst, from);
+            }
+        }
+        let ipi = self.cfg.cost.ipi_ns;
+        for s in &out.stoppers {
+            self.fx.at(self.now + ipi, Ev::Stopper(*s));
+        }
+        for k in &out.kicks {
+            self.fx.at(self.now + ipi, Ev::Kick(*k));
+        }
+    }
+
+    /// Charges `ns` of scheduler overhead to `cpu` (its current task makes no progress).
+    pub(crate) fn charge(&mut self, cpu: CpuId, ns: u64) {
+        if ns == 0 {
+            return;
+        }
+        self.settle(cpu);
+        let now = self.now;
+        let c = &mut self.cpus[cpu.index()];
+        c.busy_until = c.busy_until.max(now) + ns;
+        if self.rqs[cpu.index()].curr.is_some() {
+            c.seg_start = c.seg_start.max(c.busy_until);
+            self.arm_segment(cpu);
+        }
+    }
+
+    /// `resched_curr()` of a remote or local CPU: local takes effect now, remote after an IPI.
+    pub(crate) fn resched_cpu(&mut self, cpu: CpuId, from: CpuId) {
+        if self.cpus[cpu.index()].resched.is_some() {
+            return;
+        }
+        let at = if cpu == from {
+            self.now
+        } else {
+            self.now + self.cfg.cost.ipi_ns
+        };
+        self.cpus[cpu.index()].resched = Some(self.fx.at(at, Ev::Resched { cpu: cpu.0 }));
+    }
+}

@@ -1,0 +1,122 @@
+//! The end of a run: the last accounting, then the per-task, per-CPU and fairness tables and
+//! /proc/schedstat.
+
+use crate::prelude::*;
+
+impl<B: Balancer> Core<B> {
+    pub(crate) fn finish(mut self) -> RunResult {
+        let checks = self.check_report();
+        for c in 0..self.cpus.len() {
+            let cpu = CpuId(c as u32);
+            self.settle(cpu);
+            if let Some(p) = self.rqs[c].curr {
+                self.account_runtime(p);
+            }
+        }
+        self.account_all();
+        let mut tasks = Vec::new();
+        let mut migrations = 0;
+        let mut switches = 0;
+        for (i, &ri) in self.by_ref.iter().enumerate() {
+            let r = &self.runs[ri as usize];
+            let t = &self.tasks[r.id];
+            let work_ns = (r.work_units / 1024) as u64;
+            let o = &mut self.obs.tasks[i];
+            o.runtime_ns = r.runtime_ns;
+            o.work_ns = work_ns;
+            o.wait_ns = t.sched_info.run_delay;
+            o.max_wait_ns = r.max_wait_ns;
+            o.nr_voluntary_switches = t.nvcsw;
+            o.nr_involuntary_switches = t.nivcsw;
+            o.nr_migrations = t.se.nr_migrations;
+            o.last_cpu = Some(t.cpu.0);
+            migrations += t.se.nr_migrations;
+            switches += t.nvcsw + t.nivcsw;
+            tasks.push(TaskResult {
+                name: t.name.clone(),
+                group: o.group.clone(),
+                cpu: t.cpu.0,
+                runtime_ns: r.runtime_ns,
+                work_ns,
+                wait_ns: t.sched_info.run_delay,
+                nr_migrations: t.se.nr_migrations,
+                nr_switches: t.nvcsw + t.nivcsw,
+            });
+        }
+        self.obs.sim_time_ns = self.now;
+        // Fairness compares tasks that do the same thing: the largest group (a benchmark's
+        // workers, not its main thread).
+        let main_group =
+            lbsim_workload::report::largest_group(tasks.iter().map(|t| t.group.as_str()));
+        let shares: Vec<u64> = tasks
+            .iter()
+            .filter(|t| Some(t.group.as_str()) == main_group)
+            .map(|t| t.work_ns)
+            .collect();
+        let mut groups: Vec<GroupFairness> = Vec::new();
+        let mut labels: Vec<&str> = tasks.iter().map(|t| t.group.as_str()).collect();
+        labels.sort_unstable();
+        labels.dedup();
+        for g in labels {
+            let s: Vec<u64> = tasks
+                .iter()
+                .filter(|t| t.group == g)
+                .map(|t| t.work_ns)
+                .collect();
+            let f = fairness(&s);
+            groups.push(GroupFairness {
+                group: g.to_owned(),
+                tasks: s.len(),
+                min_max_ratio: f.min_max_ratio,
+                jain: f.jain,
+            });
+        }
+        let cpus = self
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(c, s)| CpuResult {
+                cpu: c as u32,
+                busy_ns: s.busy_ns,
+                idle_ns: s.idle_ns,
+                avg_nr_running: if self.now == 0 {
+                    0.0
+                } else {
+                    s.nr_running_ns as f64 / self.now as f64
+                },
+                nr_switches: self.rqs[c].nr_switches,
+            })
+            .collect();
+        let jiffies = self.now / self.tick_nsec;
+        let topo = self.cfg.topology.clone();
+        let cpu_stats: Vec<CpuSchedstat> = self
+            .cpus
+            .iter()
+            .map(|c| CpuSchedstat {
+                rq_cpu_time: c.busy_ns,
+                ..c.stat
+            })
+            .collect();
+        let schedstat = self.balancer.schedstat_mut().map(|ss| {
+            ss.cpus.clone_from_slice(&cpu_stats);
+            ss.format(&topo, jiffies)
+        });
+        RunResult {
+            schedstat,
+            checks,
+            sim_time_ns: self.now,
+            migrations,
+            context_switches: switches,
+            idle_while_overloaded_ns: self.iwo_ns,
+            wakeup_latency: self.latency.percentiles(),
+            fairness: fairness(&shares),
+            groups,
+            tasks,
+            cpus,
+            observations: self.obs,
+            events: 0,
+            event_hash: 0,
+            trace: self.trace,
+        }
+    }
+}

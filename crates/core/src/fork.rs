@@ -1,0 +1,113 @@
+//! Task creation: `fork()` and `wake_up_new_task()`.
+//!
+//! Follows core.c: sched_fork(), wake_up_new_task() (v6.12).
+
+use crate::prelude::*;
+
+impl<B: Balancer> Core<B> {
+    pub(crate) fn start_task(&mut self, i: u32) {
+        let spec = self.cfg.workload.tasks[i as usize].clone();
+        // Top-level tasks are forked by the launcher (rt-app's or the benchmark's main thread),
+        // which lbsim places on CPU 0, or on the task's first allowed CPU.
+        let nr = self.rqs.len();
+        let mask = match spec.affinity {
+            None => Cpumask::full(nr),
+            Some(id) => {
+                Cpumask::from_cpus(nr, self.cfg.workload.cpuset(id).iter().map(|&c| CpuId(c)))
+            }
+        };
+        let parent = if mask.test(CpuId(0)) {
+            CpuId(0)
+        } else {
+            mask.first().unwrap_or(CpuId(0))
+        };
+        self.create_workload_task(spec, parent);
+    }
+
+    /// `fork()` + `wake_up_new_task()` from `parent_cpu`.
+    pub(crate) fn create_workload_task(
+        &mut self,
+        spec: lbsim_workload::TaskSpec,
+        parent_cpu: CpuId,
+    ) {
+        let nr = self.rqs.len();
+        let wref = TaskRef(self.obs.tasks.len() as u32);
+        let mask = match spec.affinity {
+            None => Cpumask::full(nr),
+            Some(id) => {
+                Cpumask::from_cpus(nr, self.cfg.workload.cpuset(id).iter().map(|&c| CpuId(c)))
+            }
+        };
+        if mask.is_empty() {
+            self.error.get_or_insert(SimError::Workload(format!(
+                "task {} has an empty affinity",
+                spec.name
+            )));
+            return;
+        }
+        let policy = match spec.policy {
+            WlPolicy::Normal => RqPolicy::Normal,
+            WlPolicy::Batch => RqPolicy::Batch,
+            WlPolicy::Idle => RqPolicy::Idle,
+        };
+        let mut task = Task::new(
+            spec.name.clone(),
+            policy,
+            spec.nice,
+            mask.clone(),
+            parent_cpu,
+            self.cfg.tunables.base_slice_ns,
+        );
+        if let Some(slice) = spec.custom_slice_ns {
+            task.se.slice = slice;
+            task.se.custom_slice = true;
+        }
+        let id = self.tasks.insert(task);
+        let program = Box::new(spec.start(wref));
+        let rng = self.streams.rng(Stream::Task, u64::from(wref.0));
+        let ri = self.add_run(id, Kind::Workload { wref, program, rng });
+        self.set_affinity(ri as usize, mask);
+        self.by_ref.push(ri);
+        self.obs.tasks.push(TaskObservation::new(&spec, self.now));
+        // fork: sched_fork() / task_fork_fair() on the parent's CPU.
+        let now = self.now;
+        self.rqs[parent_cpu.index()].task_fork_fair(&mut self.tasks, id, now);
+        // wake_up_new_task(): select_task_rq(WF_FORK) from the parent's CPU.
+        let placement = self
+            .ctx_call(|b, ctx| b.select_task_rq(ctx, id, parent_cpu, parent_cpu, WakeFlags::FORK));
+        let cost = self.cfg.cost.charge(&placement.work);
+        self.charge(parent_cpu, cost);
+        let cpu = self.checked_placement(id, placement.cpu);
+        self.trace_task(now, parent_cpu, id, |pid| {
+            crate::trace::TraceEvent::WakeupNew {
+                pid,
+                target_cpu: cpu.0,
+            }
+        });
+        self.account(cpu);
+        self.tasks[id].cpu = cpu;
+        self.tasks[id].wake_cpu = cpu;
+        // A new task's first run is not a wake-up: no latency sample (perf sched counts
+        // sched_wakeup_new apart from sched_wakeup).
+        self.rqs[cpu.index()].wake_up_new_task(&mut self.tasks, id, now);
+        self.after_enqueue(cpu, parent_cpu);
+    }
+
+    pub(crate) fn checked_placement(&mut self, p: TaskId, cpu: CpuId) -> CpuId {
+        let t = &self.tasks[p];
+        if cpu.index() >= self.rqs.len() || !t.cpus_mask.test(cpu) {
+            self.error.get_or_insert(SimError::Invariant {
+                time_ns: self.now,
+                cpu: cpu.0,
+                task: format!(" task {}", t.name),
+                detail: format!(
+                    "select_task_rq chose cpu {} outside the task's affinity {}",
+                    cpu.0,
+                    t.cpus_mask.to_cpulist()
+                ),
+            });
+            return t.cpus_mask.first().unwrap_or(CpuId(0));
+        }
+        cpu
+    }
+}

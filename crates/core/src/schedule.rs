@@ -1,0 +1,234 @@
+//! `__schedule()`: put the previous task back or block it, pick the next, the newly idle
+//! balance in simulated-time steps, and the context switch.
+//!
+//! Follows core.c: __schedule(), context_switch() (v6.12); fair.c: sched_balance_newidle().
+
+use crate::prelude::*;
+
+impl<B: Balancer> Core<B> {
+    /// `__schedule()` on `cpu`: put the previous task back or block it, pick the next one;
+    /// when nothing is runnable, start the newly idle balance, whose steps then run as
+    /// [`Ev::NewidleStep`] events in simulated time before the schedule completes
+    /// ([`Core::finish_schedule`]).
+    pub(crate) fn schedule(&mut self, cpu: CpuId) {
+        let ci = cpu.index();
+        if self.cpus[ci].newidle.is_some() {
+            // Already in __schedule(), balancing: it will pick when the balance is over.
+            return;
+        }
+        let now = self.now;
+        self.settle(cpu);
+        self.account(cpu);
+        let prev = self.rqs[ci].curr;
+        let mut action = PrevAction::Preempt;
+        if let Some(p) = prev {
+            self.account_runtime(p);
+            let r = &mut self.runs[self.run_of[p] as usize];
+            if r.exit_pending {
+                action = PrevAction::Exit;
+            } else if r.block_pending {
+                action = PrevAction::Block;
+                r.block_pending = false;
+            }
+        }
+        self.cpus[ci].stat.sched_count += 1;
+        self.rqs[ci].__schedule_prev(&mut self.tasks, action, now);
+        if action == PrevAction::Exit
+            && let Some(p) = prev
+            && matches!(
+                self.runs[self.run_of[p] as usize].kind,
+                Kind::Workload { .. }
+            )
+        {
+            // The task is TASK_DEAD from here on, although its CPU may still balance before
+            // switching away.
+            self.workload_exited += 1;
+        }
+        let next = self.rqs[ci].pick_next_task_fair(&mut self.tasks);
+        if next.is_some() {
+            self.finish_schedule(cpu, prev, action, next);
+            return;
+        }
+        // sched_balance_newidle(): interrupts stay off until the schedule completes; the
+        // previous task is still this CPU's `curr` (`p->on_cpu`), so a wake-up of it goes
+        // through this CPU's wake list.
+        self.cancel_segment(cpu);
+        self.cpus[ci].newidle = Some((prev, action));
+        self.account_all();
+        let step = self.ctx_call(|b, ctx| b.newidle_begin(ctx, cpu));
+        self.newidle_stepped(cpu, step);
+    }
+
+    /// A step of the newly idle balance on `cpu` is due.
+    pub(crate) fn newidle_step(&mut self, cpu: CpuId) {
+        self.account_all();
+        let step = self.ctx_call(|b, ctx| b.newidle_continue(ctx, cpu));
+        self.newidle_stepped(cpu, step);
+    }
+
+    pub(crate) fn newidle_stepped(&mut self, cpu: CpuId, step: NewidleStep) {
+        let ci = cpu.index();
+        self.apply_outcome(cpu, &step.outcome);
+        let end = self.now + step.outcome.elapsed_ns;
+        let c = &mut self.cpus[ci];
+        c.irq_off_until = c.irq_off_until.max(end);
+        if !step.done {
+            self.fx.at(end, Ev::NewidleStep { cpu: cpu.0 });
+            return;
+        }
+        if end > self.now {
+            // The schedule completes when the last step's work is done.
+            self.fx.at(end, Ev::NewidleDone { cpu: cpu.0 });
+        } else {
+            self.newidle_done(cpu);
+        }
+    }
+
+    /// The newly idle balance on `cpu` is over: pick again (it may have pulled a task) and
+    /// complete the schedule.
+    pub(crate) fn newidle_done(&mut self, cpu: CpuId) {
+        let ci = cpu.index();
+        let Some((prev, action)) = self.cpus[ci].newidle.take() else {
+            return;
+        };
+        let next = if self.rqs[ci].nr_running > 0 {
+            self.rqs[ci].pick_next_task_fair(&mut self.tasks)
+        } else {
+            None
+        };
+        self.finish_schedule(cpu, prev, action, next);
+    }
+
+    /// Follows core.c: context_switch() on `cpu` to `next` (`None`: the idle task), with the
+    /// `sched_switch` tracepoint before it and a PELT sample after; `action` is how the
+    /// previous task leaves. Returns whether the current task changed.
+    pub(crate) fn context_switch(
+        &mut self,
+        cpu: CpuId,
+        next: Option<TaskId>,
+        action: PrevAction,
+    ) -> bool {
+        let ci = cpu.index();
+        // A yield's switch is voluntary; the flag is spent by any switch.
+        let yielded = std::mem::take(&mut self.cpus[ci].yielded);
+        let curr = self.rqs[ci].curr;
+        if self.trace.is_some() && curr != next {
+            use crate::trace::PrevState;
+            let prev_state = match (curr.is_some(), action) {
+                (false, _) => PrevState::Runnable,
+                (true, PrevAction::Preempt) if yielded => PrevState::Runnable,
+                (true, PrevAction::Preempt) => PrevState::Preempted,
+                (true, PrevAction::Block) => PrevState::Sleeping,
+                (true, PrevAction::Exit) => PrevState::Dead,
+            };
+            let (prev_pid, next_pid) = (self.pid(curr), self.pid(next));
+            let now = self.now;
+            self.trace_at(
+                now,
+                cpu,
+                crate::trace::TraceEvent::Switch {
+                    prev_pid,
+                    prev_state,
+                    next_pid,
+                },
+            );
+        }
+        let changed = self.rqs[ci].context_switch(&mut self.tasks, next);
+        if changed {
+            self.trace_pelt(cpu);
+        }
+        changed
+    }
+
+    /// The end of `__schedule()`: switch to `next` (or idle).
+    pub(crate) fn finish_schedule(
+        &mut self,
+        cpu: CpuId,
+        prev: Option<TaskId>,
+        action: PrevAction,
+        next: Option<TaskId>,
+    ) {
+        let ci = cpu.index();
+        let now = self.now;
+        self.account(cpu);
+        if next.is_none() {
+            self.rqs[ci].pick_next_task_idle(&mut self.tasks);
+        }
+        let mut start = self.cpus[ci].busy_until.max(now);
+        if let Some(n) = next
+            && next != prev
+            && let Some(q) = self.tasks[n].sched_info.last_queued
+        {
+            let wait = self.rqs[ci].rq_clock().saturating_sub(q);
+            self.cpus[ci].stat.run_delay += wait;
+            let r = &mut self.runs[self.run_of[n] as usize];
+            r.max_wait_ns = r.max_wait_ns.max(wait);
+        }
+        if action == PrevAction::Exit
+            && let Some(p) = prev
+        {
+            self.trace_task(now, cpu, p, |pid| crate::trace::TraceEvent::Exit { pid });
+        }
+        let changed = self.context_switch(cpu, next, action);
+        if next.is_none() {
+            self.cpus[ci].stat.sched_goidle += 1;
+        } else if changed {
+            self.cpus[ci].stat.pcount += 1;
+        }
+        if action == PrevAction::Exit
+            && let Some(p) = prev
+        {
+            self.rqs[ci].task_dead_fair(&mut self.tasks, p, now);
+            let r = &self.runs[self.run_of[p] as usize];
+            if let Kind::Workload { wref, .. } = r.kind {
+                self.obs.tasks[wref.index()].exited_ns = Some(now);
+            }
+        }
+        if changed {
+            // A switch costs the same whether the next task is a fair task or the idle task;
+            // interrupts come back on only at its end (finish_task_switch()).
+            start += self.cfg.cost.context_switch_ns;
+        }
+        let c = &mut self.cpus[ci];
+        c.busy_until = start;
+        c.seg_start = start;
+        if next.is_none() {
+            c.irq_off_until = c.irq_off_until.max(start);
+        }
+        match next {
+            Some(n) => {
+                let ri = self.run_of[n] as usize;
+                if changed {
+                    let r = &mut self.runs[ri];
+                    r.on_cpu_since = now;
+                    if let Some(w) = r.wake_ns.take() {
+                        let lat = start.saturating_sub(w);
+                        if let Kind::Workload { wref, .. } = r.kind {
+                            self.latency.record(lat);
+                            self.obs.wakeups.push(WakeupSample {
+                                task: wref,
+                                wake_ns: w,
+                                latency_ns: lat,
+                            });
+                        }
+                    }
+                    self.ctx_call(|b, ctx| b.task_running(ctx, n, cpu));
+                }
+                self.restart_tick(cpu);
+                self.arm_segment(cpu);
+            }
+            None => {
+                self.cancel_segment(cpu);
+                if !self.cpus[ci].tick_stopped {
+                    // The idle loop stops the tick: tick_nohz_idle_stop_tick() ->
+                    // nohz_balance_enter_idle().
+                    self.cpus[ci].tick_stopped = true;
+                    self.ctx_call(|b, ctx| b.nohz_enter_idle(ctx, cpu));
+                }
+            }
+        }
+        if self.rqs[ci].need_resched() || (next.is_none() && self.rqs[ci].nr_running > 0) {
+            self.resched_cpu(cpu, cpu);
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! The core's per-task and per-CPU state beside the runqueues: what a task is in the middle
+//! of, and what a CPU is doing that is not its runqueue's (overhead, interrupts, wake list,
+//! pending events, accounting).
+
+use crate::prelude::*;
+
+/// What a task is in the middle of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Cur {
+    /// Nothing: ask the program for its next action when the task runs.
+    Idle,
+    /// Work left, in units of ns-at-capacity-1024 times 1024 (so that a CPU of capacity `c`
+    /// completes exactly `c` units per ns).
+    Run { rem_units: u64 },
+    /// Running until this wall time.
+    RunWall { end_ns: u64 },
+    /// Blocked in a sync action that is re-applied when the task runs again.
+    Blocked(Action),
+}
+
+#[derive(Debug)]
+pub(crate) enum Kind {
+    /// A task of the workload.
+    Workload {
+        wref: TaskRef,
+        program: Box<ProgramState>,
+        rng: Pcg64Mcg,
+    },
+    /// A background kernel thread pinned to a CPU; `ran` is set once it has run since its
+    /// last wake-up.
+    Kworker { ran: bool },
+}
+
+#[derive(Debug)]
+pub(crate) struct TaskRun {
+    pub(crate) id: TaskId,
+    pub(crate) kind: Kind,
+    pub(crate) cur: Cur,
+    /// The task decided to block (sleep, blocking sync action); the next `__schedule()` on its
+    /// CPU dequeues it.
+    pub(crate) block_pending: bool,
+    /// The task exits at its next `__schedule()`.
+    pub(crate) exit_pending: bool,
+    /// The task's pending sleep timer (cancelled when a wake-up makes it moot).
+    pub(crate) timer: Option<EventKey>,
+    /// When it was last woken (for the wake-up latency), until it runs.
+    pub(crate) wake_ns: Option<u64>,
+    /// When it last started running (context-switched in).
+    pub(crate) on_cpu_since: u64,
+    /// Time on a CPU, ns.
+    pub(crate) runtime_ns: u64,
+    /// Work completed, in units of ns-at-1024 times 1024.
+    pub(crate) work_units: u128,
+    /// Longest single wait between becoming runnable and running, ns.
+    pub(crate) max_wait_ns: u64,
+}
+
+/// Per-CPU engine state (what is not the runqueue's).
+#[derive(Debug, Clone)]
+pub(crate) struct CpuState {
+    /// When the current task's progress (re)started.
+    pub(crate) seg_start: u64,
+    /// Scheduler overhead in progress until then; user progress resumes after it.
+    pub(crate) busy_until: u64,
+    /// Interrupts are off until then (a newly idle balance): IPIs and timers wait.
+    pub(crate) irq_off_until: u64,
+    /// The pending end of the current task's action ([`Ev::SegEnd`]).
+    pub(crate) seg_end: Option<EventKey>,
+    /// The tick is stopped (nohz idle).
+    pub(crate) tick_stopped: bool,
+    /// The tick's phase within a tick period.
+    pub(crate) tick_phase_ns: u64,
+    /// The queued tick event (it may fire on a stopped tick, which then does nothing).
+    pub(crate) tick: Option<EventKey>,
+    /// Wake-list entries: (task, migrated, time the waker queued it).
+    pub(crate) wakelist: Vec<(TaskId, bool, u64)>,
+    /// The wake-list IPI on its way.
+    pub(crate) ipi: Option<EventKey>,
+    /// The queued reschedule.
+    pub(crate) resched: Option<EventKey>,
+    /// The capacity (`arch_scale_cpu_capacity`).
+    pub(crate) capacity: u64,
+    /// The pinned background kernel thread, if background noise is on.
+    pub(crate) kworker: Option<u32>,
+    /// In `__schedule()`'s newly idle balance: the previous task and how it left.
+    pub(crate) newidle: Option<(Option<TaskId>, PrevAction)>,
+    /// The current task called `sched_yield()`: its next switch is not a preemption (for
+    /// the trace's `prev_state`).
+    pub(crate) yielded: bool,
+    /// Accounting: last update, busy and idle time, integral of nr_running over time.
+    pub(crate) acct_last: u64,
+    pub(crate) busy_ns: u64,
+    pub(crate) idle_ns: u64,
+    pub(crate) nr_running_ns: u128,
+    /// The `cpu<N>` line of /proc/schedstat.
+    pub(crate) stat: CpuSchedstat,
+}
+
+/// The view of pending wake-ups the balancer's passes consult.
+pub(crate) struct Pending<'a> {
+    pub(crate) cpus: &'a [CpuState],
+}
+
+impl PendingWakeups for Pending<'_> {
+    fn ttwu_pending_at(&self, cpu: CpuId, at_ns: u64) -> bool {
+        self.cpus[cpu.index()]
+            .wakelist
+            .iter()
+            .any(|&(_, _, sent)| sent <= at_ns)
+    }
+}

@@ -1,0 +1,200 @@
+//! What a task's program asks of the kernel: the program (in lbsim-workload) gives the next
+//! action; here each action becomes what the kernel does for it (an hrtimer sleep, a futex
+//! wake or wait, `sched_yield()`, `fork()`, `sched_setaffinity()`, `exit()`).
+
+use crate::prelude::*;
+
+/// The most zero-time actions a task may take in a row before the run is stopped (a program
+/// that never blocks nor consumes time would otherwise hang the simulation).
+const MAX_ZERO_TIME_ACTIONS: u32 = 100_000;
+
+impl<B: Balancer> Core<B> {
+    /// The running task `ri` on `cpu` asks for actions until one takes time or blocks.
+    pub(crate) fn advance(&mut self, cpu: CpuId, ri: usize) {
+        let mut steps = 0u32;
+        loop {
+            steps += 1;
+            if steps > MAX_ZERO_TIME_ACTIONS {
+                self.error.get_or_insert(SimError::Workload(format!(
+                    "task {} took {MAX_ZERO_TIME_ACTIONS} actions without consuming time",
+                    self.tasks[self.runs[ri].id].name
+                )));
+                return;
+            }
+            let action = match std::mem::replace(&mut self.runs[ri].cur, Cur::Idle) {
+                Cur::Blocked(a) => a,
+                _ => match &mut self.runs[ri].kind {
+                    Kind::Workload { program, rng, .. } => {
+                        program.next_action(self.now, rng, &mut self.sync)
+                    }
+                    Kind::Kworker { ran } => {
+                        // A background kernel thread runs once per wake-up, then sleeps
+                        // until the background source wakes it again.
+                        if *ran {
+                            self.block_current(cpu, ri);
+                            return;
+                        }
+                        *ran = true;
+                        Action::Run {
+                            work_ns: self.cfg.engine.background_run_ns,
+                        }
+                    }
+                },
+            };
+            match action {
+                Action::Run { work_ns } => {
+                    self.runs[ri].cur = Cur::Run {
+                        rem_units: work_ns.saturating_mul(1024),
+                    };
+                    self.arm_segment(cpu);
+                    return;
+                }
+                Action::RunWall { ns } => {
+                    self.runs[ri].cur = Cur::RunWall {
+                        end_ns: self.now + ns,
+                    };
+                    self.arm_segment(cpu);
+                    return;
+                }
+                Action::Sleep { ns } => {
+                    self.sleep_until(cpu, ri, self.now + ns);
+                    return;
+                }
+                Action::SleepUntil { abs_ns } => {
+                    if abs_ns <= self.now {
+                        continue;
+                    }
+                    self.sleep_until(cpu, ri, abs_ns);
+                    return;
+                }
+                Action::Yield => {
+                    self.cpus[cpu.index()].stat.yld_count += 1;
+                    self.cpus[cpu.index()].yielded = true;
+                    let now = self.now;
+                    self.rqs[cpu.index()].yield_task_fair(&mut self.tasks, now);
+                    self.leave_cpu(cpu);
+                    return;
+                }
+                Action::Fork(t) => {
+                    let wref = TaskRef(self.obs.tasks.len() as u32);
+                    match self.cfg.workload.fork_task(t, &mut self.sync, wref) {
+                        Ok(spec) => self.create_workload_task(spec, cpu),
+                        Err(e) => {
+                            self.error.get_or_insert(SimError::Workload(e.to_string()));
+                            return;
+                        }
+                    }
+                }
+                Action::Probe { tag, value } => {
+                    if let Kind::Workload { wref, .. } = self.runs[ri].kind {
+                        self.obs.probes.push(ProbeRecord {
+                            task: wref,
+                            time_ns: self.now,
+                            tag,
+                            value,
+                        });
+                    }
+                }
+                Action::SetAffinity(set) => {
+                    let nr = self.rqs.len();
+                    let mask = match set {
+                        None => Cpumask::full(nr),
+                        Some(id) => Cpumask::from_cpus(
+                            nr,
+                            self.cfg.workload.cpuset(id).iter().map(|&c| CpuId(c)),
+                        ),
+                    };
+                    self.set_affinity(ri, mask);
+                    if !self.tasks[self.runs[ri].id].cpus_mask.test(cpu) {
+                        // The task must leave this CPU: it blocks here and is woken at once
+                        // on an allowed CPU (the kernel's migration stopper does the same
+                        // move through the stopper thread).
+                        self.block_current(cpu, ri);
+                        self.arm_timer(ri, self.now);
+                        return;
+                    }
+                }
+                Action::SetSched(_) => {
+                    self.error.get_or_insert(SimError::Workload(
+                        "sched_setattr/setpriority while running is not modelled (the runqueue model does not reweight a task)".to_owned(),
+                    ));
+                    return;
+                }
+                Action::Exit => {
+                    self.runs[ri].exit_pending = true;
+                    self.leave_cpu(cpu);
+                    return;
+                }
+                a if a.is_sync() => {
+                    let Kind::Workload { wref, .. } = self.runs[ri].kind else {
+                        unreachable!("kernel threads take no sync action")
+                    };
+                    let mut wakes = Wakes::new();
+                    let outcome = self.sync.apply(wref, &a, self.now, &mut wakes);
+                    for w in wakes {
+                        let target = self.by_ref[w.task.index()];
+                        self.ttwu(target as usize, cpu, w.sync);
+                    }
+                    if outcome == Outcome::Blocked {
+                        self.runs[ri].cur = Cur::Blocked(a);
+                        self.block_current(cpu, ri);
+                        return;
+                    }
+                }
+                other => {
+                    self.error.get_or_insert(SimError::Workload(format!(
+                        "action {other:?} is not modelled by the engine"
+                    )));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `hrtimer_start()` + `schedule()`: task `ri` sleeps until `at`.
+    pub(crate) fn sleep_until(&mut self, cpu: CpuId, ri: usize, at: u64) {
+        self.arm_timer(ri, at);
+        self.block_current(cpu, ri);
+    }
+
+    /// The running task `ri` blocks: the next `__schedule()` on `cpu` dequeues it.
+    pub(crate) fn block_current(&mut self, cpu: CpuId, ri: usize) {
+        self.runs[ri].block_pending = true;
+        self.leave_cpu(cpu);
+    }
+
+    /// `cpu`'s current task stops its action and asks to be switched out (it blocks, exits
+    /// or yields): `resched_curr()` on itself; the action's end is no longer an event.
+    pub(crate) fn leave_cpu(&mut self, cpu: CpuId) {
+        self.resched_cpu(cpu, cpu);
+        self.cancel_segment(cpu);
+    }
+
+    /// (Re)arms task `ri`'s sleep timer for `at`, cancelling an earlier one.
+    pub(crate) fn arm_timer(&mut self, ri: usize, at: u64) {
+        self.cancel_timer(ri);
+        let key = self.fx.at(at, Ev::Timer { run: ri as u32 });
+        self.runs[ri].timer = Some(key);
+    }
+
+    /// `hrtimer_cancel()` of task `ri`'s sleep timer, if one is pending.
+    pub(crate) fn cancel_timer(&mut self, ri: usize) {
+        if let Some(key) = self.runs[ri].timer.take() {
+            self.fx.cancel(key);
+        }
+    }
+
+    pub(crate) fn set_affinity(&mut self, ri: usize, mask: Cpumask) {
+        let id = self.runs[ri].id;
+        let machine = self.cfg.topology.machine();
+        let max_cap = mask
+            .iter()
+            .map(|c| u64::from(machine.capacity(c)))
+            .max()
+            .unwrap_or(1024);
+        let t = &mut self.tasks[id];
+        t.nr_cpus_allowed = mask.weight() as u32;
+        t.cpus_mask = mask;
+        t.max_allowed_capacity = max_cap;
+    }
+}

@@ -1,0 +1,82 @@
+//! The periodic tick, SCHED_SOFTIRQ and the idle-load-balancer kick.
+//!
+//! Follows core.c: sched_tick() (v6.12); fair.c: sched_balance_trigger(), nohz_balancer_kick();
+//! tick-sched.c: tick_nohz_idle_stop_tick() (the tick stops when a CPU goes idle).
+
+use crate::prelude::*;
+
+impl<B: Balancer> Core<B> {
+    pub(crate) fn restart_tick(&mut self, cpu: CpuId) {
+        let c = &mut self.cpus[cpu.index()];
+        if c.tick_stopped {
+            c.tick_stopped = false;
+        }
+        if c.tick.is_none() {
+            // The next tick boundary of this CPU strictly after now.
+            let period = self.tick_nsec;
+            let phase = c.tick_phase_ns;
+            let k = (self.now.saturating_sub(phase)) / period + 1;
+            let at = phase + k * period;
+            self.cpus[cpu.index()].tick = Some(self.fx.at(at, Ev::Tick { cpu: cpu.0 }));
+        }
+    }
+
+    pub(crate) fn tick(&mut self, cpu: CpuId) {
+        let ci = cpu.index();
+        self.cpus[ci].tick = None;
+        if self.cpus[ci].tick_stopped {
+            return;
+        }
+        if let Some(at) = self.irq_deferral(cpu) {
+            // The tick interrupt waits for interrupts to be enabled again.
+            self.cpus[ci].tick = Some(self.fx.at(at, Ev::Tick { cpu: cpu.0 }));
+            return;
+        }
+        self.settle(cpu);
+        self.account(cpu);
+        let now = self.now;
+        let resched = self.rqs[ci].sched_tick(&mut self.tasks, now);
+        self.trace_pelt(cpu);
+        // sched_balance_trigger(): SCHED_SOFTIRQ and the nohz kick. (It moves no task, so
+        // the other CPUs' accounting need not be brought up to date; the softirq does that.)
+        let out = self.ctx_call(|b, ctx| b.tick(ctx, cpu));
+        self.charge(cpu, self.cfg.cost.charge(&out.work));
+        if let Some(k) = out.kick {
+            self.fx.at(now + self.cfg.cost.ipi_ns, Ev::Kick(k));
+        }
+        if out.raise_softirq {
+            self.softirq(cpu);
+        }
+        if resched || self.rqs[ci].need_resched() {
+            self.resched_cpu(cpu, cpu);
+        }
+        // Keep ticking while busy; an idle CPU stopped its tick when it went idle.
+        if self.rqs[ci].curr.is_some() || self.rqs[ci].nr_running > 0 {
+            self.restart_tick(cpu);
+        } else if !self.cpus[ci].tick_stopped {
+            self.cpus[ci].tick_stopped = true;
+            self.ctx_call(|b, ctx| b.nohz_enter_idle(ctx, cpu));
+        }
+    }
+
+    /// SCHED_SOFTIRQ on `cpu`.
+    pub(crate) fn softirq(&mut self, cpu: CpuId) {
+        self.account_all();
+        let out = self.ctx_call(|b, ctx| b.softirq(ctx, cpu));
+        self.charge(cpu, out.elapsed_ns.max(self.cfg.cost.charge(&out.work)));
+        self.apply_outcome(cpu, &out);
+        if self.rqs[cpu.index()].nr_running > 0 && self.rqs[cpu.index()].curr.is_none() {
+            self.restart_tick(cpu);
+            self.resched_cpu(cpu, cpu);
+        }
+    }
+
+    pub(crate) fn kick(&mut self, kick: IlbKick) {
+        let cpu = kick.ilb_cpu;
+        if let Some(at) = self.irq_deferral(cpu) {
+            self.fx.at(at, Ev::Kick(kick));
+            return;
+        }
+        self.softirq(cpu);
+    }
+}
