@@ -16,7 +16,7 @@
 //!    reset by a LBF_DST_PINNED retarget or a `goto redo`), and never leaves the source
 //!    runqueue empty for an idle destination.
 //!
-//! `lb.rs` and `newidle.rs` call the `Checks` methods at those points with what they
+//! `lb.rs`, `lb/` and `newidle.rs` call the `Checks` methods at those points with what they
 //! decided; each method re-derives the rule from the runqueues, independently of the code
 //! that applied it, so a broken rule is seen even when the code that should apply it is
 //! what broke. The record lives in [`crate::state::BalanceState::checks`].
@@ -216,7 +216,7 @@ pub struct Checks {
 /// when the local group is empty and the busiest has more than one task.
 ///
 /// A reference for [`Rule::PreferSiblingNrDiff`], written from the definition of
-/// sibling_imbalance() (fair.c, v6.6-v6.12), independently of `lb.rs`.
+/// sibling_imbalance() (fair.c, v6.6-v6.12), independently of `lb/imbalance.rs`.
 pub fn task_count_difference(
     cores_busiest: u32,
     cores_local: u32,

@@ -4,6 +4,7 @@
 use slotmap::SlotMap;
 
 use super::*;
+use crate::entity::SchedEntity;
 use crate::features::{Features, SchedParams, Tunables};
 
 type Ents = SlotMap<TaskId, SchedEntity>;

@@ -6,8 +6,10 @@ use lbsim_topology::{CpuId, Cpumask};
 use proptest::prelude::*;
 
 use super::*;
-use crate::features::{Features, SchedParams, Tunables};
-use crate::task::{Policy, Task};
+use crate::entity::WakeFlags;
+use crate::features::{Features, SchedParams, SchedPolicy, Tunables};
+use crate::task::{Policy, Task, TaskState};
+use crate::weights::calc_delta_fair;
 
 /// One CPU, its tasks, the simulated time.
 struct Harness {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::flags::SdFlag;
 use crate::spec::parse_machine;
 
 use SdFlag::*;

@@ -1,0 +1,366 @@
+//! Group statistics of one domain, following kernel/sched/fair.c (v6.6-v6.12):
+//! group_has_capacity(), group_is_overloaded(), group_classify(), update_group_capacity(),
+//! update_sg_lb_stats(), update_sd_pick_busiest(), update_idle_cpu_scan() and
+//! update_sd_lb_stats().
+
+use lbsim_rq::features::SchedFeat;
+use lbsim_topology::{CpuId, SchedGroup, SdFlag};
+
+use crate::ctx::BalanceCtx;
+use crate::state::{BalanceState, msecs_to_jiffies};
+
+use super::cpu::{
+    capacity_of, cpu_load, cpu_runnable, cpu_util_cfs, idle_cpu, rq, sched_asym, sched_asym_prefer,
+    sched_reduced_capacity, update_cpu_capacity,
+};
+use super::types::{CpuIdleType, GroupType, SdLbStats, SgLbStats};
+use super::{LbEnv, Pass, SCHED_CAPACITY_SCALE, capacity_greater};
+
+/// Follows fair.c: group_has_capacity() (v6.6-v6.12): fewer tasks than CPUs, or neither
+/// runnable nor util exceeds the capacity by more than imbalance_pct.
+pub fn group_has_capacity(imbalance_pct: u32, sgs: &SgLbStats) -> bool {
+    let pct = u64::from(imbalance_pct);
+    if sgs.sum_nr_running < sgs.group_weight {
+        return true;
+    }
+    if sgs.group_capacity * pct < sgs.group_runnable * 100 {
+        return false;
+    }
+    sgs.group_capacity * 100 > sgs.group_util * pct
+}
+
+/// Follows fair.c: group_is_overloaded() (v6.6-v6.12): more tasks than CPUs, and util or
+/// runnable exceeds the capacity by more than imbalance_pct.
+pub fn group_is_overloaded(imbalance_pct: u32, sgs: &SgLbStats) -> bool {
+    let pct = u64::from(imbalance_pct);
+    if sgs.sum_nr_running <= sgs.group_weight {
+        return false;
+    }
+    if sgs.group_capacity * 100 < sgs.group_util * pct {
+        return true;
+    }
+    sgs.group_capacity * pct < sgs.group_runnable * 100
+}
+
+/// Follows fair.c: group_classify() (v6.6-v6.12): the first matching type of overloaded,
+/// imbalanced (`sg_imbalanced`: the group's `sgc->imbalance`), asym_packing, smt_balance,
+/// misfit_task, fully_busy, has_spare.
+pub fn group_classify(imbalance_pct: u32, sg_imbalanced: bool, sgs: &SgLbStats) -> GroupType {
+    if group_is_overloaded(imbalance_pct, sgs) {
+        return GroupType::Overloaded;
+    }
+    if sg_imbalanced {
+        return GroupType::Imbalanced;
+    }
+    if sgs.group_asym_packing {
+        return GroupType::AsymPacking;
+    }
+    if sgs.group_smt_balance {
+        return GroupType::SmtBalance;
+    }
+    if sgs.group_misfit_task_load != 0 {
+        return GroupType::MisfitTask;
+    }
+    if !group_has_capacity(imbalance_pct, sgs) {
+        return GroupType::FullyBusy;
+    }
+    GroupType::HasSpare
+}
+
+/// Follows fair.c: update_group_capacity() / update_cpu_capacity() (v6.6-v6.12): refreshes
+/// the capacity of `cpu`'s local group at `level` and its `next_update`.
+pub fn update_group_capacity(
+    ctx: &mut BalanceCtx<'_>,
+    st: &mut BalanceState,
+    cpu: CpuId,
+    level: usize,
+) {
+    let topo = ctx.topo;
+    let doms = topo.domains(cpu);
+    let sd = &doms[level];
+    let sdg = topo.local_group(sd);
+    let interval = msecs_to_jiffies(st.sd(cpu, level).balance_interval, ctx.hz)
+        .clamp(1, st.max_load_balance_interval);
+    st.sgc_mut(sdg.sgc).next_update = ctx.jiffies + interval;
+    if level == 0 {
+        let capacity = update_cpu_capacity(ctx, cpu);
+        let s = st.sgc_mut(sdg.sgc);
+        s.capacity = capacity;
+        s.min_capacity = capacity;
+        s.max_capacity = capacity;
+        return;
+    }
+    let child = &doms[level - 1];
+    let (mut capacity, mut min_capacity, mut max_capacity) = (0u64, u64::MAX, 0u64);
+    if child.flags.contains(SdFlag::Overlap) {
+        for c in topo.span(sdg.span).iter() {
+            let cap = capacity_of(ctx, c);
+            capacity += cap;
+            min_capacity = min_capacity.min(cap);
+            max_capacity = max_capacity.max(cap);
+        }
+    } else {
+        for g in topo.groups(child) {
+            let s = st.sgc(g.sgc);
+            capacity += s.capacity;
+            min_capacity = min_capacity.min(s.min_capacity);
+            max_capacity = max_capacity.max(s.max_capacity);
+        }
+    }
+    let s = st.sgc_mut(sdg.sgc);
+    s.capacity = capacity;
+    s.min_capacity = min_capacity;
+    s.max_capacity = max_capacity;
+}
+
+/// Follows fair.c: smt_balance() (v6.6-v6.12).
+fn smt_balance(env: &LbEnv, sgs: &SgLbStats, group: &SchedGroup) -> bool {
+    env.idle.is_idle() && group.flags.contains(SdFlag::ShareCpucapacity) && sgs.sum_h_nr_running > 1
+}
+
+/// Follows fair.c: sched_group_asym() (v6.6 sched_asym(); v6.12 form).
+fn sched_group_asym(
+    ctx: &BalanceCtx<'_>,
+    env: &LbEnv,
+    sgs: &SgLbStats,
+    group: &SchedGroup,
+    at_ns: u64,
+) -> bool {
+    if group.flags.contains(SdFlag::ShareCpucapacity) && sgs.group_weight - sgs.idle_cpus != 1 {
+        return false;
+    }
+    match group.asym_prefer_cpu {
+        Some(prefer) => sched_asym(ctx, env.sd(ctx.topo), env.dst_cpu, prefer, at_ns),
+        None => false,
+    }
+}
+
+/// Follows fair.c: update_sg_lb_stats() (v6.6-v6.12). Counts one CPU scanned per CPU read.
+pub fn update_sg_lb_stats(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    env: &LbEnv,
+    group: &SchedGroup,
+    local_group: bool,
+    sg_overloaded: &mut bool,
+    pass: &mut Pass,
+) -> SgLbStats {
+    let topo = ctx.topo;
+    let sd = env.sd(topo);
+    let at = pass.now_ns(ctx);
+    let mut sgs = SgLbStats::default();
+    for i in topo.span(group.span).iter().filter(|c| env.cpus.test(*c)) {
+        pass.work.cpus_scanned += 1;
+        let r = rq(ctx, i);
+        let load = cpu_load(ctx, i);
+        sgs.group_load += load;
+        sgs.group_util += cpu_util_cfs(ctx, i);
+        sgs.group_runnable += cpu_runnable(ctx, i);
+        sgs.sum_h_nr_running += r.cfs.h_nr_running;
+        let nr_running = r.nr_running;
+        sgs.sum_nr_running += nr_running;
+        if nr_running > 1 {
+            *sg_overloaded = true;
+        }
+        // cpu_overutilized() is false without an energy model (v6.10+; in v6.6 it only
+        // fed rd->overutilized, which nothing reads without a perf domain).
+        if nr_running == 0 && idle_cpu(ctx, i, at) {
+            sgs.idle_cpus += 1;
+            continue;
+        }
+        if local_group {
+            continue;
+        }
+        if sd.flags.contains(SdFlag::AsymCpucapacity) {
+            if sgs.group_misfit_task_load < r.misfit_task_load {
+                sgs.group_misfit_task_load = r.misfit_task_load;
+                *sg_overloaded = true;
+            }
+        } else if env.idle.is_idle()
+            && sched_reduced_capacity(ctx, i, sd)
+            && sgs.group_misfit_task_load < load
+        {
+            sgs.group_misfit_task_load = load;
+        }
+    }
+    sgs.group_capacity = st.sgc(group.sgc).capacity;
+    sgs.group_weight = group.group_weight;
+    if !local_group
+        && env.idle.is_idle()
+        && sgs.sum_h_nr_running > 0
+        && sched_group_asym(ctx, env, &sgs, group, at)
+    {
+        sgs.group_asym_packing = true;
+    }
+    if !local_group && smt_balance(env, &sgs, group) {
+        sgs.group_smt_balance = true;
+    }
+    sgs.group_type = group_classify(sd.imbalance_pct, st.sgc(group.sgc).imbalance, &sgs);
+    if sgs.group_type == GroupType::Overloaded {
+        sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity;
+    }
+    sgs
+}
+
+/// Follows fair.c: smt_vs_nonsmt_groups() (v6.6-v6.12).
+pub(super) fn smt_vs_nonsmt_groups(sg1: Option<&SchedGroup>, sg2: Option<&SchedGroup>) -> bool {
+    match (sg1, sg2) {
+        (Some(a), Some(b)) => {
+            a.flags.contains(SdFlag::ShareCpucapacity) != b.flags.contains(SdFlag::ShareCpucapacity)
+        }
+        _ => false,
+    }
+}
+
+/// Follows fair.c: update_sd_pick_busiest() (v6.6-v6.12): whether `sg` (with `sgs`) is
+/// busier than the current `sds.busiest`.
+pub fn update_sd_pick_busiest(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    env: &LbEnv,
+    sds: &SdLbStats,
+    sg: &SchedGroup,
+    sgs: &SgLbStats,
+) -> bool {
+    let topo = ctx.topo;
+    let sd = env.sd(topo);
+    let busiest = &sds.busiest_stat;
+    let busiest_sg = sds.busiest.map(|id| topo.group(id));
+    if sgs.sum_h_nr_running == 0 {
+        return false;
+    }
+    let asym_cap = sd.flags.contains(SdFlag::AsymCpucapacity);
+    if asym_cap
+        && sgs.group_type == GroupType::MisfitTask
+        && (!capacity_greater(capacity_of(ctx, env.dst_cpu), st.sgc(sg.sgc).max_capacity)
+            || sds.local_stat.group_type != GroupType::HasSpare)
+    {
+        return false;
+    }
+    if sgs.group_type > busiest.group_type {
+        return true;
+    }
+    if sgs.group_type < busiest.group_type {
+        return false;
+    }
+    let has_spare_rule = |sgs: &SgLbStats| -> bool {
+        if sgs.idle_cpus > busiest.idle_cpus {
+            return false;
+        }
+        !(sgs.idle_cpus == busiest.idle_cpus && sgs.sum_nr_running <= busiest.sum_nr_running)
+    };
+    match sgs.group_type {
+        GroupType::Overloaded => return sgs.avg_load > busiest.avg_load,
+        GroupType::Imbalanced => return false,
+        GroupType::AsymPacking => {
+            let (Some(b), Some(s)) = (
+                busiest_sg.and_then(|g| g.asym_prefer_cpu),
+                sg.asym_prefer_cpu,
+            ) else {
+                return false;
+            };
+            return sched_asym_prefer(b, s);
+        }
+        GroupType::MisfitTask => {
+            return sgs.group_misfit_task_load > busiest.group_misfit_task_load;
+        }
+        GroupType::SmtBalance if sgs.idle_cpus != 0 || busiest.idle_cpus != 0 => {
+            if !has_spare_rule(sgs) {
+                return false;
+            }
+        }
+        GroupType::SmtBalance | GroupType::FullyBusy => {
+            if sgs.avg_load < busiest.avg_load {
+                return false;
+            }
+            if sgs.avg_load == busiest.avg_load
+                && busiest_sg.is_some_and(|b| b.flags.contains(SdFlag::ShareCpucapacity))
+            {
+                return false;
+            }
+        }
+        GroupType::HasSpare => {
+            if smt_vs_nonsmt_groups(busiest_sg, Some(sg)) {
+                return !(sg.flags.contains(SdFlag::ShareCpucapacity) && sgs.sum_h_nr_running <= 1);
+            }
+            if !has_spare_rule(sgs) {
+                return false;
+            }
+        }
+    }
+    if asym_cap
+        && sgs.group_type <= GroupType::FullyBusy
+        && capacity_greater(st.sgc(sg.sgc).min_capacity, capacity_of(ctx, env.dst_cpu))
+    {
+        return false;
+    }
+    true
+}
+
+/// Follows fair.c: update_idle_cpu_scan() (v6.1-v6.12): SIS_UTIL's scan budget for the LLC,
+/// written on periodic (not newly idle) balances of the LLC domain.
+fn update_idle_cpu_scan(ctx: &BalanceCtx<'_>, st: &mut BalanceState, env: &LbEnv, sum_util: u64) {
+    if !ctx.features.enabled(SchedFeat::SisUtil) || env.idle == CpuIdleType::NewlyIdle {
+        return;
+    }
+    let topo = ctx.topo;
+    let llc_weight = u64::from(topo.sd_llc_size(env.dst_cpu));
+    let sd = env.sd(topo);
+    if u64::from(sd.span_weight) != llc_weight {
+        return;
+    }
+    let Some(share) = st.sd_llc_shared_mut(topo, env.dst_cpu) else {
+        return;
+    };
+    let x = sum_util / llc_weight;
+    let pct = u64::from(sd.imbalance_pct);
+    let tmp = (x * x * pct * pct / (10000 * SCHED_CAPACITY_SCALE)).min(SCHED_CAPACITY_SCALE);
+    let y = (SCHED_CAPACITY_SCALE - tmp) * llc_weight / SCHED_CAPACITY_SCALE;
+    share.nr_idle_scan = y as u32;
+}
+
+/// Follows fair.c: update_sd_lb_stats() (v6.6-v6.12): statistics of every group (local
+/// first), the busiest candidate, `prefer_sibling` from the busiest group's flags, the root
+/// domain's overloaded flag at the top level, and SIS_UTIL's scan budget.
+pub fn update_sd_lb_stats(
+    ctx: &mut BalanceCtx<'_>,
+    st: &mut BalanceState,
+    env: &LbEnv,
+    pass: &mut Pass,
+) -> SdLbStats {
+    let topo = ctx.topo;
+    let sd = env.sd(topo);
+    let mut sds = SdLbStats::default();
+    let mut sum_util = 0u64;
+    let mut sg_overloaded = false;
+    for gid in topo.group_ids(sd) {
+        let sg = topo.group(gid);
+        let local_group = topo.span(sg.span).test(env.dst_cpu);
+        if local_group {
+            sds.local = Some(gid);
+            if env.idle != CpuIdleType::NewlyIdle || ctx.jiffies >= st.sgc(sg.sgc).next_update {
+                update_group_capacity(ctx, st, env.sd_cpu, env.level);
+            }
+        }
+        let sgs = update_sg_lb_stats(ctx, st, env, sg, local_group, &mut sg_overloaded, pass);
+        st.checks.group_classified(sgs.group_type);
+        if local_group {
+            sds.local_stat = sgs;
+        } else if update_sd_pick_busiest(ctx, st, env, &sds, sg, &sgs) {
+            sds.busiest = Some(gid);
+            sds.busiest_stat = sgs;
+        }
+        sds.total_load += sgs.group_load;
+        sds.total_capacity += sgs.group_capacity;
+        sum_util += sgs.group_util;
+    }
+    if let Some(b) = sds.busiest {
+        sds.prefer_sibling = topo.group(b).flags.contains(SdFlag::PreferSibling);
+    }
+    if env.level + 1 == topo.domains(env.sd_cpu).len() {
+        st.rd.overloaded = sg_overloaded;
+        st.rd.overutilized = false;
+    }
+    update_idle_cpu_scan(ctx, st, env, sum_util);
+    sds
+}
