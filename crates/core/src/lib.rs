@@ -8,21 +8,21 @@
 //!
 //! It follows the kernel's control flow at the points where scheduling happens, each in its
 //! own module and named after the kernel function it stands for:
-//! - [`ttwu`](crate::ttwu): `try_to_wake_up()`: `select_task_rq()` through the [`Balancer`],
+//! - `ttwu.rs`: `try_to_wake_up()`: `select_task_rq()` through the [`Balancer`](lbsim_balance::ctx::Balancer),
 //!   `set_task_cpu()` on a CPU change, then `ttwu_queue()`: a remote wake-up to a CPU that
 //!   does not share the waker's LLC, or to an idle CPU, goes through the wake list (sets
 //!   `rq->ttwu_pending`, sends an IPI that arrives after `cost_ipi_ns`); otherwise
 //!   `ttwu_do_activate()` runs at once and a reschedule IPI goes to the target if needed.
-//! - [`schedule`](crate::schedule): `__schedule()`: put the previous task back (or block it),
+//! - `schedule.rs`: `__schedule()`: put the previous task back (or block it),
 //!   pick, newly idle balance when nothing is runnable (the CPU keeps interrupts off
 //!   meanwhile, so wake-up IPIs and timers wait for it to finish), context switch.
-//! - [`tick`](crate::tick): `sched_tick()`: per-CPU periodic tick with a per-CPU phase,
+//! - `tick.rs`: `sched_tick()`: per-CPU periodic tick with a per-CPU phase,
 //!   stopped while the CPU is idle (nohz) and restarted on the next tick boundary when work
 //!   arrives; then the balancer's trigger (SCHED_SOFTIRQ runs at once on the same CPU) and
 //!   nohz kick.
-//! - [`stopper`](crate::stopper): the active-balance stopper preempts the busiest CPU's task,
+//! - `stopper.rs`: the active-balance stopper preempts the busiest CPU's task,
 //!   runs the balancer's `active_load_balance_cpu_stop()`, then the CPU schedules again.
-//! - [`fork`](crate::fork) and [`syscalls`](crate::syscalls): task creation, and what each
+//! - `fork.rs` and `syscalls.rs`: task creation, and what each
 //!   action of a task's program (lbsim-workload) asks of the kernel.
 //!
 //! Work is time at capacity 1024: a task running on a CPU of capacity `c` completes
@@ -30,9 +30,9 @@
 //! is charged through the [`CostModel`](lbsim_balance::cost::CostModel) to the CPU that does
 //! it: during that time the CPU makes no progress on user work.
 //!
-//! Beside the state machine, each with one job: [`account`](crate::account) (busy/idle time,
-//! runtime, idle-while-overloaded), [`finish`](crate::finish) (the run's tables), [`check`]
-//! (the invariants under `--check`), [`tracepoints`](crate::tracepoints) and [`trace`] (the
+//! Beside the state machine, each with one job: `account.rs` (busy/idle time,
+//! runtime, idle-while-overloaded), `finish.rs` (the run's tables), [`check`]
+//! (the invariants under `--check`), `tracepoints.rs` and [`trace`] (the
 //! scheduler trace), [`metrics`], [`rng`].
 //!
 //! Determinism: every random draw comes from a stream of the run's seed

@@ -84,7 +84,7 @@ pub struct RunResult {
     pub event_hash: u64,
     /// /proc/schedstat (version 17) at the end of the run, if the policy keeps the counters.
     pub schedstat: Option<String>,
-    /// What the invariant checks saw (with [`SimConfig::check`]).
+    /// What the invariant checks saw (with [`SimConfig::check`](crate::SimConfig::check)).
     pub checks: Option<crate::check::CheckReport>,
     /// The scheduler trace, for a run made with [`Core::with_trace`](crate::Core::with_trace).
     pub trace: Option<crate::trace::Trace>,
