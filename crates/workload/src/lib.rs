@@ -75,7 +75,10 @@ pub mod spec;
 pub mod sync;
 
 pub use action::Action;
-pub use generators::{WorkloadError, parse_workload, parse_workloads};
+pub use generators::{
+    Generator, Key, KeyDefault, WORKLOADS, WorkloadError, WorkloadKind, parse_workload,
+    parse_workloads,
+};
 pub use ids::{
     BarrierId, ChanId, CondId, CounterId, CpusetId, ListId, MutexId, ProbeTag, SemId, TaskRef,
     TemplateId, TimerId,
@@ -83,7 +86,7 @@ pub use ids::{
 pub use interp::ProgramState;
 pub use obs::{ProbeRecord, RunObservations, TaskObservation, WakeupSample};
 pub use program::{Event, Loops, Phase, Policy, Program, SchedAttr, SchedChange};
-pub use report::{Metric, Report, ReportKind};
+pub use report::{Metric, PartReport, Report};
 pub use rtapp::RtappError;
 pub use spec::{ForkError, Part, SpecError, TaskSpec, Warning, WorkloadSpec};
 pub use sync::{ChanKind, Outcome, SyncSpec, SyncState, Wake, Wakes};

@@ -33,7 +33,13 @@ pub struct Args {
     pub topology: Option<String>,
     /// A workload (`busy:threads=9`, `sysbench-cpu:threads=8,requests=1000`, ...);
     /// repeatable, all run together. Replaces the file's workloads.
-    #[arg(long = "workload", value_name = "WL")]
+    #[arg(
+        long = "workload",
+        value_name = "WL",
+        long_help = super::workload_help(
+            "A workload; repeatable, all run together. Replaces the file's workloads."
+        )
+    )]
     pub workloads: Vec<String>,
     /// Features and tunables of the base side (`NO_X,Y,imbalance_pct=125`); empty: defaults.
     #[arg(long, value_name = "FEATURES", allow_hyphen_values = true)]

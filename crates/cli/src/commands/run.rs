@@ -4,7 +4,7 @@ use std::io::Write as _;
 
 use anyhow::Context as _;
 use lbsim_sim::engine::{RunResult, Sim};
-use lbsim_workload::{Report, ReportKind};
+use lbsim_workload::Report;
 use serde_json::json;
 
 use crate::policy::{BalancerKind, make_balancer};
@@ -19,6 +19,8 @@ pub enum Format {
     Json,
 }
 
+const WORKLOAD_HELP: &str = "A workload; repeatable, all run together.";
+
 /// Arguments of `lbsim run`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -30,7 +32,7 @@ pub struct Args {
     pub topology: Option<String>,
     /// A workload (`busy:threads=4`, `sysbench-cpu:threads=8,requests=1000`,
     /// `rtapp:FILE.json`, ...); repeatable, all run together.
-    #[arg(long = "workload", value_name = "WL")]
+    #[arg(long = "workload", value_name = "WL", long_help = super::workload_help(WORKLOAD_HELP))]
     pub workloads: Vec<String>,
     /// How long to simulate (`500ms`, `2s`); a workload that ends sooner ends the run
     /// [default: 1s].
@@ -113,30 +115,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     let mut result = simulate(&cfg)?;
     let mut reports = spec.reports(&result.observations);
-    // `schbench -a`: re-run with one more worker per message thread while the p99 stays
-    // below schbench's limit, printing each round's line as the 2016 schbench did.
-    let mut auto_lines = Vec::new();
-    if let [part] = spec.parts.as_slice()
-        && let ReportKind::Schbench(first) = &part.report
-        && first.auto
-    {
-        let mut params = first.clone();
-        auto_lines.push(first_line(&reports[0].text));
-        while let Some(next) = params.auto_next(&reports[0]) {
-            let label = format!(
-                "schbench:m={},t={},cputime={}us,sleeptime={}us,runtime={}s,auto=1",
-                next.m,
-                next.t,
-                next.cputime_ns / 1000,
-                next.sleeptime_ns / 1000,
-                next.runtime_ns / 1_000_000_000
-            );
-            let mut round = cfg.clone();
-            round.workload = next.build(&label).with_context(|| label.clone())?;
+    // A workload that re-runs itself in rounds (`schbench -a`) runs until its generator has no
+    // next round; each round's summary is the first line of its report.
+    let rounds = spec.rounds();
+    let mut round_lines = Vec::new();
+    if rounds.is_some() {
+        round_lines.push(first_line(&reports[0].text));
+        let mut round = cfg.clone();
+        while let Some(next) = round.workload.next_round(&reports) {
+            round.workload = next.context("the next round")?;
             result = simulate(&round)?;
             reports = round.workload.reports(&result.observations);
-            auto_lines.push(first_line(&reports[0].text));
-            params = next;
+            round_lines.push(first_line(&reports[0].text));
         }
     }
     if let (Some(path), Some(trace)) = (&args.trace, &result.trace) {
@@ -153,9 +143,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .with_context(|| format!("--trace {}: writing the trace", path.display()))?;
     }
     let mut out = std::io::stdout().lock();
-    if args.format == Format::Text && auto_lines.len() > 1 {
-        writeln!(out, "== schbench -a: one round per line ==")?;
-        for l in &auto_lines {
+    if let Some(title) = rounds
+        && args.format == Format::Text
+        && round_lines.len() > 1
+    {
+        writeln!(out, "== {title}: one round per line ==")?;
+        for l in &round_lines {
             writeln!(out, "{l}")?;
         }
         writeln!(out, "== the last round ==")?;
