@@ -39,7 +39,7 @@ impl Unit {
 
 /// Parses a duration: a decimal number with an optional unit suffix (`ns`, `us`, `ms`, `s`);
 /// without a suffix, `default`. Exact integer arithmetic: `1.3ms` is 1 300 000 ns.
-pub(crate) fn parse_duration(s: &str, default: Unit) -> Result<u64, String> {
+pub fn parse_duration(s: &str, default: Unit) -> Result<u64, String> {
     let s = s.trim();
     let (num, unit) = if let Some(n) = s.strip_suffix("ns") {
         (n, Unit::Ns)
@@ -88,7 +88,7 @@ pub(crate) fn parse_duration(s: &str, default: Unit) -> Result<u64, String> {
 }
 
 /// Parses a Linux cpulist (`0-3,8,10-11`) into sorted, deduplicated CPU ids.
-pub(crate) fn parse_cpulist(s: &str) -> Result<Vec<u32>, String> {
+pub fn parse_cpulist(s: &str) -> Result<Vec<u32>, String> {
     let bad = || "a CPU list like 0-3,8".to_string();
     let mut v = Vec::new();
     for part in s.split(',') {
