@@ -3,21 +3,13 @@
 use std::io::Write as _;
 
 use anyhow::Context as _;
-use lbsim_sim::engine::{RunResult, Sim};
+use lbsim_sim::engine::{CpuResult, GroupFairness, RunResult, Sim, TaskResult};
 use lbsim_workload::Report;
-use serde_json::json;
+use serde::Serialize;
 
+use crate::format::{Format, TextOrJson, json_pretty};
 use crate::policy::{BalancerKind, make_balancer};
 use crate::scenario::workload_warnings;
-
-/// Output format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// A summary for a person, then each workload's report as its tool prints it.
-    Text,
-    /// One JSON object.
-    Json,
-}
 
 const WORKLOAD_HELP: &str = "A workload; repeatable, all run together.";
 
@@ -72,6 +64,7 @@ pub struct Args {
 
 /// Runs `lbsim run`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    let format = args.format.text_or_json("run")?;
     let (scenario, seed) = crate::scenario::RunInputs {
         file: args.file.clone(),
         topology: args.topology.clone(),
@@ -144,7 +137,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     let mut out = std::io::stdout().lock();
     if let Some(title) = rounds
-        && args.format == Format::Text
+        && format == TextOrJson::Text
         && round_lines.len() > 1
     {
         writeln!(out, "== {title}: one round per line ==")?;
@@ -153,8 +146,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
         writeln!(out, "== the last round ==")?;
     }
-    let text = match args.format {
-        Format::Text if args.schedstat => {
+    let text = match format {
+        TextOrJson::Json => json_pretty(&RunJson::of(&result, &reports))?,
+        TextOrJson::Text if args.schedstat => {
             let mut t = text_report(&result, &reports);
             t.push_str("\n== /proc/schedstat ==\n");
             t.push_str(
@@ -165,8 +159,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             );
             t
         }
-        Format::Text => text_report(&result, &reports),
-        Format::Json => serde_json::to_string_pretty(&json_report(&result, &reports))? + "\n",
+        TextOrJson::Text => text_report(&result, &reports),
     };
     match out.write_all(text.as_bytes()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
@@ -257,36 +250,91 @@ pub fn text_report(r: &RunResult, reports: &[Report]) -> String {
     s
 }
 
-/// The JSON report.
-pub fn json_report(r: &RunResult, reports: &[Report]) -> serde_json::Value {
-    let l = &r.wakeup_latency;
-    json!({
-        "sim_time_ns": r.sim_time_ns,
-        "migrations": r.migrations,
-        "context_switches": r.context_switches,
-        "idle_while_overloaded_ns": r.idle_while_overloaded_ns,
-        "wakeup_latency_us": {
-            "p50": us(l.p50), "p90": us(l.p90), "p99": us(l.p99), "p999": us(l.p999),
-            "max": us(l.max), "count": l.count,
-        },
-        "fairness": { "min_max_ratio": r.fairness.min_max_ratio, "jain": r.fairness.jain },
-        "groups": r.groups,
-        "tasks": r.tasks.iter().map(|t| json!({
-            "name": t.name, "group": t.group, "cpu": t.cpu, "runtime_ns": t.runtime_ns,
-            "work_ns": t.work_ns, "wait_ns": t.wait_ns, "nr_migrations": t.nr_migrations,
-            "nr_switches": t.nr_switches,
-        })).collect::<Vec<_>>(),
-        "cpus": r.cpus,
-        "events": r.events,
-        "event_hash": format!("{:016x}", r.event_hash),
-        "schedstat": r.schedstat,
-        "reports": reports.iter().map(|rep| json!({
-            "workload": rep.workload,
-            "text": rep.text,
-            "metrics": rep.metrics.iter().map(|m| json!({
-                "name": m.name, "unit": m.unit, "value": m.value,
-                "higher_is_better": m.higher_is_better,
-            })).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-    })
+/// `lbsim run --format json`: the run's totals and tables, and each workload's report.
+#[derive(Debug, Serialize)]
+pub struct RunJson<'a> {
+    /// Simulated time covered.
+    pub sim_time_ns: u64,
+    /// Task migrations.
+    pub migrations: u64,
+    /// Context switches of the workload's tasks.
+    pub context_switches: u64,
+    /// Time some CPU sat idle while another had a waiting task allowed on it.
+    pub idle_while_overloaded_ns: u64,
+    /// Wake-up latencies, in microseconds.
+    pub wakeup_latency_us: LatencyUs,
+    /// Fairness of work done over the largest group.
+    pub fairness: FairnessJson,
+    /// Fairness per group.
+    pub groups: &'a [GroupFairness],
+    /// Per task.
+    pub tasks: &'a [TaskResult],
+    /// Per CPU.
+    pub cpus: &'a [CpuResult],
+    /// Events processed.
+    pub events: u64,
+    /// The event-stream hash, 16 hex digits.
+    pub event_hash: String,
+    /// /proc/schedstat at the end, if the policy keeps it.
+    pub schedstat: Option<&'a str>,
+    /// One per `--workload`.
+    pub reports: &'a [Report],
+}
+
+/// Wake-up latency percentiles of [`RunJson`], in microseconds.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct LatencyUs {
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Largest.
+    pub max: f64,
+    /// Wake-ups.
+    pub count: u64,
+}
+
+/// Fairness of [`RunJson`].
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct FairnessJson {
+    /// Least over greatest work done.
+    pub min_max_ratio: f64,
+    /// Jain's index.
+    pub jain: f64,
+}
+
+impl<'a> RunJson<'a> {
+    /// The JSON report of run `r` with its workloads' `reports`.
+    pub fn of(r: &'a RunResult, reports: &'a [Report]) -> RunJson<'a> {
+        let l = &r.wakeup_latency;
+        RunJson {
+            sim_time_ns: r.sim_time_ns,
+            migrations: r.migrations,
+            context_switches: r.context_switches,
+            idle_while_overloaded_ns: r.idle_while_overloaded_ns,
+            wakeup_latency_us: LatencyUs {
+                p50: us(l.p50),
+                p90: us(l.p90),
+                p99: us(l.p99),
+                p999: us(l.p999),
+                max: us(l.max),
+                count: l.count,
+            },
+            fairness: FairnessJson {
+                min_max_ratio: r.fairness.min_max_ratio,
+                jain: r.fairness.jain,
+            },
+            groups: &r.groups,
+            tasks: &r.tasks,
+            cpus: &r.cpus,
+            events: r.events,
+            event_hash: format!("{:016x}", r.event_hash),
+            schedstat: r.schedstat.as_deref(),
+            reports,
+        }
+    }
 }
