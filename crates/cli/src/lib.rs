@@ -6,6 +6,7 @@
 //! it on one line and exits with code 2.
 
 pub mod commands;
+pub mod format;
 pub mod policy;
 pub mod repro;
 pub mod scenario;

@@ -8,7 +8,15 @@
 //! ([`rtapp`], following rt-app's `rt-app_parse_config.c`) or from generators shaped like the
 //! benchmarks scheduler developers quote ([`generators`]: sysbench, hackbench, schbench, tbench,
 //! ebizzy, `perf bench sched pipe`, pinned hogs, a ping-pong pair, busy and periodic threads),
-//! parsed by [`parse_workload`].
+//! parsed by [`parse_workload`] through the one list [`WORKLOADS`].
+//!
+//! # Adding a generator
+//! One new file and one list entry: `src/generators/NAME.rs` with a unit struct implementing
+//! [`Generator`] (name, one-line about, key table of [`Key`]s with defaults and docs, example,
+//! `parse`, `build`, `report`, and for a generator that re-runs itself `rounds` and
+//! `next_round`), then `pub mod NAME;` and `&NAME::X` in [`WORKLOADS`]
+//! (`src/generators/mod.rs`). Dispatch, errors, help texts and the report at the end of a run
+//! follow; `generators/busy.rs` is the smallest example. See [`generators`] for details.
 //!
 //! This crate knows nothing of CPUs, runqueues or the balancer. It models user space and the
 //! blocking primitives' wake-up rules (futex-based mutexes, condition variables, barriers and
@@ -62,6 +70,9 @@
 //! wait, switches, migrations, last CPU), push a [`WakeupSample`] per wake-up, set
 //! [`RunObservations::sim_time_ns`], then `spec.reports(&obs)` gives one [`Report`] per part:
 //! the real tool's text and named [`Metric`]s for `lbsim compare`.
+//!
+//! Rounds: when [`WorkloadSpec::rounds`] is `Some` (`schbench -a`), run again with
+//! `spec.next_round(&reports)` while it gives a workload; the last round's run is the result.
 
 pub mod action;
 pub mod generators;
@@ -75,7 +86,10 @@ pub mod spec;
 pub mod sync;
 
 pub use action::Action;
-pub use generators::{WorkloadError, parse_workload, parse_workloads};
+pub use generators::{
+    Generator, Key, KeyDefault, WORKLOADS, WorkloadError, WorkloadKind, parse_workload,
+    parse_workloads,
+};
 pub use ids::{
     BarrierId, ChanId, CondId, CounterId, CpusetId, ListId, MutexId, ProbeTag, SemId, TaskRef,
     TemplateId, TimerId,
@@ -83,7 +97,7 @@ pub use ids::{
 pub use interp::ProgramState;
 pub use obs::{ProbeRecord, RunObservations, TaskObservation, WakeupSample};
 pub use program::{Event, Loops, Phase, Policy, Program, SchedAttr, SchedChange};
-pub use report::{Metric, Report, ReportKind};
+pub use report::{Metric, PartReport, Report};
 pub use rtapp::RtappError;
 pub use spec::{ForkError, Part, SpecError, TaskSpec, Warning, WorkloadSpec};
 pub use sync::{ChanKind, Outcome, SyncSpec, SyncState, Wake, Wakes};

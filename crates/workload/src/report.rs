@@ -1,12 +1,12 @@
 //! Reports: each workload's numbers in its real tool's text, plus named metrics.
 
-use std::fmt::Write as _;
+use std::any::Any;
+use std::fmt::{self, Write as _};
 
 use serde::{Deserialize, Serialize};
 
-use crate::generators;
+use crate::generators::{Generator, GeneratorReport, WorkloadError};
 use crate::obs::RunObservations;
-use crate::rtapp::RtappReport;
 use crate::spec::WorkloadSpec;
 
 /// One number `lbsim compare` can put side by side across runs.
@@ -52,50 +52,55 @@ impl Report {
     }
 }
 
-/// Which report a [`crate::Part`] prints, with the parameters the text needs.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum ReportKind {
-    /// rt-app file.
-    Rtapp(RtappReport),
-    /// `sysbench --test=cpu`.
-    SysbenchCpu(generators::sysbench::Params),
-    /// hackbench / `perf bench sched messaging`.
-    Hackbench(generators::hackbench::Params),
-    /// schbench.
-    Schbench(generators::schbench::Params),
-    /// tbench (dbench's network load).
-    Tbench(generators::tbench::Params),
-    /// ebizzy.
-    Ebizzy(generators::ebizzy::Params),
-    /// `perf bench sched pipe`.
-    Pipe(generators::pipe::Params),
-    /// Pinned always-running threads.
-    Hogs(generators::hogs::Params),
-    /// A pinned pair waking each other.
-    Pingpong(generators::pingpong::Params),
-    /// Always-running threads.
-    Busy(generators::busy::Params),
-    /// Run-then-sleep-until-next-period threads.
-    Periodic(generators::periodic::Params),
+/// What a [`crate::Part`] prints at the end of a run: the parameters its text needs, behind
+/// the report function of the generator (or rt-app file) that made the part. Generators get
+/// theirs from [`crate::generators::Generator`]; nothing else needs to implement it.
+pub trait PartReport: fmt::Debug + Send + Sync + Any {
+    /// The tool's text and its own metrics for part `part` of `spec`.
+    fn report(
+        &self,
+        spec: &WorkloadSpec,
+        part: u16,
+        obs: &RunObservations,
+    ) -> (String, Vec<Metric>);
+
+    /// The title of the one-line-per-round summary when the part runs in rounds
+    /// (`schbench -a`); `None` for one run.
+    fn rounds(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The next round's workload from this round's report; `None` when there is none.
+    fn next_round(&self, _report: &Report) -> Option<Result<WorkloadSpec, WorkloadError>> {
+        None
+    }
+
+    /// `self` as [`Any`], to get the concrete parameters back.
+    fn as_any(&self) -> &dyn Any;
+
+    /// Equality across the trait object (same type and equal parameters).
+    fn eq_dyn(&self, other: &dyn PartReport) -> bool;
+}
+
+impl PartialEq for dyn PartReport {
+    fn eq(&self, other: &dyn PartReport) -> bool {
+        self.eq_dyn(other)
+    }
+}
+
+impl dyn PartReport {
+    /// The parameters of a part made by generator `G` (`None` for another generator's part).
+    pub fn params<G: Generator>(&self) -> Option<&G::Params> {
+        self.as_any()
+            .downcast_ref::<GeneratorReport<G>>()
+            .map(GeneratorReport::params)
+    }
 }
 
 pub(crate) fn part_report(spec: &WorkloadSpec, index: usize, obs: &RunObservations) -> Report {
     let part = &spec.parts[index];
     let p = index as u16;
-    let (text, mut metrics) = match &part.report {
-        ReportKind::Rtapp(r) => crate::rtapp::report(r, spec, p, obs),
-        ReportKind::SysbenchCpu(x) => generators::sysbench::report(x, p, obs),
-        ReportKind::Hackbench(x) => generators::hackbench::report(x, p, obs),
-        ReportKind::Schbench(x) => generators::schbench::report(x, p, obs),
-        ReportKind::Tbench(x) => generators::tbench::report(x, p, obs),
-        ReportKind::Ebizzy(x) => generators::ebizzy::report(x, p, obs),
-        ReportKind::Pipe(x) => generators::pipe::report(x, p, obs),
-        ReportKind::Hogs(x) => generators::hogs::report(x, p, obs),
-        ReportKind::Pingpong(x) => generators::pingpong::report(x, p, obs),
-        ReportKind::Busy(x) => generators::busy::report(x, p, obs),
-        ReportKind::Periodic(x) => generators::periodic::report(x, p, obs),
-    };
+    let (text, mut metrics) = part.report.report(spec, p, obs);
     metrics.extend(common_metrics(obs, p));
     Report {
         workload: part.label.clone(),

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
+use crate::generators::WorkloadError;
 use crate::ids::{
     BarrierId, ChanId, CondId, CounterId, CpusetId, ListId, MutexId, SemId, TaskRef, TemplateId,
     TimerId,
@@ -13,7 +14,7 @@ use crate::ids::{
 use crate::interp::ProgramState;
 use crate::obs::RunObservations;
 use crate::program::{Event, Policy, Program};
-use crate::report::{Report, ReportKind};
+use crate::report::{PartReport, Report};
 use crate::sync::{SyncSpec, SyncState};
 
 /// One task (thread) to create: rt-app's task object with its instance count expanded, or
@@ -54,16 +55,25 @@ impl TaskSpec {
 
 /// One `--workload` option of the run: which tasks and fork templates came from it and how to
 /// report on them.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Part {
     /// The option as given (`sysbench-cpu:threads=8,requests=1000`, `rtapp:file.json`).
     pub label: String,
-    /// The report to print.
-    pub report: ReportKind,
+    /// The report to print, with the parameters it needs.
+    pub report: Arc<dyn PartReport>,
     /// Its initial tasks (indices into `spec.tasks`, which are also their [`TaskRef`]s).
     pub tasks: Range<u32>,
     /// Its fork templates (indices into `spec.templates`).
     pub templates: Range<u32>,
+}
+
+impl PartialEq for Part {
+    fn eq(&self, other: &Part) -> bool {
+        self.label == other.label
+            && self.report.eq_dyn(other.report.as_ref())
+            && self.tasks == other.tasks
+            && self.templates == other.templates
+    }
 }
 
 /// A non-fatal remark about the input (an rt-app key lbsim accepts but does not model, ...).
@@ -484,5 +494,23 @@ impl WorkloadSpec {
         (0..self.parts.len())
             .map(|i| crate::report::part_report(self, i, obs))
             .collect()
+    }
+
+    /// When the workload is one part that re-runs itself in rounds (`schbench -a`): the title
+    /// of the one-line-per-round summary (each line is the first line of a round's report).
+    pub fn rounds(&self) -> Option<&'static str> {
+        match self.parts.as_slice() {
+            [part] => part.report.rounds(),
+            _ => None,
+        }
+    }
+
+    /// The workload of the next round, from this round's [`WorkloadSpec::reports`]; `None`
+    /// when the workload does not run in rounds or its search is over.
+    pub fn next_round(&self, reports: &[Report]) -> Option<Result<WorkloadSpec, WorkloadError>> {
+        match (self.parts.as_slice(), reports) {
+            ([part], [report]) => part.report.next_round(report),
+            _ => None,
+        }
     }
 }

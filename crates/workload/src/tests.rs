@@ -503,19 +503,27 @@ fn defaults_follow_the_tools() {
     let s = spec("schbench");
     assert_eq!(s.tasks.len(), 2 * 17);
     assert_eq!(s.duration_ns, Some(30_000_000_000));
+    use generators::parse_params;
     let generators::schbench::Params {
         cputime_ns,
         sleeptime_ns,
         ..
-    } = generators::schbench::parse("").unwrap();
+    } = parse_params::<generators::schbench::Schbench>("").unwrap();
     assert_eq!((cputime_ns, sleeptime_ns), (30_000_000, 30_000_000));
-    let p = generators::sysbench::parse("threads=8").unwrap();
+    let p = parse_params::<generators::sysbench::SysbenchCpu>("threads=8").unwrap();
     assert_eq!((p.requests, p.cost_ns), (10_000, 1_300_000));
-    let p = generators::tbench::parse("clients=96").unwrap();
+    let p = parse_params::<generators::sysbench::SysbenchCpu>("threads=8,time=2").unwrap();
+    assert_eq!((p.requests, p.time_ns), (0, Some(2_000_000_000)));
+    let p = parse_params::<generators::tbench::Tbench>("clients=96").unwrap();
     assert_eq!((p.runtime_s, p.warmup_s), (600, 120));
-    assert_eq!(generators::pipe::parse("").unwrap().loops, 1_000_000);
+    let p = parse_params::<generators::hackbench::Hackbench>("").unwrap();
+    assert_eq!((p.send_ns, p.recv_ns, p.datasize), (2_000, 1_500, 100));
+    let p = parse_params::<generators::pipe::Pipe>("").unwrap();
+    assert_eq!((p.loops, p.read_ns, p.write_ns), (1_000_000, 400, 500));
     assert_eq!(
-        generators::ebizzy::parse("threads=4").unwrap().runtime_s,
+        parse_params::<generators::ebizzy::Ebizzy>("threads=4")
+            .unwrap()
+            .runtime_s,
         10
     );
 }

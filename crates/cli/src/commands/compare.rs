@@ -7,20 +7,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context as _, bail};
 use lbsim_sim::engine::SimConfig;
-use lbsim_sim::experiment::{AbRuns, Comparison, Control, compare, run_ab};
-use serde_json::json;
+use lbsim_sim::experiment::{AbRuns, Comparison, Control, SideStats, compare, run_ab};
+use serde::Serialize;
 
+use crate::format::{Format, TextOrJson, json_pretty};
 use crate::policy::{BalancerKind, make_balancer};
 use crate::scenario::{RunInputs, Scenario, ScenarioFile, workload_warnings};
-
-/// Output format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// A table for a person.
-    Text,
-    /// One JSON object.
-    Json,
-}
 
 /// Arguments of `lbsim compare`.
 #[derive(Debug, clap::Args)]
@@ -33,7 +25,13 @@ pub struct Args {
     pub topology: Option<String>,
     /// A workload (`busy:threads=9`, `sysbench-cpu:threads=8,requests=1000`, ...);
     /// repeatable, all run together. Replaces the file's workloads.
-    #[arg(long = "workload", value_name = "WL")]
+    #[arg(
+        long = "workload",
+        value_name = "WL",
+        long_help = super::workload_help(
+            "A workload; repeatable, all run together. Replaces the file's workloads."
+        )
+    )]
     pub workloads: Vec<String>,
     /// Features and tunables of the base side (`NO_X,Y,imbalance_pct=125`); empty: defaults.
     #[arg(long, value_name = "FEATURES", allow_hyphen_values = true)]
@@ -221,6 +219,7 @@ fn side_config(plan: &Plan, side: &str, list: &str) -> anyhow::Result<SimConfig>
 
 /// Runs `lbsim compare`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    let format = args.format.text_or_json("compare")?;
     let plan = plan(args)?;
     let base = side_config(&plan, "base", &plan.base)?;
     let patched = side_config(&plan, "patched", &plan.patched)?;
@@ -242,9 +241,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     bar.finish();
     let runs = runs?;
     let comparison = compare(&runs.base, &runs.patched);
-    let text = match args.format {
-        Format::Text => text_report(&plan, &runs, &comparison),
-        Format::Json => serde_json::to_string_pretty(&json_report(&comparison))? + "\n",
+    let text = match format {
+        TextOrJson::Json => json_pretty(&ComparisonJson::of(&comparison))?,
+        TextOrJson::Text => text_report(&plan, &runs, &comparison),
     };
     print(&text)?;
     if runs.interrupted() {
@@ -408,19 +407,62 @@ fn text_report(plan: &Plan, runs: &AbRuns, c: &Comparison) -> String {
     s
 }
 
-/// The JSON report (issue 7's shape).
-fn json_report(c: &Comparison) -> serde_json::Value {
-    let side = |s: &lbsim_sim::experiment::SideStats| json!({ "mean": s.mean, "stddev": s.stddev, "values": s.values });
-    json!({
-        "runs": c.runs,
-        "metrics": c.metrics.iter().map(|m| json!({
-            "name": m.name,
-            "unit": m.unit,
-            "higher_is_better": m.higher_is_better,
-            "base": side(&m.base),
-            "patched": side(&m.patched),
-            "change_pct": m.change_pct,
-            "significant": m.significant,
-        })).collect::<Vec<_>>(),
-    })
+/// The JSON report (issue 7's shape): per metric, both sides' statistics and the change.
+#[derive(Debug, Serialize)]
+struct ComparisonJson<'a> {
+    /// Seeds finished on both sides.
+    runs: usize,
+    /// One per metric, in the runs' order.
+    metrics: Vec<MetricJson<'a>>,
+}
+
+/// One metric of [`ComparisonJson`].
+#[derive(Debug, Serialize)]
+struct MetricJson<'a> {
+    name: &'a str,
+    unit: &'a str,
+    higher_is_better: bool,
+    base: SideJson<'a>,
+    patched: SideJson<'a>,
+    change_pct: f64,
+    significant: bool,
+}
+
+/// One side of a [`MetricJson`]: mean, sample stddev and the per-seed values.
+#[derive(Debug, Serialize)]
+struct SideJson<'a> {
+    mean: f64,
+    stddev: f64,
+    values: &'a [f64],
+}
+
+impl<'a> SideJson<'a> {
+    fn of(s: &'a SideStats) -> SideJson<'a> {
+        SideJson {
+            mean: s.mean,
+            stddev: s.stddev,
+            values: &s.values,
+        }
+    }
+}
+
+impl<'a> ComparisonJson<'a> {
+    fn of(c: &'a Comparison) -> ComparisonJson<'a> {
+        ComparisonJson {
+            runs: c.runs,
+            metrics: c
+                .metrics
+                .iter()
+                .map(|m| MetricJson {
+                    name: &m.name,
+                    unit: &m.unit,
+                    higher_is_better: m.higher_is_better,
+                    base: SideJson::of(&m.base),
+                    patched: SideJson::of(&m.patched),
+                    change_pct: m.change_pct,
+                    significant: m.significant,
+                })
+                .collect(),
+        }
+    }
 }

@@ -6,3 +6,12 @@ pub mod pelt;
 pub mod repro;
 pub mod run;
 pub mod topology;
+
+/// The long help of a `--workload` flag: `first` line, then every workload `lbsim_workload`
+/// lists, with its keys, defaults and docs (derived from `lbsim_workload::WORKLOADS`).
+pub fn workload_help(first: &str) -> String {
+    format!(
+        "{first}\n\nNAME:key=value,... where NAME is one of:\n{}",
+        lbsim_workload::generators::workloads_help()
+    )
+}

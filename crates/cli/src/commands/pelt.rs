@@ -2,27 +2,57 @@
 //!
 //! The task follows a run/sleep pattern from time 0; its entity's `sched_avg`
 //! is printed at every step from 0 to the duration inclusive, right after the
-//! update at that instant (see `lbsim_pelt::simulate`). CSV (default) has a
-//! header line; JSON is an array of objects with the same keys. `util_est` is
-//! the task's estimate without the UTIL_AVG_UNCHANGED flag.
+//! update at that instant (see `lbsim_pelt::simulate`), one [`Row`] per step. CSV (default)
+//! has a header line; JSON is an array of objects with the same keys, one per line. `util_est`
+//! is the task's estimate without the UTIL_AVG_UNCHANGED flag.
 
 use std::io::{self, BufWriter};
 
 use anyhow::{Context as _, anyhow};
 use lbsim_pelt::{Pattern, Sample, SimConfig, parse_duration_ns, simulate};
+use serde::Serialize;
 
-/// The output columns, in order.
-const COLUMNS: [&str; 9] = [
-    "time_ns",
-    "util_avg",
-    "runnable_avg",
-    "load_avg",
-    "util_sum",
-    "runnable_sum",
-    "load_sum",
-    "period_contrib",
-    "util_est",
-];
+use crate::format::{Format, write_csv};
+
+/// One output row: the entity's `sched_avg` at one instant (fields in column order).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Row {
+    /// The instant.
+    pub time_ns: u64,
+    /// `util_avg`.
+    pub util_avg: u64,
+    /// `runnable_avg`.
+    pub runnable_avg: u64,
+    /// `load_avg`.
+    pub load_avg: u64,
+    /// `util_sum`.
+    pub util_sum: u64,
+    /// `runnable_sum`.
+    pub runnable_sum: u64,
+    /// `load_sum`.
+    pub load_sum: u64,
+    /// `period_contrib`.
+    pub period_contrib: u64,
+    /// `util_est` (without UTIL_AVG_UNCHANGED).
+    pub util_est: u64,
+}
+
+impl Row {
+    fn of(s: &Sample) -> Row {
+        let a = &s.avg;
+        Row {
+            time_ns: s.time_ns,
+            util_avg: a.util_avg,
+            runnable_avg: a.runnable_avg,
+            load_avg: a.load_avg,
+            util_sum: u64::from(a.util_sum),
+            runnable_sum: a.runnable_sum,
+            load_sum: a.load_sum,
+            period_contrib: u64::from(a.period_contrib),
+            util_est: u64::from(s.util_est()),
+        }
+    }
+}
 
 /// Arguments of `lbsim pelt`.
 #[derive(Debug, clap::Args)]
@@ -48,7 +78,7 @@ pub struct Args {
     #[arg(long, value_name = "C", default_value = "1024")]
     pub capacity: String,
 
-    /// Output format: csv or json.
+    /// Output format: csv or json (the shared `--format`; this table has no text form).
     #[arg(long, value_name = "FORMAT", default_value = "csv")]
     pub format: String,
 
@@ -56,12 +86,6 @@ pub struct Args {
     /// an idle CPU) instead of a task whose history has fully decayed.
     #[arg(long)]
     pub new_task: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Format {
-    Csv,
-    Json,
 }
 
 fn parse_u64(flag: &str, text: &str) -> anyhow::Result<u64> {
@@ -81,11 +105,7 @@ fn config(args: &Args) -> anyhow::Result<(SimConfig, Format)> {
         parse_duration_ns(&args.step).with_context(|| format!("--step `{}`", args.step))?;
     let weight = parse_u64("--weight", &args.weight)?;
     let cpu_capacity = parse_u64("--capacity", &args.capacity)?;
-    let format = match args.format.trim() {
-        "csv" => Format::Csv,
-        "json" => Format::Json,
-        other => return Err(anyhow!("--format `{other}`: expected csv or json")),
-    };
+    let format = Format::one_of(&args.format, &[Format::Csv, Format::Json])?;
     let cfg = SimConfig {
         pattern,
         duration_ns,
@@ -103,46 +123,21 @@ fn config(args: &Args) -> anyhow::Result<(SimConfig, Format)> {
     Ok((cfg, format))
 }
 
-fn values(s: &Sample) -> [u64; 9] {
-    let a = &s.avg;
-    [
-        s.time_ns,
-        a.util_avg,
-        a.runnable_avg,
-        a.load_avg,
-        u64::from(a.util_sum),
-        a.runnable_sum,
-        a.load_sum,
-        u64::from(a.period_contrib),
-        u64::from(s.util_est()),
-    ]
-}
-
 fn write_rows(
     out: &mut impl io::Write,
-    samples: impl Iterator<Item = Sample>,
+    rows: impl Iterator<Item = Row>,
     format: Format,
 ) -> io::Result<()> {
     match format {
-        Format::Csv => {
-            writeln!(out, "{}", COLUMNS.join(","))?;
-            for s in samples {
-                let v = values(&s).map(|x| x.to_string());
-                writeln!(out, "{}", v.join(","))?;
-            }
-        }
+        // `one_of` lets only csv and json through: the table is its own text.
+        Format::Csv | Format::Text => write_csv(out, rows)?,
         Format::Json => {
             writeln!(out, "[")?;
-            for (i, s) in samples.enumerate() {
+            for (i, r) in rows.enumerate() {
                 if i > 0 {
                     writeln!(out, ",")?;
                 }
-                let fields: Vec<String> = COLUMNS
-                    .iter()
-                    .zip(values(&s))
-                    .map(|(k, v)| format!("\"{k}\":{v}"))
-                    .collect();
-                write!(out, "{{{}}}", fields.join(","))?;
+                write!(out, "{}", serde_json::to_string(&r)?)?;
             }
             writeln!(out, "\n]")?;
         }
@@ -155,7 +150,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let (cfg, format) = config(args)?;
     let samples = simulate(&cfg)?;
     let mut out = BufWriter::new(io::stdout().lock());
-    match write_rows(&mut out, samples, format) {
+    match write_rows(&mut out, samples.map(|s| Row::of(&s)), format) {
         // A closed pipe (`| head`) ends the output, it is not an error.
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         r => r.context("writing the output"),

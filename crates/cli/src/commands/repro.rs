@@ -6,21 +6,13 @@ use lbsim_sim::engine::SimConfig;
 use lbsim_sim::experiment::Control;
 
 use crate::commands::compare::{ProgressBar, interrupt_flag, jobs, print};
+use crate::format::{Format, TextOrJson, json_pretty};
 use crate::policy::{BalancerKind, make_balancer};
 use crate::repro::{self, LEGEND};
 
 /// Seeds a side at each point when `--runs` is not given: all five experiments then take
 /// under two minutes on two cores in a release build (`--runs 20`: about three and a half).
 pub const DEFAULT_RUNS: u32 = 10;
-
-/// Output format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// One table per experiment.
-    Text,
-    /// One JSON object.
-    Json,
-}
 
 /// Arguments of `lbsim repro`.
 #[derive(Debug, clap::Args)]
@@ -51,6 +43,7 @@ pub struct Args {
 
 /// Runs `lbsim repro`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    let format = args.format.text_or_json("repro")?;
     let all = repro::defs::all();
     if args.list {
         let rows: Vec<Vec<String>> = all
@@ -94,8 +87,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let outcomes = repro::run(chosen, &seeds, &factory, &ctl);
     bar.finish();
     let outcomes = outcomes?;
-    let text = match args.format {
-        Format::Text => {
+    let text = match format {
+        TextOrJson::Json => json_pretty(&repro::ReproJson::of(&outcomes))?,
+        TextOrJson::Text => {
             let mut s = String::new();
             for o in &outcomes {
                 s.push_str(&repro::text(o));
@@ -104,7 +98,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             s.push_str(LEGEND);
             s
         }
-        Format::Json => serde_json::to_string_pretty(&repro::json(&outcomes))? + "\n",
     };
     print(&text)?;
     let finished = outcomes

@@ -3,21 +3,15 @@
 use std::io::Write as _;
 
 use anyhow::Context as _;
-use lbsim_sim::engine::{RunResult, Sim};
-use lbsim_workload::{Report, ReportKind};
-use serde_json::json;
+use lbsim_sim::engine::{CpuResult, GroupFairness, RunResult, Sim, TaskResult};
+use lbsim_workload::Report;
+use serde::Serialize;
 
+use crate::format::{Format, TextOrJson, json_pretty};
 use crate::policy::{BalancerKind, make_balancer};
 use crate::scenario::workload_warnings;
 
-/// Output format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// A summary for a person, then each workload's report as its tool prints it.
-    Text,
-    /// One JSON object.
-    Json,
-}
+const WORKLOAD_HELP: &str = "A workload; repeatable, all run together.";
 
 /// Arguments of `lbsim run`.
 #[derive(Debug, clap::Args)]
@@ -30,7 +24,7 @@ pub struct Args {
     pub topology: Option<String>,
     /// A workload (`busy:threads=4`, `sysbench-cpu:threads=8,requests=1000`,
     /// `rtapp:FILE.json`, ...); repeatable, all run together.
-    #[arg(long = "workload", value_name = "WL")]
+    #[arg(long = "workload", value_name = "WL", long_help = super::workload_help(WORKLOAD_HELP))]
     pub workloads: Vec<String>,
     /// How long to simulate (`500ms`, `2s`); a workload that ends sooner ends the run
     /// [default: 1s].
@@ -70,6 +64,7 @@ pub struct Args {
 
 /// Runs `lbsim run`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    let format = args.format.text_or_json("run")?;
     let (scenario, seed) = crate::scenario::RunInputs {
         file: args.file.clone(),
         topology: args.topology.clone(),
@@ -113,30 +108,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     let mut result = simulate(&cfg)?;
     let mut reports = spec.reports(&result.observations);
-    // `schbench -a`: re-run with one more worker per message thread while the p99 stays
-    // below schbench's limit, printing each round's line as the 2016 schbench did.
-    let mut auto_lines = Vec::new();
-    if let [part] = spec.parts.as_slice()
-        && let ReportKind::Schbench(first) = &part.report
-        && first.auto
-    {
-        let mut params = first.clone();
-        auto_lines.push(first_line(&reports[0].text));
-        while let Some(next) = params.auto_next(&reports[0]) {
-            let label = format!(
-                "schbench:m={},t={},cputime={}us,sleeptime={}us,runtime={}s,auto=1",
-                next.m,
-                next.t,
-                next.cputime_ns / 1000,
-                next.sleeptime_ns / 1000,
-                next.runtime_ns / 1_000_000_000
-            );
-            let mut round = cfg.clone();
-            round.workload = next.build(&label).with_context(|| label.clone())?;
+    // A workload that re-runs itself in rounds (`schbench -a`) runs until its generator has no
+    // next round; each round's summary is the first line of its report.
+    let rounds = spec.rounds();
+    let mut round_lines = Vec::new();
+    if rounds.is_some() {
+        round_lines.push(first_line(&reports[0].text));
+        let mut round = cfg.clone();
+        while let Some(next) = round.workload.next_round(&reports) {
+            round.workload = next.context("the next round")?;
             result = simulate(&round)?;
             reports = round.workload.reports(&result.observations);
-            auto_lines.push(first_line(&reports[0].text));
-            params = next;
+            round_lines.push(first_line(&reports[0].text));
         }
     }
     if let (Some(path), Some(trace)) = (&args.trace, &result.trace) {
@@ -153,15 +136,19 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .with_context(|| format!("--trace {}: writing the trace", path.display()))?;
     }
     let mut out = std::io::stdout().lock();
-    if args.format == Format::Text && auto_lines.len() > 1 {
-        writeln!(out, "== schbench -a: one round per line ==")?;
-        for l in &auto_lines {
+    if let Some(title) = rounds
+        && format == TextOrJson::Text
+        && round_lines.len() > 1
+    {
+        writeln!(out, "== {title}: one round per line ==")?;
+        for l in &round_lines {
             writeln!(out, "{l}")?;
         }
         writeln!(out, "== the last round ==")?;
     }
-    let text = match args.format {
-        Format::Text if args.schedstat => {
+    let text = match format {
+        TextOrJson::Json => json_pretty(&RunJson::of(&result, &reports))?,
+        TextOrJson::Text if args.schedstat => {
             let mut t = text_report(&result, &reports);
             t.push_str("\n== /proc/schedstat ==\n");
             t.push_str(
@@ -172,8 +159,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             );
             t
         }
-        Format::Text => text_report(&result, &reports),
-        Format::Json => serde_json::to_string_pretty(&json_report(&result, &reports))? + "\n",
+        TextOrJson::Text => text_report(&result, &reports),
     };
     match out.write_all(text.as_bytes()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
@@ -264,36 +250,91 @@ pub fn text_report(r: &RunResult, reports: &[Report]) -> String {
     s
 }
 
-/// The JSON report.
-pub fn json_report(r: &RunResult, reports: &[Report]) -> serde_json::Value {
-    let l = &r.wakeup_latency;
-    json!({
-        "sim_time_ns": r.sim_time_ns,
-        "migrations": r.migrations,
-        "context_switches": r.context_switches,
-        "idle_while_overloaded_ns": r.idle_while_overloaded_ns,
-        "wakeup_latency_us": {
-            "p50": us(l.p50), "p90": us(l.p90), "p99": us(l.p99), "p999": us(l.p999),
-            "max": us(l.max), "count": l.count,
-        },
-        "fairness": { "min_max_ratio": r.fairness.min_max_ratio, "jain": r.fairness.jain },
-        "groups": r.groups,
-        "tasks": r.tasks.iter().map(|t| json!({
-            "name": t.name, "group": t.group, "cpu": t.cpu, "runtime_ns": t.runtime_ns,
-            "work_ns": t.work_ns, "wait_ns": t.wait_ns, "nr_migrations": t.nr_migrations,
-            "nr_switches": t.nr_switches,
-        })).collect::<Vec<_>>(),
-        "cpus": r.cpus,
-        "events": r.events,
-        "event_hash": format!("{:016x}", r.event_hash),
-        "schedstat": r.schedstat,
-        "reports": reports.iter().map(|rep| json!({
-            "workload": rep.workload,
-            "text": rep.text,
-            "metrics": rep.metrics.iter().map(|m| json!({
-                "name": m.name, "unit": m.unit, "value": m.value,
-                "higher_is_better": m.higher_is_better,
-            })).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-    })
+/// `lbsim run --format json`: the run's totals and tables, and each workload's report.
+#[derive(Debug, Serialize)]
+pub struct RunJson<'a> {
+    /// Simulated time covered.
+    pub sim_time_ns: u64,
+    /// Task migrations.
+    pub migrations: u64,
+    /// Context switches of the workload's tasks.
+    pub context_switches: u64,
+    /// Time some CPU sat idle while another had a waiting task allowed on it.
+    pub idle_while_overloaded_ns: u64,
+    /// Wake-up latencies, in microseconds.
+    pub wakeup_latency_us: LatencyUs,
+    /// Fairness of work done over the largest group.
+    pub fairness: FairnessJson,
+    /// Fairness per group.
+    pub groups: &'a [GroupFairness],
+    /// Per task.
+    pub tasks: &'a [TaskResult],
+    /// Per CPU.
+    pub cpus: &'a [CpuResult],
+    /// Events processed.
+    pub events: u64,
+    /// The event-stream hash, 16 hex digits.
+    pub event_hash: String,
+    /// /proc/schedstat at the end, if the policy keeps it.
+    pub schedstat: Option<&'a str>,
+    /// One per `--workload`.
+    pub reports: &'a [Report],
+}
+
+/// Wake-up latency percentiles of [`RunJson`], in microseconds.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct LatencyUs {
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Largest.
+    pub max: f64,
+    /// Wake-ups.
+    pub count: u64,
+}
+
+/// Fairness of [`RunJson`].
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct FairnessJson {
+    /// Least over greatest work done.
+    pub min_max_ratio: f64,
+    /// Jain's index.
+    pub jain: f64,
+}
+
+impl<'a> RunJson<'a> {
+    /// The JSON report of run `r` with its workloads' `reports`.
+    pub fn of(r: &'a RunResult, reports: &'a [Report]) -> RunJson<'a> {
+        let l = &r.wakeup_latency;
+        RunJson {
+            sim_time_ns: r.sim_time_ns,
+            migrations: r.migrations,
+            context_switches: r.context_switches,
+            idle_while_overloaded_ns: r.idle_while_overloaded_ns,
+            wakeup_latency_us: LatencyUs {
+                p50: us(l.p50),
+                p90: us(l.p90),
+                p99: us(l.p99),
+                p999: us(l.p999),
+                max: us(l.max),
+                count: l.count,
+            },
+            fairness: FairnessJson {
+                min_max_ratio: r.fairness.min_max_ratio,
+                jain: r.fairness.jain,
+            },
+            groups: &r.groups,
+            tasks: &r.tasks,
+            cpus: &r.cpus,
+            events: r.events,
+            event_hash: format!("{:016x}", r.event_hash),
+            schedstat: r.schedstat.as_deref(),
+            reports,
+        }
+    }
 }

@@ -9,14 +9,7 @@ use std::io::Write as _;
 use anyhow::Context as _;
 use lbsim_topology::{Cpumask, SdParams, Topology, TopologyDump, dump, parse_machine, presets};
 
-/// Output format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// debugfs files and sched_domain_debug() lines.
-    Text,
-    /// One JSON object.
-    Json,
-}
+use crate::format::{Format, TextOrJson};
 
 /// Arguments of `lbsim topology`.
 #[derive(Debug, clap::Args)]
@@ -52,6 +45,7 @@ pub struct Args {
 
 /// Runs `lbsim topology`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    let format = args.format.text_or_json("topology")?;
     let mut out = std::io::stdout().lock();
     if args.list {
         let width = presets().iter().map(|p| p.name.len()).max().unwrap_or(0);
@@ -82,9 +76,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         Some(list) => Cpumask::parse_cpulist(list, topo.nr_cpus()).context("--cpus")?,
         None => Cpumask::full(topo.nr_cpus()),
     };
-    let text = match args.format {
-        Format::Text => dump::debugfs_text(&topo, &cpus),
-        Format::Json => TopologyDump::new(&topo, &cpus).to_json(),
+    let text = match format {
+        // Serialised field by field in declaration order (`{"cpus": N, "domains": [...]}`).
+        TextOrJson::Json => TopologyDump::new(&topo, &cpus).to_json(),
+        TextOrJson::Text => dump::debugfs_text(&topo, &cpus),
     };
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         // `lbsim topology big | head` closes the pipe early: not an error.

@@ -4,12 +4,14 @@
 
 pub mod defs;
 
+use std::collections::BTreeMap;
+
 use anyhow::Context as _;
 use lbsim_sim::engine::SimConfig;
 use lbsim_sim::experiment::{
     BalancerFactory, Comparison, Control, MetricComparison, RunOutput, compare, run_jobs, run_one,
 };
-use serde_json::json;
+use serde::Serialize;
 
 use crate::commands::compare::{columns, fmt_num};
 use crate::scenario::Scenario;
@@ -511,60 +513,118 @@ p < 0.05).\n";
 /// The JSON report (issue 7's shape, with `unit`, `stat`, `change_pct` and `significant` added
 /// to each row; a `worst` row's `sim_*_mean` is the worst run and its `sim_*_stddev` null).
 pub fn json(outcomes: &[Outcome]) -> serde_json::Value {
-    let num = |v: &str| -> serde_json::Value {
-        v.parse::<u64>()
-            .map(serde_json::Value::from)
-            .unwrap_or_else(|_| serde_json::Value::from(v))
-    };
-    json!({
-        "experiments": outcomes.iter().map(|o| {
-            let e = &o.experiment;
-            let mut rows = Vec::new();
-            for p in 0..e.points.len() {
-                for (m, stat) in shown(e) {
-                    let row = rows_of(o, p, m, stat);
-                    let params = if e.param.is_empty() {
-                        json!({})
-                    } else {
-                        json!({ e.param: num(row.point.value) })
-                    };
-                    let (rb, rp) = (
-                        row.reported(Side::Base).0.map(value),
-                        row.reported(Side::Patched).0.map(value),
-                    );
-                    let b = row.sim(Side::Base);
-                    let pa = row.sim(Side::Patched);
-                    rows.push(json!({
-                        "metric": m.key,
-                        "unit": m.unit,
-                        "stat": stat.name(),
-                        "params": params,
-                        "reported_base": rb,
-                        "reported_patched": rp,
-                        "sim_base_mean": b.map(|x| x.0),
-                        "sim_base_stddev": b.and_then(|x| x.1),
-                        "sim_patched_mean": pa.map(|x| x.0),
-                        "sim_patched_stddev": pa.and_then(|x| x.1),
-                        "change_pct": row.sim.map(|m| m.change_pct),
-                        "significant": row.sim.is_some_and(|m| m.significant),
-                        "runs": row.runs,
-                    }));
+    serde_json::to_value(ReproJson::of(outcomes)).expect("the report serialises")
+}
+
+/// `lbsim repro --format json`: one entry per experiment run.
+#[derive(Debug, Serialize)]
+pub struct ReproJson<'a> {
+    /// The experiments, in the order they ran.
+    pub experiments: Vec<ExperimentJson<'a>>,
+}
+
+/// One experiment of [`ReproJson`]: what ran, and one row per (point, metric, statistic).
+#[derive(Debug, Serialize)]
+pub struct ExperimentJson<'a> {
+    name: &'a str,
+    seed_file: &'a str,
+    topology: &'a str,
+    /// The base side's switches after the common ones.
+    base: String,
+    /// The patched side's switches after the common ones.
+    patched: String,
+    duration_ns: u64,
+    rows: Vec<RowJson<'a>>,
+}
+
+/// One row of an [`ExperimentJson`]: the reported numbers beside the simulated ones.
+#[derive(Debug, Serialize)]
+pub struct RowJson<'a> {
+    metric: &'a str,
+    unit: &'a str,
+    stat: &'static str,
+    /// The parameter point (`{"threads": 9}`), empty for a single point.
+    params: BTreeMap<&'a str, ParamValue<'a>>,
+    reported_base: Option<f64>,
+    reported_patched: Option<f64>,
+    sim_base_mean: Option<f64>,
+    sim_base_stddev: Option<f64>,
+    sim_patched_mean: Option<f64>,
+    sim_patched_stddev: Option<f64>,
+    change_pct: Option<f64>,
+    significant: bool,
+    runs: usize,
+}
+
+/// A parameter point's value: a number where it is one (`9`), else its text (`mutex`).
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum ParamValue<'a> {
+    /// A whole number.
+    Number(u64),
+    /// Anything else.
+    Text(&'a str),
+}
+
+impl<'a> ReproJson<'a> {
+    /// The report of `outcomes`.
+    pub fn of(outcomes: &'a [Outcome]) -> ReproJson<'a> {
+        ReproJson {
+            experiments: outcomes.iter().map(ExperimentJson::of).collect(),
+        }
+    }
+}
+
+impl<'a> ExperimentJson<'a> {
+    fn of(o: &'a Outcome) -> ExperimentJson<'a> {
+        let e = &o.experiment;
+        let mut rows = Vec::new();
+        for p in 0..e.points.len() {
+            for (m, stat) in shown(e) {
+                let row = rows_of(o, p, m, stat);
+                let mut params = BTreeMap::new();
+                if !e.param.is_empty() {
+                    let v = row.point.value;
+                    let v = v.parse().map_or(ParamValue::Text(v), ParamValue::Number);
+                    params.insert(e.param, v);
                 }
+                let b = row.sim(Side::Base);
+                let pa = row.sim(Side::Patched);
+                rows.push(RowJson {
+                    metric: m.key,
+                    unit: m.unit,
+                    stat: stat.name(),
+                    params,
+                    reported_base: row.reported(Side::Base).0.map(value),
+                    reported_patched: row.reported(Side::Patched).0.map(value),
+                    sim_base_mean: b.map(|x| x.0),
+                    sim_base_stddev: b.and_then(|x| x.1),
+                    sim_patched_mean: pa.map(|x| x.0),
+                    sim_patched_stddev: pa.and_then(|x| x.1),
+                    change_pct: row.sim.map(|m| m.change_pct),
+                    significant: row.sim.is_some_and(|m| m.significant),
+                    runs: row.runs,
+                });
             }
-            let join = |a: &str, b: &str| {
-                [a, b].iter().filter(|s| !s.is_empty()).copied().collect::<Vec<_>>().join(",")
-            };
-            json!({
-                "name": e.name,
-                "seed_file": e.seed_file,
-                "topology": e.topology,
-                "base": join(&e.common, e.base),
-                "patched": join(&e.common, e.patched),
-                "duration_ns": e.duration_ns,
-                "rows": rows,
-            })
-        }).collect::<Vec<_>>(),
-    })
+        }
+        let join = |a: &str, b: &str| {
+            [a, b]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .copied()
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        ExperimentJson {
+            name: e.name,
+            seed_file: e.seed_file,
+            topology: e.topology,
+            base: join(&e.common, e.base),
+            patched: join(&e.common, e.patched),
+            duration_ns: e.duration_ns,
+            rows,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,14 +3,16 @@
 use std::sync::Arc;
 
 use crate::generators::hogs::HOG_CHUNK_NS;
-use crate::generators::params::Args;
-use crate::generators::{Builder, WorkloadError, sched_latency_table};
+use crate::generators::{Args, Builder, Generator, Key, WorkloadError, sched_latency_table};
 use crate::obs::RunObservations;
 use crate::program::{Event, Program};
-use crate::report::{Metric, ReportKind};
-use crate::spec::WorkloadSpec;
+use crate::report::Metric;
 
 /// `busy:threads=N[,nice=K][,cpus=LIST]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Busy;
+
+/// The parsed keys of [`Busy`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Params {
     /// Threads.
@@ -21,37 +23,40 @@ pub struct Params {
     pub cpus: Option<Vec<u32>>,
 }
 
-const KEYS: &[&str] = &["threads", "nice", "cpus"];
+impl Generator for Busy {
+    type Params = Params;
+    const NAME: &'static str = "busy";
+    const ABOUT: &'static str = "always-running threads";
+    const KEYS: &'static [Key] = &[
+        Key::required("threads", "threads"),
+        Key::value("nice", "0", "nice value of every thread, -20..=19"),
+        Key::unset("cpus", "all CPUs", "affinity of every thread (a cpulist)"),
+    ];
+    const EXAMPLE: &'static str = "busy:threads=4";
 
-/// Parses the `key=value` list.
-pub fn parse(text: &str) -> Result<Params, WorkloadError> {
-    let mut a = Args::parse("busy", KEYS, text)?;
-    let p = Params {
-        threads: a.u32_in("threads", None, 1, 1_000_000)?,
-        nice: a.i32_in("nice", 0, -20, 19)?,
-        cpus: a.cpulist("cpus")?,
-    };
-    a.finish()?;
-    Ok(p)
-}
+    fn parse(mut a: Args) -> Result<Params, WorkloadError> {
+        let p = Params {
+            threads: a.u32_in("threads", 1, 1_000_000)?,
+            nice: a.i32_in("nice", -20, 19)?,
+            cpus: a.cpulist("cpus")?,
+        };
+        a.finish()?;
+        Ok(p)
+    }
 
-impl Params {
-    /// The workload.
-    pub fn build(&self, label: &str) -> Result<WorkloadSpec, WorkloadError> {
-        let mut b = Builder::new();
-        let set = self.cpus.clone().map(|c| b.spec.add_cpuset(c));
+    fn build(p: &Params, b: &mut Builder) {
+        let set = p.cpus.clone().map(|c| b.spec.add_cpuset(c));
         let program = Arc::new(Program::forever(vec![Event::Run {
             work_ns: HOG_CHUNK_NS,
         }]));
-        for i in 0..self.threads {
+        for i in 0..p.threads {
             b.task(format!("busy-{i}"), "busy", &program);
             b.last().affinity = set;
-            b.last().nice = self.nice;
+            b.last().nice = p.nice;
         }
-        b.finish(label, ReportKind::Busy(self.clone()), None)
     }
-}
 
-pub(crate) fn report(_: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
-    (sched_latency_table(obs, part), Vec::new())
+    fn report(_: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
+        (sched_latency_table(obs, part), Vec::new())
+    }
 }

@@ -20,17 +20,19 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use crate::generators::params::{Args, Unit};
-use crate::generators::{Builder, WorkloadError};
+use crate::generators::{Args, Builder, Generator, Key, Unit, WorkloadError};
 use crate::ids::ProbeTag;
 use crate::obs::RunObservations;
 use crate::program::{Event, Program};
-use crate::report::{Fairness, Metric, ReportKind};
-use crate::spec::WorkloadSpec;
+use crate::report::{Fairness, Metric};
 
 const SEC: u64 = 1_000_000_000;
 
 /// `ebizzy:threads=N[,runtime=D][,mmap=D][,search=D][,munmap=D]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Ebizzy;
+
+/// The parsed keys of [`Ebizzy`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Params {
     /// Threads (`-t`, required: ebizzy's default is twice the online CPUs).
@@ -45,38 +47,63 @@ pub struct Params {
     pub munmap_ns: u64,
 }
 
-const KEYS: &[&str] = &["threads", "runtime", "mmap", "search", "munmap"];
+impl Generator for Ebizzy {
+    type Params = Params;
+    const NAME: &'static str = "ebizzy";
+    const ABOUT: &'static str = "threads allocating, copying, searching and freeing a buffer";
+    const KEYS: &'static [Key] = &[
+        Key::required(
+            "threads",
+            "threads (-t; ebizzy's default is twice the online CPUs)",
+        ),
+        Key::value(
+            "runtime",
+            "10s",
+            "run length in whole seconds (-S; a bare number is s)",
+        ),
+        Key::value(
+            "mmap",
+            "1us",
+            "mmap of the copy buffer, under the mmap lock (a bare number is us)",
+        ),
+        Key::value(
+            "search",
+            "90us",
+            "copy and search of one record (a bare number is us)",
+        ),
+        Key::value(
+            "munmap",
+            "5us",
+            "munmap of the copy buffer, under the mmap lock (a bare number is us)",
+        ),
+    ];
+    const EXAMPLE: &'static str = "ebizzy:threads=8";
 
-/// Parses the `key=value` list.
-pub fn parse(text: &str) -> Result<Params, WorkloadError> {
-    let mut a = Args::parse("ebizzy", KEYS, text)?;
-    let threads = a.u32_in("threads", None, 1, 1_000_000)?;
-    let runtime = a.duration("runtime", Some(10 * SEC), Unit::S, SEC)?;
-    if runtime % SEC != 0 {
-        return Err(WorkloadError::BadValue {
-            workload: "ebizzy".into(),
-            key: "runtime".into(),
-            value: format!("{runtime}ns"),
-            expected: "whole seconds (ebizzy's -S)".into(),
-        });
+    fn parse(mut a: Args) -> Result<Params, WorkloadError> {
+        let threads = a.u32_in("threads", 1, 1_000_000)?;
+        let runtime = a.duration("runtime", Unit::S, SEC)?;
+        if runtime % SEC != 0 {
+            return Err(WorkloadError::BadValue {
+                workload: "ebizzy".into(),
+                key: "runtime".into(),
+                value: format!("{runtime}ns"),
+                expected: "whole seconds (ebizzy's -S)".into(),
+            });
+        }
+        let p = Params {
+            threads,
+            runtime_s: runtime / SEC,
+            mmap_ns: a.duration("mmap", Unit::Us, 0)?,
+            search_ns: a.duration("search", Unit::Us, 1)?,
+            munmap_ns: a.duration("munmap", Unit::Us, 0)?,
+        };
+        a.finish()?;
+        Ok(p)
     }
-    let p = Params {
-        threads,
-        runtime_s: runtime / SEC,
-        mmap_ns: a.duration("mmap", Some(1_000), Unit::Us, 0)?,
-        search_ns: a.duration("search", Some(90_000), Unit::Us, 1)?,
-        munmap_ns: a.duration("munmap", Some(5_000), Unit::Us, 0)?,
-    };
-    a.finish()?;
-    Ok(p)
-}
 
-impl Params {
-    /// The workload: `threads` record loops sharing one mmap lock.
-    pub fn build(&self, label: &str) -> Result<WorkloadSpec, WorkloadError> {
-        let mut b = Builder::new();
+    fn build(p: &Params, b: &mut Builder) {
         let mm = b.spec.sync.add_mutex("mmap_lock");
-        let end = self.runtime_s * SEC;
+        let end = p.runtime_s * SEC;
         // glibc's dynamic mmap threshold (malloc.c, since 2.6): freeing an mmapped chunk
         // raises M_MMAP_THRESHOLD above its size, so only each thread's first record maps
         // and unmaps its copy under the mmap lock; every later record reuses heap memory
@@ -86,16 +113,14 @@ impl Params {
             vec![
                 Event::ExitAfter { abs_ns: end },
                 Event::Lock(mm),
-                Event::Run {
-                    work_ns: self.mmap_ns,
-                },
+                Event::Run { work_ns: p.mmap_ns },
                 Event::Unlock(mm),
                 Event::Run {
-                    work_ns: self.search_ns,
+                    work_ns: p.search_ns,
                 },
                 Event::Lock(mm),
                 Event::Run {
-                    work_ns: self.munmap_ns,
+                    work_ns: p.munmap_ns,
                 },
                 Event::Unlock(mm),
                 Event::Tally { interval_ns: 0 },
@@ -103,55 +128,55 @@ impl Params {
             vec![
                 Event::ExitAfter { abs_ns: end },
                 Event::Run {
-                    work_ns: self.search_ns,
+                    work_ns: p.search_ns,
                 },
                 Event::Tally { interval_ns: 0 },
             ],
         ));
-        for i in 0..self.threads {
+        for i in 0..p.threads {
             b.task(format!("ebizzy-{i}"), "ebizzy", &program);
         }
-        b.finish(label, ReportKind::Ebizzy(self.clone()), Some(end + SEC))
+        b.spec.duration_ns = Some(end + SEC);
     }
-}
 
-pub(crate) fn report(p: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
-    let tasks: Vec<_> = obs.part_tasks(part).collect();
-    let records: Vec<u64> = tasks
-        .iter()
-        .map(|(r, _)| {
-            obs.probes
-                .iter()
-                .filter(|pr| pr.task == *r && pr.tag == ProbeTag::TallyCount)
-                .map(|pr| pr.value)
-                .sum()
-        })
-        .collect();
-    let elapsed = p.runtime_s.max(1);
-    let per_thread: Vec<u64> = records.iter().map(|r| r / elapsed).collect();
-    let total: u64 = per_thread.iter().sum();
-    let cpu_s = tasks.iter().map(|(_, t)| t.runtime_ns).sum::<u64>() as f64 / 1e9;
-    let per_record = (p.mmap_ns + p.search_ns + p.munmap_ns).max(1) as f64;
-    let user = cpu_s * p.search_ns as f64 / per_record;
-    let sys = cpu_s - user;
-    let mut s = String::new();
-    let _ = write!(s, "{total} records/s");
-    for r in &per_thread {
-        let _ = write!(s, " {r}");
+    fn report(p: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
+        let tasks: Vec<_> = obs.part_tasks(part).collect();
+        let records: Vec<u64> = tasks
+            .iter()
+            .map(|(r, _)| {
+                obs.probes
+                    .iter()
+                    .filter(|pr| pr.task == *r && pr.tag == ProbeTag::TallyCount)
+                    .map(|pr| pr.value)
+                    .sum()
+            })
+            .collect();
+        let elapsed = p.runtime_s.max(1);
+        let per_thread: Vec<u64> = records.iter().map(|r| r / elapsed).collect();
+        let total: u64 = per_thread.iter().sum();
+        let cpu_s = tasks.iter().map(|(_, t)| t.runtime_ns).sum::<u64>() as f64 / 1e9;
+        let per_record = (p.mmap_ns + p.search_ns + p.munmap_ns).max(1) as f64;
+        let user = cpu_s * p.search_ns as f64 / per_record;
+        let sys = cpu_s - user;
+        let mut s = String::new();
+        let _ = write!(s, "{total} records/s");
+        for r in &per_thread {
+            let _ = write!(s, " {r}");
+        }
+        s.push('\n');
+        let _ = writeln!(s, "real {:5.2} s", p.runtime_s as f64);
+        let _ = writeln!(s, "user {user:5.2} s");
+        let _ = writeln!(s, "sys  {sys:5.2} s");
+        let f = Fairness::of(&records);
+        let metrics = vec![
+            Metric::new("records_per_second", "records/s", total as f64, true),
+            Metric::new(
+                "thread_records_min_max_ratio",
+                "ratio",
+                f.min_max_ratio,
+                true,
+            ),
+        ];
+        (s, metrics)
     }
-    s.push('\n');
-    let _ = writeln!(s, "real {:5.2} s", p.runtime_s as f64);
-    let _ = writeln!(s, "user {user:5.2} s");
-    let _ = writeln!(s, "sys  {sys:5.2} s");
-    let f = Fairness::of(&records);
-    let metrics = vec![
-        Metric::new("records_per_second", "records/s", total as f64, true),
-        Metric::new(
-            "thread_records_min_max_ratio",
-            "ratio",
-            f.min_max_ratio,
-            true,
-        ),
-    ];
-    (s, metrics)
 }

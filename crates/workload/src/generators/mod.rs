@@ -4,6 +4,19 @@
 //! through what), with the tool's parameters and defaults, and prints its report in the tool's
 //! own format. CPU costs of system calls that the tools spend between wake-ups (a socket write,
 //! a pipe read, an mmap) are explicit, documented, overridable keys.
+//!
+//! # Adding a generator
+//! One new file and one list entry:
+//! 1. `generators/NAME.rs`: `pub struct X;` and `impl` [`Generator`] `for X` — its `NAME`,
+//!    `ABOUT` line, `KEYS` table ([`Key`]: name, default, one-line doc), `EXAMPLE`, `parse`
+//!    (typed getters of [`Args`], which apply the declared defaults), `build` (tasks and sync
+//!    objects through [`Builder`]) and `report` (the tool's text and [`crate::Metric`]s); a
+//!    generator that re-runs itself, as `schbench -a` does, also gives `rounds` and
+//!    `next_round`. See `busy.rs` for the smallest one.
+//! 2. `pub mod NAME;` below and `&NAME::X` in [`WORKLOADS`].
+//!
+//! The `--workload` dispatch, the unknown-workload and unknown-key errors, the help texts,
+//! the part's report and the rounds all follow from those.
 
 use std::sync::Arc;
 
@@ -11,36 +24,78 @@ use thiserror::Error;
 
 use crate::ids::TaskRef;
 use crate::program::{Policy, Program};
-use crate::report::ReportKind;
+use crate::report::PartReport;
 use crate::rtapp::RtappError;
 use crate::spec::{Part, SpecError, TaskSpec, WorkloadSpec};
 
 pub mod busy;
 pub mod ebizzy;
+mod generator;
 pub mod hackbench;
 pub mod hogs;
-pub(crate) mod params;
+pub mod params;
 pub mod periodic;
 pub mod pingpong;
 pub mod pipe;
 pub mod schbench;
+mod sched_latency;
 pub mod sysbench;
 pub mod tbench;
 
-/// The workload names `--workload` accepts.
-pub const WORKLOADS: &[&str] = &[
-    "rtapp",
-    "sysbench-cpu",
-    "hackbench",
-    "schbench",
-    "tbench",
-    "ebizzy",
-    "pipe",
-    "hogs",
-    "pingpong",
-    "busy",
-    "periodic",
+pub use generator::{
+    Generator, GeneratorReport, Key, KeyDefault, WorkloadKind, build, generate, parse_params,
+};
+pub use params::{Args, Unit};
+pub(crate) use sched_latency::sched_latency_table;
+
+/// Every workload `--workload NAME:...` accepts, in the order errors and help list them: the
+/// rt-app file loader, then one [`Generator`] per benchmark.
+pub const WORKLOADS: &[&dyn WorkloadKind] = &[
+    &crate::rtapp::Rtapp,
+    &sysbench::SysbenchCpu,
+    &hackbench::Hackbench,
+    &schbench::Schbench,
+    &tbench::Tbench,
+    &ebizzy::Ebizzy,
+    &pipe::Pipe,
+    &hogs::Hogs,
+    &pingpong::Pingpong,
+    &busy::Busy,
+    &periodic::Periodic,
 ];
+
+/// The entry of [`WORKLOADS`] called `name`.
+pub fn workload_kind(name: &str) -> Option<&'static dyn WorkloadKind> {
+    WORKLOADS.iter().copied().find(|w| w.name() == name)
+}
+
+/// The names of [`WORKLOADS`], comma-separated.
+pub fn workload_names() -> String {
+    WORKLOADS
+        .iter()
+        .map(|w| w.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A help text derived from [`WORKLOADS`]: per workload, what it models and an example, then
+/// its keys with their defaults and docs.
+pub fn workloads_help() -> String {
+    let mut s = String::new();
+    for w in WORKLOADS {
+        s.push_str(&format!(
+            "{}: {} (e.g. {})\n",
+            w.name(),
+            w.about(),
+            w.example()
+        ));
+        let width = w.keys().iter().map(|k| k.name.len()).max().unwrap_or(0);
+        for k in w.keys() {
+            s.push_str(&format!("  {:width$}  {}: {}\n", k.name, k.default, k.doc));
+        }
+    }
+    s
+}
 
 /// A `--workload` option that cannot be turned into a workload.
 #[derive(Debug, Error)]
@@ -126,21 +181,11 @@ pub enum WorkloadError {
 pub fn parse_workload(arg: &str) -> Result<WorkloadSpec, WorkloadError> {
     let (name, rest) = arg.split_once(':').unwrap_or((arg, ""));
     let name = name.trim();
-    match name {
-        "rtapp" => Ok(crate::rtapp::load_file(std::path::Path::new(rest), arg)?),
-        "sysbench-cpu" => sysbench::parse(rest)?.build(arg),
-        "hackbench" => hackbench::parse(rest)?.build(arg),
-        "schbench" => schbench::parse(rest)?.build(arg),
-        "tbench" => tbench::parse(rest)?.build(arg),
-        "ebizzy" => ebizzy::parse(rest)?.build(arg),
-        "pipe" => pipe::parse(rest)?.build(arg),
-        "hogs" => hogs::parse(rest)?.build(arg),
-        "pingpong" => pingpong::parse(rest)?.build(arg),
-        "busy" => busy::parse(rest)?.build(arg),
-        "periodic" => periodic::parse(rest)?.build(arg),
-        _ => Err(WorkloadError::UnknownWorkload {
+    match workload_kind(name) {
+        Some(w) => w.load(rest, arg),
+        None => Err(WorkloadError::UnknownWorkload {
             name: name.to_string(),
-            valid: WORKLOADS.join(", "),
+            valid: workload_names(),
         }),
     }
 }
@@ -154,9 +199,12 @@ pub fn parse_workloads<S: AsRef<str>>(args: &[S]) -> Result<WorkloadSpec, Worklo
     Ok(WorkloadSpec::combine(specs))
 }
 
-/// Assembles a one-part workload.
-pub(crate) struct Builder {
-    pub(crate) spec: WorkloadSpec,
+/// Assembles a one-part workload: a [`Generator::build`] adds its tasks, templates and sync
+/// objects to `spec`.
+#[derive(Debug)]
+pub struct Builder {
+    /// The workload so far (no part yet).
+    pub spec: WorkloadSpec,
 }
 
 impl Builder {
@@ -167,7 +215,7 @@ impl Builder {
     }
 
     /// Adds a nice-0 `SCHED_NORMAL` task unpinned, starting at 0.
-    pub(crate) fn task(&mut self, name: String, group: &str, program: &Arc<Program>) -> TaskRef {
+    pub fn task(&mut self, name: String, group: &str, program: &Arc<Program>) -> TaskRef {
         let r = TaskRef(self.spec.tasks.len() as u32);
         self.spec.tasks.push(TaskSpec {
             name,
@@ -185,7 +233,7 @@ impl Builder {
     }
 
     /// Adds a nice-0 `SCHED_NORMAL` task definition for [`crate::Event::Fork`].
-    pub(crate) fn template(
+    pub fn template(
         &mut self,
         name: String,
         group: &str,
@@ -208,15 +256,15 @@ impl Builder {
     }
 
     /// The last task added, to adjust its attributes.
-    pub(crate) fn last(&mut self) -> &mut TaskSpec {
+    pub fn last(&mut self) -> &mut TaskSpec {
         self.spec.tasks.last_mut().expect("a task was added")
     }
 
+    /// The workload with its one part, labelled `label` and reported by `report`; validated.
     pub(crate) fn finish(
         mut self,
         label: &str,
-        report: ReportKind,
-        duration_ns: Option<u64>,
+        report: Arc<dyn PartReport>,
     ) -> Result<WorkloadSpec, WorkloadError> {
         let n = self.spec.tasks.len() as u32;
         let t = self.spec.templates.len() as u32;
@@ -226,7 +274,6 @@ impl Builder {
             tasks: 0..n,
             templates: 0..t,
         });
-        self.spec.duration_ns = duration_ns;
         self.spec.validate().map_err(|source| WorkloadError::Spec {
             workload: label.to_string(),
             source,
@@ -235,75 +282,5 @@ impl Builder {
     }
 }
 
-/// The `perf sched latency` table of a part's tasks (runtime, switches, average and maximum
-/// delay from becoming runnable to running), followed by an lbsim line with the fairness of
-/// the work they did. Follows perf's builtin-sched.c output_lat_thread(): the task cell is
-/// `"  %s:%d "` padded to 24 columns, then `"|%11.3f ms |%9d | avg:%8.3f ms | max:%8.3f ms |"`.
-pub(crate) fn sched_latency_table(obs: &crate::obs::RunObservations, part: u16) -> String {
-    use std::fmt::Write as _;
-    let rule = format!(" {}\n", "-".repeat(83));
-    let mut s = String::new();
-    s.push_str(&rule);
-    s.push_str("  Task                  |   Runtime ms  | Switches | Avg delay ms    | Max delay ms    |\n");
-    s.push_str(&rule);
-    let mut total_runtime = 0u64;
-    let mut total_switches = 0u64;
-    let mut works = Vec::new();
-    for (r, t) in obs.part_tasks(part) {
-        let cell = format!("  {}:{} ", t.name, r.0);
-        let pad = 24usize.saturating_sub(cell.len());
-        let n = t.nr_switches();
-        let avg = t.wait_ns.checked_div(n).unwrap_or(0);
-        let _ = writeln!(
-            s,
-            "{cell}{}|{:11.3} ms |{:9} | avg:{:8.3} ms | max:{:8.3} ms |",
-            " ".repeat(pad),
-            t.runtime_ns as f64 / 1e6,
-            n,
-            avg as f64 / 1e6,
-            t.max_wait_ns as f64 / 1e6
-        );
-        total_runtime += t.runtime_ns;
-        total_switches += n;
-        works.push(t.work_ns);
-    }
-    s.push_str(&rule);
-    let _ = writeln!(
-        s,
-        "  TOTAL:                |{:11.3} ms |{:9} |",
-        total_runtime as f64 / 1e6,
-        total_switches
-    );
-    s.push_str(&format!(" {}\n", "-".repeat(51)));
-    let f = crate::report::Fairness::of(&works);
-    let _ = writeln!(
-        s,
-        "# lbsim: work min/max {:.4}, Jain's index {:.4} over {} tasks",
-        f.min_max_ratio,
-        f.jain,
-        works.len()
-    );
-    let mut lat: Vec<u64> = obs
-        .wakeups
-        .iter()
-        .filter(|w| {
-            obs.tasks
-                .get(w.task.index())
-                .is_some_and(|t| t.part == part)
-        })
-        .map(|w| w.latency_ns)
-        .collect();
-    if !lat.is_empty() {
-        lat.sort_unstable();
-        let us = |ns: u64| ns as f64 / 1e3;
-        let _ = writeln!(
-            s,
-            "# lbsim: wake-up latency p50 {:.1} us, p99 {:.1} us, max {:.1} us over {} wake-ups",
-            us(crate::report::nearest_rank(&lat, 50.0)),
-            us(crate::report::nearest_rank(&lat, 99.0)),
-            us(*lat.last().expect("not empty")),
-            lat.len()
-        );
-    }
-    s
-}
+#[cfg(test)]
+mod tests;

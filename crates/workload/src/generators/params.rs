@@ -1,14 +1,19 @@
-//! `NAME:key=value,...` parsing with typed errors.
+//! `NAME:key=value,...` parsing with typed errors; a key not given takes its declared
+//! [`Key::default`].
 
-use crate::generators::WorkloadError;
+use crate::generators::{Key, KeyDefault, WorkloadError};
 
 /// The default unit of a bare duration number for one key (each follows the real tool's
 /// option: schbench takes microseconds, sysbench seconds, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Unit {
+pub enum Unit {
+    /// Nanoseconds.
     Ns,
+    /// Microseconds.
     Us,
+    /// Milliseconds.
     Ms,
+    /// Seconds.
     S,
 }
 
@@ -34,7 +39,7 @@ impl Unit {
 
 /// Parses a duration: a decimal number with an optional unit suffix (`ns`, `us`, `ms`, `s`);
 /// without a suffix, `default`. Exact integer arithmetic: `1.3ms` is 1 300 000 ns.
-pub(crate) fn parse_duration(s: &str, default: Unit) -> Result<u64, String> {
+pub fn parse_duration(s: &str, default: Unit) -> Result<u64, String> {
     let s = s.trim();
     let (num, unit) = if let Some(n) = s.strip_suffix("ns") {
         (n, Unit::Ns)
@@ -83,7 +88,7 @@ pub(crate) fn parse_duration(s: &str, default: Unit) -> Result<u64, String> {
 }
 
 /// Parses a Linux cpulist (`0-3,8,10-11`) into sorted, deduplicated CPU ids.
-pub(crate) fn parse_cpulist(s: &str) -> Result<Vec<u32>, String> {
+pub fn parse_cpulist(s: &str) -> Result<Vec<u32>, String> {
     let bad = || "a CPU list like 0-3,8".to_string();
     let mut v = Vec::new();
     for part in s.split(',') {
@@ -110,12 +115,14 @@ pub(crate) fn parse_cpulist(s: &str) -> Result<Vec<u32>, String> {
     Ok(v)
 }
 
-/// The `key=value` pairs of one generator, consumed by typed getters; [`Args::finish`]
-/// rejects keys nobody asked for, listing the valid ones.
+/// The `key=value` pairs of one generator, consumed by typed getters; a key not given takes
+/// its [`KeyDefault::Value`] (parsed as a given value is), and a getter without a fallback
+/// reports a [`KeyDefault::Required`] key missing. [`Args::finish`] rejects keys nobody asked
+/// for, listing the valid ones.
 #[derive(Debug)]
-pub(crate) struct Args {
+pub struct Args {
     workload: &'static str,
-    valid: &'static [&'static str],
+    keys: &'static [Key],
     pairs: Vec<(String, String, bool)>,
 }
 
@@ -123,11 +130,12 @@ impl Args {
     /// Splits `text` (after `NAME:`) on commas. A piece without `=` continues the previous
     /// value, so that lists read naturally: `cpus=0,2,sleep=10us` is `cpus=0,2` and
     /// `sleep=10us`.
-    pub(crate) fn parse(
+    pub fn parse(
         workload: &'static str,
-        valid: &'static [&'static str],
+        keys: &'static [Key],
         text: &str,
     ) -> Result<Args, WorkloadError> {
+        let valid: Vec<&str> = keys.iter().map(|k| k.name).collect();
         let mut pairs: Vec<(String, String, bool)> = Vec::new();
         if !text.trim().is_empty() {
             for piece in text.split(',') {
@@ -169,17 +177,38 @@ impl Args {
         }
         Ok(Args {
             workload,
-            valid,
+            keys,
             pairs,
         })
     }
 
+    fn valid(&self) -> String {
+        self.keys
+            .iter()
+            .map(|k| k.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The value given for `key`, else its declared default value.
     fn raw(&mut self, key: &str) -> Option<String> {
-        debug_assert!(self.valid.contains(&key), "{key} not declared valid");
-        self.pairs.iter_mut().find(|(k, _, _)| k == key).map(|p| {
+        let decl = self.keys.iter().find(|k| k.name == key);
+        debug_assert!(decl.is_some(), "{key} not declared");
+        let given = self.pairs.iter_mut().find(|(k, _, _)| k == key).map(|p| {
             p.2 = true;
             p.1.clone()
+        });
+        given.or_else(|| match decl?.default {
+            KeyDefault::Value(v) => Some(v.to_owned()),
+            _ => None,
         })
+    }
+
+    fn missing(&self, key: &str) -> WorkloadError {
+        WorkloadError::MissingKey {
+            workload: self.workload.to_string(),
+            key: key.to_string(),
+        }
     }
 
     fn bad(&self, key: &str, value: &str, expected: impl Into<String>) -> WorkloadError {
@@ -192,15 +221,16 @@ impl Args {
     }
 
     /// True if `key` was given.
-    pub(crate) fn has(&self, key: &str) -> bool {
+    pub fn has(&self, key: &str) -> bool {
         self.pairs.iter().any(|(k, _, _)| k == key)
     }
 
-    /// An integer in `min..=max`.
-    pub(crate) fn u64_in(
+    /// An integer in `min..=max`; `fallback` when neither given nor declared with a value
+    /// (a [`KeyDefault::Derived`] key), a missing-key error if `None`.
+    pub fn u64_or(
         &mut self,
         key: &str,
-        default: Option<u64>,
+        fallback: Option<u64>,
         min: u64,
         max: u64,
     ) -> Result<u64, WorkloadError> {
@@ -209,47 +239,38 @@ impl Args {
                 Ok(n) if (min..=max).contains(&n) => Ok(n),
                 _ => Err(self.bad(key, &v, format!("an integer in {min}..={max}"))),
             },
-            None => default.ok_or_else(|| WorkloadError::MissingKey {
-                workload: self.workload.to_string(),
-                key: key.to_string(),
-            }),
+            None => fallback.ok_or_else(|| self.missing(key)),
         }
     }
 
+    /// An integer in `min..=max`.
+    pub fn u64_in(&mut self, key: &str, min: u64, max: u64) -> Result<u64, WorkloadError> {
+        self.u64_or(key, None, min, max)
+    }
+
     /// A `u32` in `min..=max`.
-    pub(crate) fn u32_in(
-        &mut self,
-        key: &str,
-        default: Option<u32>,
-        min: u32,
-        max: u32,
-    ) -> Result<u32, WorkloadError> {
-        self.u64_in(key, default.map(u64::from), u64::from(min), u64::from(max))
+    pub fn u32_in(&mut self, key: &str, min: u32, max: u32) -> Result<u32, WorkloadError> {
+        self.u64_in(key, u64::from(min), u64::from(max))
             .map(|v| v as u32)
     }
 
     /// A signed integer in `min..=max`.
-    pub(crate) fn i32_in(
-        &mut self,
-        key: &str,
-        default: i32,
-        min: i32,
-        max: i32,
-    ) -> Result<i32, WorkloadError> {
+    pub fn i32_in(&mut self, key: &str, min: i32, max: i32) -> Result<i32, WorkloadError> {
         match self.raw(key) {
             Some(v) => match v.parse::<i32>() {
                 Ok(n) if (min..=max).contains(&n) => Ok(n),
                 _ => Err(self.bad(key, &v, format!("an integer in {min}..={max}"))),
             },
-            None => Ok(default),
+            None => Err(self.missing(key)),
         }
     }
 
-    /// A duration (see [`parse_duration`]) of at least `min_ns`.
-    pub(crate) fn duration(
+    /// A duration (see [`parse_duration`]) of at least `min_ns`; `fallback` as for
+    /// [`Args::u64_or`].
+    pub fn duration_or(
         &mut self,
         key: &str,
-        default: Option<u64>,
+        fallback: Option<u64>,
         unit: Unit,
         min_ns: u64,
     ) -> Result<u64, WorkloadError> {
@@ -259,29 +280,31 @@ impl Args {
                 Ok(_) => Err(self.bad(key, &v, format!("a duration of at least {min_ns} ns"))),
                 Err(e) => Err(self.bad(key, &v, e)),
             },
-            None => default.ok_or_else(|| WorkloadError::MissingKey {
-                workload: self.workload.to_string(),
-                key: key.to_string(),
-            }),
+            None => fallback.ok_or_else(|| self.missing(key)),
         }
     }
 
-    /// An optional duration.
-    pub(crate) fn opt_duration(
+    /// A duration (see [`parse_duration`]) of at least `min_ns`.
+    pub fn duration(&mut self, key: &str, unit: Unit, min_ns: u64) -> Result<u64, WorkloadError> {
+        self.duration_or(key, None, unit, min_ns)
+    }
+
+    /// An optional duration (a [`KeyDefault::Unset`] key).
+    pub fn opt_duration(
         &mut self,
         key: &str,
         unit: Unit,
         min_ns: u64,
     ) -> Result<Option<u64>, WorkloadError> {
         if self.has(key) {
-            self.duration(key, None, unit, min_ns).map(Some)
+            self.duration(key, unit, min_ns).map(Some)
         } else {
             Ok(None)
         }
     }
 
-    /// A CPU list.
-    pub(crate) fn cpulist(&mut self, key: &str) -> Result<Option<Vec<u32>>, WorkloadError> {
+    /// A CPU list (`None` when not given).
+    pub fn cpulist(&mut self, key: &str) -> Result<Option<Vec<u32>>, WorkloadError> {
         match self.raw(key) {
             Some(v) => parse_cpulist(&v)
                 .map(Some)
@@ -291,10 +314,9 @@ impl Args {
     }
 
     /// One of `choices`.
-    pub(crate) fn choice(
+    pub fn choice(
         &mut self,
         key: &str,
-        default: &'static str,
         choices: &'static [&'static str],
     ) -> Result<&'static str, WorkloadError> {
         match self.raw(key) {
@@ -303,30 +325,30 @@ impl Args {
                 .copied()
                 .find(|c| *c == v)
                 .ok_or_else(|| self.bad(key, &v, format!("one of {}", choices.join(", ")))),
-            None => Ok(default),
+            None => Err(self.missing(key)),
         }
     }
 
     /// A boolean given as `0`/`1` (also `false`/`true`, `no`/`yes`).
-    pub(crate) fn flag(&mut self, key: &str) -> Result<bool, WorkloadError> {
+    pub fn flag(&mut self, key: &str) -> Result<bool, WorkloadError> {
         match self.raw(key) {
             Some(v) => match v.as_str() {
                 "1" | "true" | "yes" | "" => Ok(true),
                 "0" | "false" | "no" => Ok(false),
                 _ => Err(self.bad(key, &v, "0 or 1")),
             },
-            None => Ok(false),
+            None => Err(self.missing(key)),
         }
     }
 
     /// Errors if some given key was not consumed (a key valid for the generator in general but
     /// not in this combination is caught by the generator itself).
-    pub(crate) fn finish(self) -> Result<(), WorkloadError> {
+    pub fn finish(self) -> Result<(), WorkloadError> {
         if let Some((k, _, _)) = self.pairs.iter().find(|p| !p.2) {
             return Err(WorkloadError::UnknownKey {
                 workload: self.workload.to_string(),
                 key: k.clone(),
-                valid: self.valid.join(", "),
+                valid: self.valid(),
             });
         }
         Ok(())
@@ -363,22 +385,24 @@ mod tests {
 
     #[test]
     fn list_values_continue_after_commas() {
-        let mut a = Args::parse("pingpong", &["cpus", "sleep"], "cpus=0,2,sleep=10us").unwrap();
+        const KEYS: &[Key] = &[Key::required("cpus", "."), Key::value("sleep", "0", ".")];
+        let mut a = Args::parse("pingpong", KEYS, "cpus=0,2,sleep=10us").unwrap();
         assert_eq!(a.cpulist("cpus").unwrap(), Some(vec![0, 2]));
-        assert_eq!(a.duration("sleep", None, Unit::Us, 0).unwrap(), 10_000);
+        assert_eq!(a.duration("sleep", Unit::Us, 0).unwrap(), 10_000);
         a.finish().unwrap();
     }
 
     #[test]
     fn unknown_keys_list_valid_ones() {
-        let e = Args::parse("pipe", &["loops"], "lops=3").unwrap_err();
+        const KEYS: &[Key] = &[Key::value("loops", "1", ".")];
+        let e = Args::parse("pipe", KEYS, "lops=3").unwrap_err();
         assert_eq!(
             e.to_string(),
             "pipe: unknown key \"lops\" (valid keys: loops)"
         );
-        let e = Args::parse("pipe", &["loops"], "loops=1,loops=2").unwrap_err();
+        let e = Args::parse("pipe", KEYS, "loops=1,loops=2").unwrap_err();
         assert_eq!(e.to_string(), "pipe: key \"loops\" given twice");
-        let e = Args::parse("pipe", &["loops"], "3").unwrap_err();
+        let e = Args::parse("pipe", KEYS, "3").unwrap_err();
         assert!(e.to_string().contains("expected key=value"));
     }
 }

@@ -6,16 +6,18 @@
 
 use std::sync::Arc;
 
-use crate::generators::params::{Args, Unit};
-use crate::generators::{Builder, WorkloadError, sched_latency_table};
+use crate::generators::{Args, Builder, Generator, Key, Unit, WorkloadError, sched_latency_table};
 use crate::ids::TimerId;
 use crate::obs::RunObservations;
 use crate::program::{Event, Program};
-use crate::report::{Metric, ReportKind};
-use crate::spec::WorkloadSpec;
+use crate::report::Metric;
 use crate::sync::TimerSpec;
 
 /// `periodic:threads=N,run=D,period=D[,nice=K]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Periodic;
+
+/// The parsed keys of [`Periodic`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Params {
     /// Threads.
@@ -28,32 +30,38 @@ pub struct Params {
     pub nice: i32,
 }
 
-const KEYS: &[&str] = &["threads", "run", "period", "nice"];
+impl Generator for Periodic {
+    type Params = Params;
+    const NAME: &'static str = "periodic";
+    const ABOUT: &'static str = "threads that run, then sleep until their next period";
+    const KEYS: &'static [Key] = &[
+        Key::required("threads", "threads"),
+        Key::required(
+            "run",
+            "work per period at capacity 1024 (a bare number is us)",
+        ),
+        Key::required("period", "the period (a bare number is us)"),
+        Key::value("nice", "0", "nice value of every thread, -20..=19"),
+    ];
+    const EXAMPLE: &'static str = "periodic:threads=4,run=1ms,period=4ms";
 
-/// Parses the `key=value` list.
-pub fn parse(text: &str) -> Result<Params, WorkloadError> {
-    let mut a = Args::parse("periodic", KEYS, text)?;
-    let p = Params {
-        threads: a.u32_in("threads", None, 1, 1_000_000)?,
-        run_ns: a.duration("run", None, Unit::Us, 0)?,
-        period_ns: a.duration("period", None, Unit::Us, 1)?,
-        nice: a.i32_in("nice", 0, -20, 19)?,
-    };
-    a.finish()?;
-    Ok(p)
-}
+    fn parse(mut a: Args) -> Result<Params, WorkloadError> {
+        let p = Params {
+            threads: a.u32_in("threads", 1, 1_000_000)?,
+            run_ns: a.duration("run", Unit::Us, 0)?,
+            period_ns: a.duration("period", Unit::Us, 1)?,
+            nice: a.i32_in("nice", -20, 19)?,
+        };
+        a.finish()?;
+        Ok(p)
+    }
 
-impl Params {
-    /// The workload.
-    pub fn build(&self, label: &str) -> Result<WorkloadSpec, WorkloadError> {
-        let mut b = Builder::new();
+    fn build(p: &Params, b: &mut Builder) {
         let mut program = Program::forever(vec![
-            Event::Run {
-                work_ns: self.run_ns,
-            },
+            Event::Run { work_ns: p.run_ns },
             Event::Timer {
                 timer: TimerId::Local(0),
-                period_ns: self.period_ns,
+                period_ns: p.period_ns,
             },
         ]);
         program.local_timers.push(TimerSpec {
@@ -61,14 +69,13 @@ impl Params {
             relative: true,
         });
         let program = Arc::new(program);
-        for i in 0..self.threads {
+        for i in 0..p.threads {
             b.task(format!("periodic-{i}"), "periodic", &program);
-            b.last().nice = self.nice;
+            b.last().nice = p.nice;
         }
-        b.finish(label, ReportKind::Periodic(self.clone()), None)
     }
-}
 
-pub(crate) fn report(_: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
-    (sched_latency_table(obs, part), Vec::new())
+    fn report(_: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
+        (sched_latency_table(obs, part), Vec::new())
+    }
 }

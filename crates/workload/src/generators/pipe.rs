@@ -10,15 +10,17 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use crate::generators::params::{Args, Unit};
-use crate::generators::{Builder, WorkloadError};
+use crate::generators::{Args, Builder, Generator, Key, Unit, WorkloadError};
 use crate::obs::RunObservations;
 use crate::program::{Event, Loops, Phase, Program};
-use crate::report::{Metric, ReportKind, sec_ms};
-use crate::spec::WorkloadSpec;
+use crate::report::{Metric, sec_ms};
 use crate::sync::ChanKind;
 
 /// `pipe:loops=N[,mode=process|thread][,read=D][,write=D]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Pipe;
+
+/// The parsed keys of [`Pipe`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Params {
     /// Round trips (`-l`, default 1000000).
@@ -31,19 +33,112 @@ pub struct Params {
     pub write_ns: u64,
 }
 
-const KEYS: &[&str] = &["loops", "mode", "read", "write"];
+impl Generator for Pipe {
+    type Params = Params;
+    const NAME: &'static str = "pipe";
+    const ABOUT: &'static str =
+        "perf bench sched pipe: two tasks ping-pong one integer through two pipes";
+    const KEYS: &'static [Key] = &[
+        Key::value("loops", "1000000", "round trips (-l)"),
+        Key::value(
+            "mode",
+            "process",
+            "process or thread (-T); only the text differs",
+        ),
+        Key::value(
+            "read",
+            "400ns",
+            "CPU work of one read at capacity 1024 (a bare number is us)",
+        ),
+        Key::value(
+            "write",
+            "500ns",
+            "CPU work of one write at capacity 1024 (a bare number is us)",
+        ),
+    ];
+    const EXAMPLE: &'static str = "pipe:loops=100000";
 
-/// Parses the `key=value` list.
-pub fn parse(text: &str) -> Result<Params, WorkloadError> {
-    let mut a = Args::parse("pipe", KEYS, text)?;
-    let p = Params {
-        loops: a.u32_in("loops", Some(1_000_000), 1, u32::MAX)?,
-        threaded: a.choice("mode", "process", &["process", "thread"])? == "thread",
-        read_ns: a.duration("read", Some(400), Unit::Us, 0)?,
-        write_ns: a.duration("write", Some(500), Unit::Us, 0)?,
-    };
-    a.finish()?;
-    Ok(p)
+    fn parse(mut a: Args) -> Result<Params, WorkloadError> {
+        let p = Params {
+            loops: a.u32_in("loops", 1, u32::MAX)?,
+            threaded: a.choice("mode", &["process", "thread"])? == "thread",
+            read_ns: a.duration("read", Unit::Us, 0)?,
+            write_ns: a.duration("write", Unit::Us, 0)?,
+        };
+        a.finish()?;
+        Ok(p)
+    }
+
+    fn build(p: &Params, b: &mut Builder) {
+        // 4-byte writes merged into 16 pages.
+        let cap = 16 * (4096 / 4);
+        let p1 = b.spec.sync.add_chan("pipe 1", ChanKind::Pipe, cap);
+        let p2 = b.spec.sync.add_chan("pipe 2", ChanKind::Pipe, cap);
+        let t0 = looped(
+            vec![
+                Event::Recv { chan: p1 },
+                Event::Run {
+                    work_ns: p.read_ns + p.write_ns,
+                },
+                Event::Send { chan: p2, msgs: 1 },
+            ],
+            p.loops,
+        );
+        let t1 = looped(
+            vec![
+                Event::Run {
+                    work_ns: p.write_ns,
+                },
+                Event::Send { chan: p1, msgs: 1 },
+                Event::Recv { chan: p2 },
+                Event::Run { work_ns: p.read_ns },
+            ],
+            p.loops,
+        );
+        b.task("sched-pipe-0".into(), "sched-pipe", &t0);
+        b.task("sched-pipe-1".into(), "sched-pipe", &t1);
+    }
+
+    fn report(p: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
+        let mut complete = true;
+        let stop = obs
+            .part_tasks(part)
+            .map(|(_, t)| {
+                t.exited_ns.unwrap_or_else(|| {
+                    complete = false;
+                    obs.sim_time_ns
+                })
+            })
+            .max()
+            .unwrap_or(0);
+        let usec = stop / 1000;
+        let usecs_per_op = usec as f64 / f64::from(p.loops);
+        let ops_per_sec = if usec == 0 {
+            0
+        } else {
+            (f64::from(p.loops) / (usec as f64 / 1e6)) as i64
+        };
+        let mut s = String::new();
+        s.push_str("# Running 'sched/pipe' benchmark:\n");
+        let _ = writeln!(
+            s,
+            "# Executed {} pipe operations between two {}\n",
+            p.loops,
+            if p.threaded { "threads" } else { "processes" }
+        );
+        let _ = writeln!(s, " {:>14}: {} [sec]\n", "Total time", sec_ms(stop));
+        let _ = writeln!(s, " {usecs_per_op:14.6} usecs/op");
+        let _ = writeln!(s, " {ops_per_sec:14} ops/sec");
+        if !complete {
+            s.push_str("# lbsim: the run ended before both tasks finished their loops\n");
+        }
+        let metrics = vec![
+            Metric::new("total_time", "s", stop as f64 / 1e9, false),
+            Metric::new("usecs_per_op", "us", usecs_per_op, false),
+            Metric::new("ops_per_sec", "ops/s", ops_per_sec as f64, true),
+        ];
+        (s, metrics)
+    }
 }
 
 fn looped(events: Vec<Event>, loops: u32) -> Arc<Program> {
@@ -56,82 +151,4 @@ fn looped(events: Vec<Event>, loops: u32) -> Arc<Program> {
         rtapp_log: false,
         cumulative_slack: false,
     })
-}
-
-impl Params {
-    /// The workload: the two tasks and their two pipes.
-    pub fn build(&self, label: &str) -> Result<WorkloadSpec, WorkloadError> {
-        let mut b = Builder::new();
-        // 4-byte writes merged into 16 pages.
-        let cap = 16 * (4096 / 4);
-        let p1 = b.spec.sync.add_chan("pipe 1", ChanKind::Pipe, cap);
-        let p2 = b.spec.sync.add_chan("pipe 2", ChanKind::Pipe, cap);
-        let t0 = looped(
-            vec![
-                Event::Recv { chan: p1 },
-                Event::Run {
-                    work_ns: self.read_ns + self.write_ns,
-                },
-                Event::Send { chan: p2, msgs: 1 },
-            ],
-            self.loops,
-        );
-        let t1 = looped(
-            vec![
-                Event::Run {
-                    work_ns: self.write_ns,
-                },
-                Event::Send { chan: p1, msgs: 1 },
-                Event::Recv { chan: p2 },
-                Event::Run {
-                    work_ns: self.read_ns,
-                },
-            ],
-            self.loops,
-        );
-        b.task("sched-pipe-0".into(), "sched-pipe", &t0);
-        b.task("sched-pipe-1".into(), "sched-pipe", &t1);
-        b.finish(label, ReportKind::Pipe(self.clone()), None)
-    }
-}
-
-pub(crate) fn report(p: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
-    let mut complete = true;
-    let stop = obs
-        .part_tasks(part)
-        .map(|(_, t)| {
-            t.exited_ns.unwrap_or_else(|| {
-                complete = false;
-                obs.sim_time_ns
-            })
-        })
-        .max()
-        .unwrap_or(0);
-    let usec = stop / 1000;
-    let usecs_per_op = usec as f64 / f64::from(p.loops);
-    let ops_per_sec = if usec == 0 {
-        0
-    } else {
-        (f64::from(p.loops) / (usec as f64 / 1e6)) as i64
-    };
-    let mut s = String::new();
-    s.push_str("# Running 'sched/pipe' benchmark:\n");
-    let _ = writeln!(
-        s,
-        "# Executed {} pipe operations between two {}\n",
-        p.loops,
-        if p.threaded { "threads" } else { "processes" }
-    );
-    let _ = writeln!(s, " {:>14}: {} [sec]\n", "Total time", sec_ms(stop));
-    let _ = writeln!(s, " {usecs_per_op:14.6} usecs/op");
-    let _ = writeln!(s, " {ops_per_sec:14} ops/sec");
-    if !complete {
-        s.push_str("# lbsim: the run ended before both tasks finished their loops\n");
-    }
-    let metrics = vec![
-        Metric::new("total_time", "s", stop as f64 / 1e9, false),
-        Metric::new("usecs_per_op", "us", usecs_per_op, false),
-        Metric::new("ops_per_sec", "ops/s", ops_per_sec as f64, true),
-    ];
-    (s, metrics)
 }

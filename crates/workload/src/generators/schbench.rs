@@ -17,21 +17,23 @@
 //! RPS, average rps, sched delay) from the same fio-style histogram; a "request" here is a
 //! worker's spin, timed from its wake-up to the end of its next spin. With `auto=1`, the first
 //! line is the 2016 auto-bench line (`cputime 30000 threads 38 p99 177`), and
-//! [`Params::auto_next`] gives the next round's parameters (one more worker per message
+//! [`Generator::next_round`] gives the next round (one more worker per message
 //! thread while p99 stays below 2000 us), as `schbench -a` re-runs itself.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use crate::generators::params::{Args, Unit};
-use crate::generators::{Builder, WorkloadError};
+use crate::generators::{Args, Builder, Generator, Key, Unit, WorkloadError};
 use crate::ids::ProbeTag;
 use crate::obs::RunObservations;
 use crate::program::{Event, Program};
-use crate::report::{Metric, PlatHistogram, Report, ReportKind};
-use crate::spec::WorkloadSpec;
+use crate::report::{Metric, PlatHistogram, Report};
 
 /// `schbench:m=M,t=T[,cputime=D][,sleeptime=D][,runtime=D][,auto=1]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Schbench;
+
+/// The parsed keys of [`Schbench`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Params {
     /// Message threads (`-m`, default 2).
@@ -48,8 +50,6 @@ pub struct Params {
     pub auto: bool,
 }
 
-const KEYS: &[&str] = &["m", "t", "cputime", "sleeptime", "runtime", "auto"];
-
 /// The percentiles schbench computes; latency blocks show 50/90/99/99.9 with 99 starred, the
 /// RPS block 20/50/90 with 50 starred.
 const PLIST: [f64; 5] = [20.0, 50.0, 90.0, 99.0, 99.9];
@@ -57,45 +57,67 @@ const PLIST: [f64; 5] = [20.0, 50.0, 90.0, 99.0, 99.9];
 /// p99 (us) below which `schbench -a` adds a worker and runs again.
 pub const AUTO_P99_LIMIT_US: u64 = 2000;
 
-/// Parses the `key=value` list.
-pub fn parse(text: &str) -> Result<Params, WorkloadError> {
-    let mut a = Args::parse("schbench", KEYS, text)?;
-    let p = Params {
-        m: a.u32_in("m", Some(2), 1, 100_000)?,
-        t: a.u32_in("t", Some(16), 1, 100_000)?,
-        cputime_ns: a.duration("cputime", Some(30_000_000), Unit::Us, 0)?,
-        sleeptime_ns: a.duration("sleeptime", Some(30_000_000), Unit::Us, 0)?,
-        runtime_ns: a.duration("runtime", Some(30_000_000_000), Unit::S, 1_000_000_000)?,
-        auto: a.flag("auto")?,
-    };
-    a.finish()?;
-    if u64::from(p.m) * (u64::from(p.t) + 1) > 1_000_000 {
-        return Err(WorkloadError::Invalid {
-            workload: "schbench".into(),
-            message: "more than 1000000 threads".into(),
-        });
-    }
-    Ok(p)
-}
+impl Generator for Schbench {
+    type Params = Params;
+    const NAME: &'static str = "schbench";
+    const ABOUT: &'static str =
+        "message threads wake their workers, which spin; wake-up latency recorded";
+    const KEYS: &'static [Key] = &[
+        Key::value("m", "2", "message threads (-m)"),
+        Key::value("t", "16", "workers per message thread (-t)"),
+        Key::value(
+            "cputime",
+            "30000us",
+            "worker spin per loop (-c; a bare number is us)",
+        ),
+        Key::value(
+            "sleeptime",
+            "30000us",
+            "message thread sleep per loop (-s; a bare number is us)",
+        ),
+        Key::value("runtime", "30s", "run length (-r; a bare number is s)"),
+        Key::value(
+            "auto",
+            "0",
+            "auto-bench mode (-a): one more worker per round while p99 < 2000 us",
+        ),
+    ];
+    const EXAMPLE: &'static str = "schbench:m=2,t=16";
 
-impl Params {
-    /// The workload: `m` message threads, each followed by its `t` workers.
-    pub fn build(&self, label: &str) -> Result<WorkloadSpec, WorkloadError> {
-        let mut b = Builder::new();
-        for i in 0..self.m {
+    fn parse(mut a: Args) -> Result<Params, WorkloadError> {
+        let p = Params {
+            m: a.u32_in("m", 1, 100_000)?,
+            t: a.u32_in("t", 1, 100_000)?,
+            cputime_ns: a.duration("cputime", Unit::Us, 0)?,
+            sleeptime_ns: a.duration("sleeptime", Unit::Us, 0)?,
+            runtime_ns: a.duration("runtime", Unit::S, 1_000_000_000)?,
+            auto: a.flag("auto")?,
+        };
+        a.finish()?;
+        if u64::from(p.m) * (u64::from(p.t) + 1) > 1_000_000 {
+            return Err(WorkloadError::Invalid {
+                workload: "schbench".into(),
+                message: "more than 1000000 threads".into(),
+            });
+        }
+        Ok(p)
+    }
+
+    fn build(p: &Params, b: &mut Builder) {
+        for i in 0..p.m {
             let list = b.spec.sync.add_list(format!("message thread {i}"));
             let mut msg_events = vec![
                 Event::ClearToken,
                 Event::WakeList(list),
                 Event::ExitAfter {
-                    abs_ns: self.runtime_ns,
+                    abs_ns: p.runtime_ns,
                 },
                 Event::Suspend,
             ];
-            if self.sleeptime_ns > 0 {
+            if p.sleeptime_ns > 0 {
                 msg_events.push(Event::SleepRandom {
-                    min_ns: self.sleeptime_ns,
-                    spread_ns: self.sleeptime_ns / 4,
+                    min_ns: p.sleeptime_ns,
+                    spread_ns: p.sleeptime_ns / 4,
                 });
             }
             let msg = b.task(
@@ -105,11 +127,9 @@ impl Params {
             );
             let worker = Arc::new(Program::forever(vec![
                 Event::ExitAfter {
-                    abs_ns: self.runtime_ns,
+                    abs_ns: p.runtime_ns,
                 },
-                Event::RunWall {
-                    ns: self.cputime_ns,
-                },
+                Event::RunWall { ns: p.cputime_ns },
                 Event::ProbeSinceMark(ProbeTag::Request),
                 Event::ClearToken,
                 Event::ListAdd(list),
@@ -118,7 +138,7 @@ impl Params {
                 Event::ProbeWakeup,
                 Event::Mark,
             ]));
-            for j in 0..self.t {
+            for j in 0..p.t {
                 b.task(
                     format!("schbench-worker-{i}-{j}"),
                     "schbench-worker",
@@ -126,131 +146,143 @@ impl Params {
                 );
             }
         }
-        b.finish(
-            label,
-            ReportKind::Schbench(self.clone()),
-            Some(self.runtime_ns),
-        )
+        b.spec.duration_ns = Some(p.runtime_ns);
     }
 
-    /// `schbench -a`: the parameters of the next round (one more worker per message thread)
-    /// if this round's wake-up p99 (the report's `wakeup_latency_p99` metric) is below
-    /// [`AUTO_P99_LIMIT_US`]; `None` when auto mode is off or the search is over.
-    pub fn auto_next(&self, report: &Report) -> Option<Params> {
-        if !self.auto {
+    fn report(p: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
+        let runtime_s = p.runtime_ns / 1_000_000_000;
+        let mut wake = PlatHistogram::default();
+        for pr in obs.part_probes(part, ProbeTag::Wakeup) {
+            let us = pr.value / 1000;
+            if us > 0 {
+                wake.add(us);
+            }
+        }
+        let mut req = PlatHistogram::default();
+        let mut per_second = vec![0u64; runtime_s as usize];
+        let mut loops = 0u64;
+        for pr in obs.part_probes(part, ProbeTag::Request) {
+            if pr.time_ns > p.runtime_ns {
+                continue;
+            }
+            loops += 1;
+            let us = pr.value / 1000;
+            if us > 0 {
+                req.add(us);
+            }
+            let sec = (pr.time_ns / 1_000_000_000) as usize;
+            if sec < per_second.len() {
+                per_second[sec] += 1;
+            }
+        }
+        let mut rps = PlatHistogram::default();
+        for &n in &per_second {
+            rps.add(n);
+        }
+        let (mut msg_delay, mut n_msg, mut worker_delay, mut n_worker) = (0u64, 0u64, 0u64, 0u64);
+        for (_, t) in obs.part_tasks(part) {
+            let d = t.wait_ns / t.nr_switches().max(1);
+            if t.group == "schbench-msg" {
+                msg_delay += d;
+                n_msg += 1;
+            } else {
+                worker_delay += d;
+                n_worker += 1;
+            }
+        }
+        let msg_delay_us = msg_delay / n_msg.max(1) / 1000;
+        let worker_delay_us = worker_delay / n_worker.max(1) / 1000;
+        let wp = wake.percentiles(&PLIST);
+        let p99 = wp[3].0;
+
+        let mut s = String::new();
+        if p.auto {
+            let _ = writeln!(
+                s,
+                "cputime {} threads {} p99 {}",
+                p.cputime_ns / 1000,
+                p.t,
+                p99
+            );
+        }
+        let lat_show = [50.0, 90.0, 99.0, 99.9];
+        s.push_str(&wake.schbench_block(
+            "Wakeup Latencies",
+            "usec",
+            runtime_s,
+            &PLIST,
+            &lat_show,
+            99.0,
+        ));
+        s.push_str(&req.schbench_block(
+            "Request Latencies",
+            "usec",
+            runtime_s,
+            &PLIST,
+            &lat_show,
+            99.0,
+        ));
+        s.push_str(&rps.schbench_block(
+            "RPS",
+            "requests",
+            runtime_s,
+            &PLIST,
+            &[20.0, 50.0, 90.0],
+            50.0,
+        ));
+        let avg_rps = loops as f64 / runtime_s.max(1) as f64;
+        let _ = writeln!(s, "average rps: {avg_rps:.2}");
+        let _ = writeln!(
+            s,
+            "sched delay: message {msg_delay_us} (usec) worker {worker_delay_us} (usec)"
+        );
+
+        let rp = req.percentiles(&PLIST);
+        let rpsp = rps.percentiles(&PLIST);
+        let metrics = vec![
+            Metric::new("wakeup_latency_p50", "us", wp[1].0 as f64, false),
+            Metric::new("wakeup_latency_p90", "us", wp[2].0 as f64, false),
+            Metric::new("wakeup_latency_p99", "us", p99 as f64, false),
+            Metric::new("wakeup_latency_p999", "us", wp[4].0 as f64, false),
+            Metric::new("wakeup_latency_max", "us", wake.max() as f64, false),
+            Metric::new("wakeup_samples", "count", wake.samples() as f64, true),
+            Metric::new("request_latency_p50", "us", rp[1].0 as f64, false),
+            Metric::new("request_latency_p99", "us", rp[3].0 as f64, false),
+            Metric::new("rps_p50", "requests/s", rpsp[1].0 as f64, true),
+            Metric::new("average_rps", "requests/s", avg_rps, true),
+            Metric::new("sched_delay_message", "us", msg_delay_us as f64, false),
+            Metric::new("sched_delay_worker", "us", worker_delay_us as f64, false),
+        ];
+        (s, metrics)
+    }
+
+    fn rounds(p: &Params) -> Option<&'static str> {
+        p.auto.then_some("schbench -a")
+    }
+
+    /// `schbench -a`: the next round (one more worker per message thread) if this round's
+    /// wake-up p99 (the report's `wakeup_latency_p99` metric) is below [`AUTO_P99_LIMIT_US`];
+    /// `None` when auto mode is off or the search is over. The label spells every key out.
+    fn next_round(p: &Params, report: &Report) -> Option<(String, Params)> {
+        if !p.auto {
             return None;
         }
         let p99 = report.metric("wakeup_latency_p99")?.value;
-        (p99 < AUTO_P99_LIMIT_US as f64).then(|| Params {
-            t: self.t + 1,
-            ..self.clone()
-        })
-    }
-}
-
-pub(crate) fn report(p: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
-    let runtime_s = p.runtime_ns / 1_000_000_000;
-    let mut wake = PlatHistogram::default();
-    for pr in obs.part_probes(part, ProbeTag::Wakeup) {
-        let us = pr.value / 1000;
-        if us > 0 {
-            wake.add(us);
+        if p99 >= AUTO_P99_LIMIT_US as f64 {
+            return None;
         }
-    }
-    let mut req = PlatHistogram::default();
-    let mut per_second = vec![0u64; runtime_s as usize];
-    let mut loops = 0u64;
-    for pr in obs.part_probes(part, ProbeTag::Request) {
-        if pr.time_ns > p.runtime_ns {
-            continue;
-        }
-        loops += 1;
-        let us = pr.value / 1000;
-        if us > 0 {
-            req.add(us);
-        }
-        let sec = (pr.time_ns / 1_000_000_000) as usize;
-        if sec < per_second.len() {
-            per_second[sec] += 1;
-        }
-    }
-    let mut rps = PlatHistogram::default();
-    for &n in &per_second {
-        rps.add(n);
-    }
-    let (mut msg_delay, mut n_msg, mut worker_delay, mut n_worker) = (0u64, 0u64, 0u64, 0u64);
-    for (_, t) in obs.part_tasks(part) {
-        let d = t.wait_ns / t.nr_switches().max(1);
-        if t.group == "schbench-msg" {
-            msg_delay += d;
-            n_msg += 1;
-        } else {
-            worker_delay += d;
-            n_worker += 1;
-        }
-    }
-    let msg_delay_us = msg_delay / n_msg.max(1) / 1000;
-    let worker_delay_us = worker_delay / n_worker.max(1) / 1000;
-    let wp = wake.percentiles(&PLIST);
-    let p99 = wp[3].0;
-
-    let mut s = String::new();
-    if p.auto {
-        let _ = writeln!(
-            s,
-            "cputime {} threads {} p99 {}",
-            p.cputime_ns / 1000,
-            p.t,
-            p99
+        let next = Params {
+            t: p.t + 1,
+            ..p.clone()
+        };
+        let label = format!(
+            "schbench:m={},t={},cputime={}us,sleeptime={}us,runtime={}s,auto=1",
+            next.m,
+            next.t,
+            next.cputime_ns / 1000,
+            next.sleeptime_ns / 1000,
+            next.runtime_ns / 1_000_000_000
         );
+        Some((label, next))
     }
-    let lat_show = [50.0, 90.0, 99.0, 99.9];
-    s.push_str(&wake.schbench_block(
-        "Wakeup Latencies",
-        "usec",
-        runtime_s,
-        &PLIST,
-        &lat_show,
-        99.0,
-    ));
-    s.push_str(&req.schbench_block(
-        "Request Latencies",
-        "usec",
-        runtime_s,
-        &PLIST,
-        &lat_show,
-        99.0,
-    ));
-    s.push_str(&rps.schbench_block(
-        "RPS",
-        "requests",
-        runtime_s,
-        &PLIST,
-        &[20.0, 50.0, 90.0],
-        50.0,
-    ));
-    let avg_rps = loops as f64 / runtime_s.max(1) as f64;
-    let _ = writeln!(s, "average rps: {avg_rps:.2}");
-    let _ = writeln!(
-        s,
-        "sched delay: message {msg_delay_us} (usec) worker {worker_delay_us} (usec)"
-    );
-
-    let rp = req.percentiles(&PLIST);
-    let rpsp = rps.percentiles(&PLIST);
-    let metrics = vec![
-        Metric::new("wakeup_latency_p50", "us", wp[1].0 as f64, false),
-        Metric::new("wakeup_latency_p90", "us", wp[2].0 as f64, false),
-        Metric::new("wakeup_latency_p99", "us", p99 as f64, false),
-        Metric::new("wakeup_latency_p999", "us", wp[4].0 as f64, false),
-        Metric::new("wakeup_latency_max", "us", wake.max() as f64, false),
-        Metric::new("wakeup_samples", "count", wake.samples() as f64, true),
-        Metric::new("request_latency_p50", "us", rp[1].0 as f64, false),
-        Metric::new("request_latency_p99", "us", rp[3].0 as f64, false),
-        Metric::new("rps_p50", "requests/s", rpsp[1].0 as f64, true),
-        Metric::new("average_rps", "requests/s", avg_rps, true),
-        Metric::new("sched_delay_message", "us", msg_delay_us as f64, false),
-        Metric::new("sched_delay_worker", "us", worker_delay_us as f64, false),
-    ];
-    (s, metrics)
 }

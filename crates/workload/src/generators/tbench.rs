@@ -19,18 +19,20 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use crate::generators::params::{Args, Unit};
-use crate::generators::{Builder, WorkloadError};
+use crate::generators::{Args, Builder, Generator, Key, Unit, WorkloadError};
 use crate::ids::{ProbeTag, TaskRef};
 use crate::obs::RunObservations;
 use crate::program::{Event, Program};
-use crate::report::{Metric, ReportKind, fmt_g};
-use crate::spec::WorkloadSpec;
+use crate::report::{Metric, fmt_g};
 use crate::sync::ChanKind;
 
 const SEC: u64 = 1_000_000_000;
 
 /// `tbench:clients=N[,runtime=D][,warmup=D][,client=D][,server=D][,bytes=B]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Tbench;
+
+/// The parsed keys of [`Tbench`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Params {
     /// Client processes (dbench's NPROCS; required).
@@ -47,10 +49,8 @@ pub struct Params {
     pub bytes: u64,
 }
 
-const KEYS: &[&str] = &["clients", "runtime", "warmup", "client", "server", "bytes"];
-
 fn whole_seconds(a: &mut Args, key: &str, default: Option<u64>) -> Result<u64, WorkloadError> {
-    let ns = a.duration(key, default.map(|s| s * SEC), Unit::S, 0)?;
+    let ns = a.duration_or(key, default.map(|s| s * SEC), Unit::S, 0)?;
     if ns % SEC != 0 {
         return Err(WorkloadError::BadValue {
             workload: "tbench".into(),
@@ -62,30 +62,190 @@ fn whole_seconds(a: &mut Args, key: &str, default: Option<u64>) -> Result<u64, W
     Ok(ns / SEC)
 }
 
-/// Parses the `key=value` list.
-pub fn parse(text: &str) -> Result<Params, WorkloadError> {
-    let mut a = Args::parse("tbench", KEYS, text)?;
-    let clients = a.u32_in("clients", None, 1, 500_000)?;
-    let runtime_s = whole_seconds(&mut a, "runtime", Some(600))?;
-    if runtime_s == 0 {
-        return Err(WorkloadError::BadValue {
-            workload: "tbench".into(),
-            key: "runtime".into(),
-            value: "0".into(),
-            expected: "at least 1 s".into(),
-        });
+impl Generator for Tbench {
+    type Params = Params;
+    const NAME: &'static str = "tbench";
+    const ABOUT: &'static str =
+        "dbench's network load: client/server pairs exchanging requests and replies";
+    const KEYS: &'static [Key] = &[
+        Key::required("clients", "client processes (dbench's NPROCS)"),
+        Key::value(
+            "runtime",
+            "600s",
+            "measured run after the warmup, whole seconds (-t; a bare number is s)",
+        ),
+        Key::derived(
+            "warmup",
+            "runtime / 5",
+            "warmup, whole seconds (--warmup; a bare number is s)",
+        ),
+        Key::value(
+            "client",
+            "4us",
+            "client CPU work per operation at capacity 1024 (a bare number is us)",
+        ),
+        Key::value(
+            "server",
+            "6us",
+            "server CPU work per operation at capacity 1024 (a bare number is us)",
+        ),
+        Key::value("bytes", "4096", "payload bytes per operation"),
+    ];
+    const EXAMPLE: &'static str = "tbench:clients=8,runtime=10";
+
+    fn parse(mut a: Args) -> Result<Params, WorkloadError> {
+        let clients = a.u32_in("clients", 1, 500_000)?;
+        let runtime_s = whole_seconds(&mut a, "runtime", None)?;
+        if runtime_s == 0 {
+            return Err(WorkloadError::BadValue {
+                workload: "tbench".into(),
+                key: "runtime".into(),
+                value: "0".into(),
+                expected: "at least 1 s".into(),
+            });
+        }
+        let warmup_s = whole_seconds(&mut a, "warmup", Some(runtime_s / 5))?;
+        let p = Params {
+            clients,
+            runtime_s,
+            warmup_s,
+            client_ns: a.duration("client", Unit::Us, 0)?,
+            server_ns: a.duration("server", Unit::Us, 0)?,
+            bytes: a.u64_in("bytes", 1, 1 << 40)?,
+        };
+        a.finish()?;
+        Ok(p)
     }
-    let warmup_s = whole_seconds(&mut a, "warmup", Some(runtime_s / 5))?;
-    let p = Params {
-        clients,
-        runtime_s,
-        warmup_s,
-        client_ns: a.duration("client", Some(4_000), Unit::Us, 0)?,
-        server_ns: a.duration("server", Some(6_000), Unit::Us, 0)?,
-        bytes: a.u64_in("bytes", Some(4096), 1, 1 << 40)?,
-    };
-    a.finish()?;
-    Ok(p)
+
+    fn build(p: &Params, b: &mut Builder) {
+        let end_ns = p.end_ns();
+        for i in 0..p.clients {
+            let req = b
+                .spec
+                .sync
+                .add_chan(format!("tbench {i} request"), ChanKind::Socket, 16);
+            let rep = b
+                .spec
+                .sync
+                .add_chan(format!("tbench {i} reply"), ChanKind::Socket, 16);
+            let client = Arc::new(Program::forever(vec![
+                Event::ExitAfter { abs_ns: end_ns },
+                Event::Mark,
+                Event::Run {
+                    work_ns: p.client_ns,
+                },
+                Event::Send { chan: req, msgs: 1 },
+                Event::Recv { chan: rep },
+                Event::Tally { interval_ns: SEC },
+            ]));
+            let server = Arc::new(Program::forever(vec![
+                Event::Recv { chan: req },
+                Event::Run {
+                    work_ns: p.server_ns,
+                },
+                Event::Send { chan: rep, msgs: 1 },
+            ]));
+            b.task(format!("tbench-{i}"), "tbench", &client);
+            b.task(format!("tbench_srv-{i}"), "tbench_srv", &server);
+        }
+        b.spec.duration_ns = Some(end_ns + SEC);
+    }
+
+    fn report(p: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
+        let reset = p.reset_tick();
+        let last_tick = reset + p.runtime_s;
+        let clients: Vec<TaskRef> = obs
+            .part_tasks(part)
+            .filter(|(_, t)| t.group == "tbench")
+            .map(|(r, _)| r)
+            .collect();
+        let n = clients.len().max(1) as u64;
+        let data: Vec<PerSecond> = clients
+            .iter()
+            .map(|&c| per_second(obs, c, last_tick as usize))
+            .collect();
+        let mut last_busy = vec![0u64; data.len()];
+        let mut bytes_total = 0u64;
+        let mut bytes_at_reset = 0u64;
+        let mut lines_total = 0u64;
+        let mut worst = 0u64;
+        let mut throughput = 0.0f64;
+        let mut s = String::new();
+        s.push_str("dbench version 4.00 - Copyright Andrew Tridgell 1999-2004\n\n");
+        let _ = writeln!(
+            s,
+            "Running for {} seconds with load 'client.txt' and minimum warmup {} secs",
+            p.runtime_s, p.warmup_s
+        );
+        s.push_str("Waiting for child processes to finish setup.\n");
+        s.push_str("Releasing clients\n");
+        for tick in 1..=last_tick {
+            let k = (tick - 1) as usize;
+            let mut latency = 0u64;
+            for (c, d) in data.iter().enumerate() {
+                let cnt = d.count[k];
+                bytes_total += cnt * p.bytes;
+                lines_total += cnt;
+                let lat = if cnt > 0 {
+                    last_busy[c] = tick * SEC;
+                    d.max_lat[k]
+                } else {
+                    tick * SEC - last_busy[c]
+                };
+                latency = latency.max(lat);
+            }
+            if reset > 0 && tick == reset {
+                // dbench: the first tick past the warmup resets the statistics and prints nothing.
+                bytes_at_reset = bytes_total;
+                worst = 0;
+                continue;
+            }
+            let (t, bytes) = if tick > reset && reset > 0 {
+                (tick - reset, bytes_total - bytes_at_reset)
+            } else {
+                (tick, bytes_total)
+            };
+            let mbps = 1.0e-6 * bytes as f64 / t as f64;
+            let lat_ms = latency as f64 / 1e6;
+            if reset > 0 && tick < p.warmup_s {
+                let _ = writeln!(
+                    s,
+                    "{:4}  {:8}  {:7.2} MB/sec  warmup {:3} sec  latency {:.3} ms",
+                    clients.len(),
+                    lines_total / n,
+                    mbps,
+                    t,
+                    lat_ms
+                );
+            } else {
+                worst = worst.max(latency);
+                throughput = mbps;
+                let _ = writeln!(
+                    s,
+                    "{:4}  {:8}  {:7.2} MB/sec  execute {:3} sec  latency {:.3} ms",
+                    clients.len(),
+                    lines_total / n,
+                    mbps,
+                    t,
+                    lat_ms
+                );
+            }
+        }
+        s.push('\n');
+        let _ = writeln!(
+            s,
+            "Throughput {} MB/sec  {} clients  {} procs  max_latency={:.3} ms",
+            fmt_g(throughput),
+            clients.len(),
+            clients.len(),
+            worst as f64 / 1e6
+        );
+        let metrics = vec![
+            Metric::new("throughput", "MB/s", throughput, true),
+            Metric::new("max_latency", "ms", worst as f64 / 1e6, false),
+        ];
+        (s, metrics)
+    }
 }
 
 impl Params {
@@ -102,42 +262,6 @@ impl Params {
     /// When the clients stop: the tick at which `runtime` seconds have passed since the reset.
     pub fn end_ns(&self) -> u64 {
         (self.reset_tick() + self.runtime_s + 1) * SEC
-    }
-
-    /// The workload: `clients` client/server pairs.
-    pub fn build(&self, label: &str) -> Result<WorkloadSpec, WorkloadError> {
-        let mut b = Builder::new();
-        let end_ns = self.end_ns();
-        for i in 0..self.clients {
-            let req = b
-                .spec
-                .sync
-                .add_chan(format!("tbench {i} request"), ChanKind::Socket, 16);
-            let rep = b
-                .spec
-                .sync
-                .add_chan(format!("tbench {i} reply"), ChanKind::Socket, 16);
-            let client = Arc::new(Program::forever(vec![
-                Event::ExitAfter { abs_ns: end_ns },
-                Event::Mark,
-                Event::Run {
-                    work_ns: self.client_ns,
-                },
-                Event::Send { chan: req, msgs: 1 },
-                Event::Recv { chan: rep },
-                Event::Tally { interval_ns: SEC },
-            ]));
-            let server = Arc::new(Program::forever(vec![
-                Event::Recv { chan: req },
-                Event::Run {
-                    work_ns: self.server_ns,
-                },
-                Event::Send { chan: rep, msgs: 1 },
-            ]));
-            b.task(format!("tbench-{i}"), "tbench", &client);
-            b.task(format!("tbench_srv-{i}"), "tbench_srv", &server);
-        }
-        b.finish(label, ReportKind::Tbench(self.clone()), Some(end_ns + SEC))
     }
 }
 
@@ -174,100 +298,4 @@ fn per_second(obs: &RunObservations, task: TaskRef, ticks: usize) -> PerSecond {
         }
     }
     ps
-}
-
-pub(crate) fn report(p: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
-    let reset = p.reset_tick();
-    let last_tick = reset + p.runtime_s;
-    let clients: Vec<TaskRef> = obs
-        .part_tasks(part)
-        .filter(|(_, t)| t.group == "tbench")
-        .map(|(r, _)| r)
-        .collect();
-    let n = clients.len().max(1) as u64;
-    let data: Vec<PerSecond> = clients
-        .iter()
-        .map(|&c| per_second(obs, c, last_tick as usize))
-        .collect();
-    let mut last_busy = vec![0u64; data.len()];
-    let mut bytes_total = 0u64;
-    let mut bytes_at_reset = 0u64;
-    let mut lines_total = 0u64;
-    let mut worst = 0u64;
-    let mut throughput = 0.0f64;
-    let mut s = String::new();
-    s.push_str("dbench version 4.00 - Copyright Andrew Tridgell 1999-2004\n\n");
-    let _ = writeln!(
-        s,
-        "Running for {} seconds with load 'client.txt' and minimum warmup {} secs",
-        p.runtime_s, p.warmup_s
-    );
-    s.push_str("Waiting for child processes to finish setup.\n");
-    s.push_str("Releasing clients\n");
-    for tick in 1..=last_tick {
-        let k = (tick - 1) as usize;
-        let mut latency = 0u64;
-        for (c, d) in data.iter().enumerate() {
-            let cnt = d.count[k];
-            bytes_total += cnt * p.bytes;
-            lines_total += cnt;
-            let lat = if cnt > 0 {
-                last_busy[c] = tick * SEC;
-                d.max_lat[k]
-            } else {
-                tick * SEC - last_busy[c]
-            };
-            latency = latency.max(lat);
-        }
-        if reset > 0 && tick == reset {
-            // dbench: the first tick past the warmup resets the statistics and prints nothing.
-            bytes_at_reset = bytes_total;
-            worst = 0;
-            continue;
-        }
-        let (t, bytes) = if tick > reset && reset > 0 {
-            (tick - reset, bytes_total - bytes_at_reset)
-        } else {
-            (tick, bytes_total)
-        };
-        let mbps = 1.0e-6 * bytes as f64 / t as f64;
-        let lat_ms = latency as f64 / 1e6;
-        if reset > 0 && tick < p.warmup_s {
-            let _ = writeln!(
-                s,
-                "{:4}  {:8}  {:7.2} MB/sec  warmup {:3} sec  latency {:.3} ms",
-                clients.len(),
-                lines_total / n,
-                mbps,
-                t,
-                lat_ms
-            );
-        } else {
-            worst = worst.max(latency);
-            throughput = mbps;
-            let _ = writeln!(
-                s,
-                "{:4}  {:8}  {:7.2} MB/sec  execute {:3} sec  latency {:.3} ms",
-                clients.len(),
-                lines_total / n,
-                mbps,
-                t,
-                lat_ms
-            );
-        }
-    }
-    s.push('\n');
-    let _ = writeln!(
-        s,
-        "Throughput {} MB/sec  {} clients  {} procs  max_latency={:.3} ms",
-        fmt_g(throughput),
-        clients.len(),
-        clients.len(),
-        worst as f64 / 1e6
-    );
-    let metrics = vec![
-        Metric::new("throughput", "MB/s", throughput, true),
-        Metric::new("max_latency", "ms", worst as f64 / 1e6, false),
-    ];
-    (s, metrics)
 }

@@ -326,11 +326,22 @@ fn schbench_blocks() {
         work_min_max_ratio = 1 ratio (higher is better)
         work_jain_index = 1 ratio (higher is better)"#]],
     );
-    let report = &spec.reports(&obs)[0];
-    let crate::ReportKind::Schbench(p) = &spec.parts[0].report else {
-        panic!()
-    };
-    assert_eq!(p.auto_next(report).map(|n| n.t), Some(3));
+    let reports = spec.reports(&obs);
+    assert_eq!(spec.rounds(), Some("schbench -a"));
+    let next = spec
+        .next_round(&reports)
+        .expect("p99 below the limit")
+        .unwrap();
+    let p = next.parts[0]
+        .report
+        .params::<crate::generators::schbench::Schbench>()
+        .unwrap();
+    assert_eq!(p.t, 3);
+    assert_eq!(
+        next.parts[0].label,
+        "schbench:m=1,t=3,cputime=30000us,sleeptime=30000us,runtime=3s,auto=1"
+    );
+    assert_eq!(next.tasks.len(), 4);
 }
 
 #[test]

@@ -24,9 +24,10 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
+use crate::generators::{Key, WorkloadError, WorkloadKind};
 use crate::ids::{ProbeTag, TaskRef};
 use crate::obs::RunObservations;
-use crate::report::{Fairness, Metric};
+use crate::report::{Fairness, Metric, PartReport};
 use crate::spec::WorkloadSpec;
 
 pub(crate) mod json;
@@ -94,6 +95,51 @@ impl RtappError {
                 Some((*line, *column))
             }
         }
+    }
+}
+
+/// `rtapp:FILE.json`: the file-based entry of [`crate::generators::WORKLOADS`].
+#[derive(Clone, Copy, Debug)]
+pub struct Rtapp;
+
+impl WorkloadKind for Rtapp {
+    fn name(&self) -> &'static str {
+        "rtapp"
+    }
+
+    fn about(&self) -> &'static str {
+        "an rt-app JSON file (rt-app's task, phase and event vocabulary)"
+    }
+
+    fn keys(&self) -> &'static [Key] {
+        &[]
+    }
+
+    fn example(&self) -> &'static str {
+        "rtapp:FILE.json"
+    }
+
+    fn load(&self, rest: &str, arg: &str) -> Result<WorkloadSpec, WorkloadError> {
+        Ok(load_file(Path::new(rest), arg)?)
+    }
+}
+
+impl PartReport for RtappReport {
+    fn report(
+        &self,
+        spec: &WorkloadSpec,
+        part: u16,
+        obs: &RunObservations,
+    ) -> (String, Vec<Metric>) {
+        report(self, spec, part, obs)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn eq_dyn(&self, other: &dyn PartReport) -> bool {
+        other.as_any().downcast_ref::<Self>() == Some(self)
     }
 }
 

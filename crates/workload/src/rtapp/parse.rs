@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use crate::ids::{CondId, CpusetId, MutexId, SemId, TemplateId, TimerId};
 use crate::program::{Event, Loops, Phase, Policy, Program, SchedChange};
-use crate::report::ReportKind;
 use crate::rtapp::json::{self, Key, Node, Spanned};
 use crate::rtapp::{RtappError, RtappReport};
 use crate::spec::{Part, TaskSpec, Warning, WorkloadSpec};
@@ -1070,7 +1069,7 @@ pub(crate) fn parse(text: &str, path: &str, label: &str) -> Result<WorkloadSpec,
     let nt = p.spec.templates.len() as u32;
     p.spec.parts.push(Part {
         label: label.to_string(),
-        report: ReportKind::Rtapp(RtappReport {
+        report: Arc::new(RtappReport {
             path: path.to_string(),
             log_basename: p.log_basename.clone(),
             phases: phases_costs,

@@ -6,7 +6,6 @@ use proptest::prelude::*;
 use super::*;
 use crate::ids::{CondId, MutexId, TemplateId, TimerId};
 use crate::program::{Event, Loops, Policy, SchedChange};
-use crate::report::ReportKind;
 use crate::tests::{RefExec, Share};
 
 fn parse(text: &str) -> Result<WorkloadSpec, RtappError> {
@@ -377,9 +376,11 @@ fn logs_have_rtapp_columns() {
     .unwrap();
     let mut ex = RefExec::new(s, Share::RunToBlock);
     ex.run(u64::MAX);
-    let ReportKind::Rtapp(r) = &ex.spec.parts[0].report else {
-        panic!()
-    };
+    let r = ex.spec.parts[0]
+        .report
+        .as_any()
+        .downcast_ref::<RtappReport>()
+        .unwrap();
     let logs = logs(r, 0, &ex.spec, &ex.obs);
     expect![[r##"
         [

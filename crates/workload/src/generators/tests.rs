@@ -1,0 +1,154 @@
+use expect_test::expect;
+
+use super::*;
+
+#[test]
+fn names_and_keys_are_unique_and_documented() {
+    let mut names: Vec<&str> = WORKLOADS.iter().map(|w| w.name()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), WORKLOADS.len());
+    for w in WORKLOADS {
+        assert!(!w.about().is_empty(), "{}", w.name());
+        let mut keys: Vec<&str> = w.keys().iter().map(|k| k.name).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), w.keys().len(), "{}", w.name());
+        for k in w.keys() {
+            assert!(!k.doc.is_empty(), "{}: {}", w.name(), k.name);
+        }
+    }
+}
+
+/// Every example parses, and giving a key its declared default value explicitly changes
+/// nothing: the default a key table shows is the one parsing applies.
+#[test]
+fn examples_parse_and_declared_defaults_are_the_applied_ones() {
+    for w in WORKLOADS.iter().filter(|w| !w.keys().is_empty()) {
+        let example = w.example();
+        let base = parse_workload(example).unwrap_or_else(|e| panic!("{example}: {e}"));
+        for k in w.keys() {
+            let KeyDefault::Value(v) = k.default else {
+                continue;
+            };
+            if example.contains(&format!("{}=", k.name)) {
+                continue;
+            }
+            let arg = format!("{example},{}={v}", k.name);
+            let explicit = parse_workload(&arg).unwrap_or_else(|e| panic!("{arg}: {e}"));
+            assert!(
+                explicit.parts[0]
+                    .report
+                    .eq_dyn(base.parts[0].report.as_ref()),
+                "{arg}"
+            );
+            assert_eq!(explicit.tasks, base.tasks, "{arg}");
+        }
+    }
+}
+
+#[test]
+fn required_keys_are_reported_missing() {
+    for w in WORKLOADS {
+        for k in w.keys() {
+            if k.default != KeyDefault::Required {
+                continue;
+            }
+            let rest: Vec<&str> = w
+                .example()
+                .split_once(':')
+                .map_or("", |(_, r)| r)
+                .split(',')
+                .filter(|kv| !kv.starts_with(&format!("{}=", k.name)))
+                .collect();
+            // A list value (`cpus=0,1`) continues over commas: drop its pieces too.
+            let rest: Vec<&str> = rest.into_iter().filter(|kv| kv.contains('=')).collect();
+            let arg = format!("{}:{}", w.name(), rest.join(","));
+            let e = parse_workload(&arg)
+                .err()
+                .unwrap_or_else(|| panic!("{arg} parsed"));
+            assert!(
+                matches!(&e, WorkloadError::MissingKey { key, .. } if key == k.name),
+                "{arg}: {e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn one_run_unless_a_generator_asks_for_rounds() {
+    let spec = parse_workload("schbench:m=1,t=2,runtime=1").unwrap();
+    assert_eq!(spec.rounds(), None);
+    let spec = parse_workload("schbench:m=1,t=2,runtime=1,auto=1").unwrap();
+    assert_eq!(spec.rounds(), Some("schbench -a"));
+    // Rounds are for a workload of one part.
+    let both = parse_workloads(&["schbench:m=1,t=2,runtime=1,auto=1", "busy:threads=1"]).unwrap();
+    assert_eq!(both.rounds(), None);
+}
+
+#[test]
+fn help_lists_every_workload_and_key() {
+    expect![[r#"
+        rtapp: an rt-app JSON file (rt-app's task, phase and event vocabulary) (e.g. rtapp:FILE.json)
+        sysbench-cpu: sysbench --test=cpu: threads share a request counter; each request is CPU work (e.g. sysbench-cpu:threads=8,requests=1000)
+          threads   default 1: worker threads (--num-threads)
+          requests  default 10000, or 0 (unlimited) with time: requests in total (--max-requests; 0: unlimited)
+          time      default no limit: time limit (--max-time; a bare number is s)
+          cost      default 1.3ms: work per request at capacity 1024 (a bare number is ms)
+          jitter    default 0: run-length jitter, percent
+          format    default 0.4: output layout: 0.4 (0.4.12) or 1.0 (1.0.20)
+        hackbench: hackbench (rt-tests) and perf bench sched messaging: groups of senders and receivers (e.g. hackbench:groups=2)
+          groups    default 10: groups (-g)
+          fds       default 20: senders and receivers per group (-f)
+          loops     default 100: messages each sender writes to each receiver (-l)
+          mode      default process: process or thread (-T)
+          ipc       default socket: socket or pipe (-p)
+          datasize  default 100: message size in bytes (-s)
+          send      default 2us: CPU work of one write at capacity 1024 (a bare number is us)
+          recv      default 1.5us: CPU work of one read at capacity 1024 (a bare number is us)
+          format    default rt-tests: output layout: rt-tests or perf
+        schbench: message threads wake their workers, which spin; wake-up latency recorded (e.g. schbench:m=2,t=16)
+          m          default 2: message threads (-m)
+          t          default 16: workers per message thread (-t)
+          cputime    default 30000us: worker spin per loop (-c; a bare number is us)
+          sleeptime  default 30000us: message thread sleep per loop (-s; a bare number is us)
+          runtime    default 30s: run length (-r; a bare number is s)
+          auto       default 0: auto-bench mode (-a): one more worker per round while p99 < 2000 us
+        tbench: dbench's network load: client/server pairs exchanging requests and replies (e.g. tbench:clients=8,runtime=10)
+          clients  required: client processes (dbench's NPROCS)
+          runtime  default 600s: measured run after the warmup, whole seconds (-t; a bare number is s)
+          warmup   default runtime / 5: warmup, whole seconds (--warmup; a bare number is s)
+          client   default 4us: client CPU work per operation at capacity 1024 (a bare number is us)
+          server   default 6us: server CPU work per operation at capacity 1024 (a bare number is us)
+          bytes    default 4096: payload bytes per operation
+        ebizzy: threads allocating, copying, searching and freeing a buffer (e.g. ebizzy:threads=8)
+          threads  required: threads (-t; ebizzy's default is twice the online CPUs)
+          runtime  default 10s: run length in whole seconds (-S; a bare number is s)
+          mmap     default 1us: mmap of the copy buffer, under the mmap lock (a bare number is us)
+          search   default 90us: copy and search of one record (a bare number is us)
+          munmap   default 5us: munmap of the copy buffer, under the mmap lock (a bare number is us)
+        pipe: perf bench sched pipe: two tasks ping-pong one integer through two pipes (e.g. pipe:loops=100000)
+          loops  default 1000000: round trips (-l)
+          mode   default process: process or thread (-T); only the text differs
+          read   default 400ns: CPU work of one read at capacity 1024 (a bare number is us)
+          write  default 500ns: CPU work of one write at capacity 1024 (a bare number is us)
+        hogs: always-running threads pinned, per_cpu on each CPU of a list (e.g. hogs:cpus=0-3)
+          cpus     required: the CPUs (a cpulist)
+          per_cpu  default 1: threads pinned to each CPU
+          nice     default 0: nice value of every thread, -20..=19
+        pingpong: two pinned tasks taking turns: each works, wakes the other and sleeps (e.g. pingpong:cpus=0,1)
+          cpus   required: the two CPUs, A,B (a cpulist)
+          sleep  default 0: sleep of the task holding the turn before it wakes the other (a bare number is us)
+          work   default 2us: work of the task holding the turn at capacity 1024 (a bare number is us)
+        busy: always-running threads (e.g. busy:threads=4)
+          threads  required: threads
+          nice     default 0: nice value of every thread, -20..=19
+          cpus     default all CPUs: affinity of every thread (a cpulist)
+        periodic: threads that run, then sleep until their next period (e.g. periodic:threads=4,run=1ms,period=4ms)
+          threads  required: threads
+          run      required: work per period at capacity 1024 (a bare number is us)
+          period   required: the period (a bare number is us)
+          nice     default 0: nice value of every thread, -20..=19
+    "#]]
+    .assert_eq(&workloads_help());
+}
