@@ -3,7 +3,7 @@
 //! the same definitions `lbsim repro` runs. docs/experiments.md explains the mechanism behind
 //! each effect and where lbsim's modern kernel differs from the seed's.
 
-use lbsim::policy::{BalancerKind, make_balancer};
+use lbsim::balancer::{BalancerKind, make_balancer};
 use lbsim::repro::{self, Outcome};
 use lbsim_sim::experiment::{Control, MetricComparison};
 

@@ -7,6 +7,6 @@
 
 pub mod commands;
 pub mod format;
-pub mod policy;
+pub mod balancer;
 pub mod repro;
 pub mod scenario;

@@ -11,7 +11,7 @@ use lbsim_sim::experiment::{AbRuns, Comparison, Control, SideStats, compare, run
 use serde::Serialize;
 
 use crate::format::{Format, TextOrJson, json_pretty};
-use crate::policy::{BalancerKind, make_balancer};
+use crate::balancer::{BalancerKind, make_balancer};
 use crate::scenario::{RunInputs, Scenario, ScenarioFile, workload_warnings};
 
 /// Arguments of `lbsim compare`.

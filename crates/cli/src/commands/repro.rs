@@ -7,7 +7,7 @@ use lbsim_sim::experiment::Control;
 
 use crate::commands::compare::{ProgressBar, interrupt_flag, jobs, print};
 use crate::format::{Format, TextOrJson, json_pretty};
-use crate::policy::{BalancerKind, make_balancer};
+use crate::balancer::{BalancerKind, make_balancer};
 use crate::repro::{self, LEGEND};
 
 /// Seeds a side at each point when `--runs` is not given: all five experiments then take

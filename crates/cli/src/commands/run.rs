@@ -8,7 +8,7 @@ use lbsim_workload::Report;
 use serde::Serialize;
 
 use crate::format::{Format, TextOrJson, json_pretty};
-use crate::policy::{BalancerKind, make_balancer};
+use crate::balancer::{BalancerKind, make_balancer};
 use crate::scenario::workload_warnings;
 
 const WORKLOAD_HELP: &str = "A workload; repeatable, all run together.";

@@ -1,11 +1,11 @@
-//! Choosing the balancer policy.
+//! Choosing the balancer (`--balancer`): the kernel's, or none.
 
 use lbsim_balance::TrivialBalancer;
 use lbsim_balance::ctx::Balancer;
 use lbsim_balance::kernel::KernelBalancer;
 use lbsim_sim::engine::SimConfig;
 
-/// The balancer policies `--balancer` offers.
+/// The balancers `--balancer` offers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum BalancerKind {
     /// The kernel's fair-class balancer (fair.c v6.6-v6.12 with the experiment switches).
@@ -16,7 +16,7 @@ pub enum BalancerKind {
     None,
 }
 
-/// The policy for `kind`, at boot of the machine `cfg` describes.
+/// The balancer for `kind`, at boot of the machine `cfg` describes.
 pub fn make_balancer(kind: BalancerKind, cfg: &SimConfig) -> Box<dyn Balancer> {
     match kind {
         BalancerKind::Kernel => Box::new(KernelBalancer::new(&cfg.topology, 0, cfg.tunables.hz)),
