@@ -25,8 +25,8 @@
 //! never read), CPU hotplug (every CPU is active) and the out-of-tree cache-aware paths of
 //! some recent trees.
 
+use crate::params::LbFeat;
 use crate::trace::{LbEvent, LbOutcome, LbRecord};
-use lbsim_rq::features::SchedFeat;
 use lbsim_rq::rq::Rq;
 use lbsim_rq::task::TaskId;
 use lbsim_topology::{
@@ -38,8 +38,7 @@ use crate::cost::WorkAccount;
 use crate::ctx::{BalanceCtx, Migration, StopperRequest};
 use crate::state::{BalanceState, msecs_to_jiffies};
 
-/// `SCHED_CAPACITY_SCALE`.
-pub const SCHED_CAPACITY_SCALE: u64 = 1024;
+pub use lbsim_kernel::SCHED_CAPACITY_SCALE;
 /// `SCHED_NR_MIGRATE_BREAK`: detach_tasks() takes a breather every this many tasks.
 pub const SCHED_NR_MIGRATE_BREAK: u32 = 32;
 /// `MAX_PINNED_INTERVAL` (ms): how far balance_interval may grow when all tasks are pinned.
@@ -47,8 +46,7 @@ pub const MAX_PINNED_INTERVAL: u64 = 512;
 /// `NUMA_IMBALANCE_MIN`: imbalances up to this many tasks are allowed between lightly
 /// loaded NUMA groups.
 pub const NUMA_IMBALANCE_MIN: i64 = 2;
-/// `NICE_0_LOAD` in the 10-bit domain PELT and the balancer compare (`scale_load_down`).
-pub const NICE_0_LOAD: u64 = 1024;
+pub use lbsim_kernel::NICE_0_LOAD;
 /// `CONFIG_PREEMPTION`: set by the PREEMPT and PREEMPT_DYNAMIC models that arm64 defconfig
 /// and the major distributions build; a newly idle detach_tasks() then stops after one task.
 pub const CONFIG_PREEMPTION: bool = true;
@@ -357,15 +355,7 @@ impl Pass {
 // Pure rules.
 // ---------------------------------------------------------------------------
 
-/// `fits_capacity(cap, max)`: `cap * 1280 < max * 1024` (about 20% headroom).
-pub const fn fits_capacity(cap: u64, max: u64) -> bool {
-    cap * 1280 < max * 1024
-}
-
-/// `capacity_greater(cap1, cap2)`: `cap1 * 1024 > cap2 * 1078` (cap1 is about 5% bigger).
-pub const fn capacity_greater(cap1: u64, cap2: u64) -> bool {
-    cap1 * 1024 > cap2 * 1078
-}
+pub use lbsim_kernel::{capacity_greater, fits_capacity};
 
 /// Follows fair.c: group_has_capacity() (v6.6-v6.12): fewer tasks than CPUs, or neither
 /// runnable nor util exceeds the capacity by more than imbalance_pct.
@@ -503,7 +493,7 @@ pub fn is_core_idle(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: u64) -> bool {
 /// both in the 10-bit domain), the load read is `load_avg + min(NICE_0_LOAD,
 /// load.weight / 2)`, so a runqueue that just received tasks looks loaded at once.
 pub fn cpu_load(ctx: &BalanceCtx<'_>, cpu: CpuId) -> u64 {
-    rq(ctx, cpu).cpu_load_lb(ctx.features.enabled(SchedFeat::LbTipAvgHigh))
+    rq(ctx, cpu).cpu_load_lb(ctx.features.enabled(LbFeat::LbTipAvgHigh))
 }
 
 /// Follows fair.c: cpu_runnable() (v6.6-v6.12): `rq->cfs.avg.runnable_avg`.
@@ -612,7 +602,7 @@ pub fn should_we_balance(ctx: &BalanceCtx<'_>, env: &LbEnv, pass: &mut Pass) -> 
     }
     let at = pass.now_ns(ctx);
     if env.idle == CpuIdleType::NewlyIdle {
-        if ctx.features.enabled(SchedFeat::NewidleBailOnPending)
+        if ctx.features.enabled(LbFeat::NewidleBailOnPending)
             && (rq(ctx, env.dst_cpu).nr_running > 0 || ttwu_pending(ctx, env.dst_cpu, at))
         {
             return false;
@@ -886,7 +876,7 @@ pub fn update_sd_pick_busiest(
 /// Follows fair.c: update_idle_cpu_scan() (v6.1-v6.12): SIS_UTIL's scan budget for the LLC,
 /// written on periodic (not newly idle) balances of the LLC domain.
 fn update_idle_cpu_scan(ctx: &BalanceCtx<'_>, st: &mut BalanceState, env: &LbEnv, sum_util: u64) {
-    if !ctx.features.enabled(SchedFeat::SisUtil) || env.idle == CpuIdleType::NewlyIdle {
+    if !ctx.features.enabled(LbFeat::SisUtil) || env.idle == CpuIdleType::NewlyIdle {
         return;
     }
     let topo = ctx.topo;
@@ -971,7 +961,7 @@ pub fn update_sd_lb_stats(
 /// This returns true when the off-rule forces a balance (`env.idle` and the busiest group
 /// has more than one task); the caller has checked prefer_sibling and a has_spare local.
 pub fn prefer_sibling_force(ctx: &BalanceCtx<'_>, env: &LbEnv, busiest: &SgLbStats) -> bool {
-    !ctx.features.enabled(SchedFeat::PreferSiblingNrDiff)
+    !ctx.features.enabled(LbFeat::PreferSiblingNrDiff)
         && env.idle.is_idle()
         && busiest.sum_nr_running > 1
 }
@@ -1115,7 +1105,7 @@ pub fn find_busiest_group(
             }
         }
         if sds.prefer_sibling && local.group_type == GroupType::HasSpare {
-            let force = if ctx.features.enabled(SchedFeat::PreferSiblingNrDiff) {
+            let force = if ctx.features.enabled(LbFeat::PreferSiblingNrDiff) {
                 let (nb, nl) = (
                     sds.busiest.map_or(0, |g| topo.group(g).cores),
                     sds.local.map_or(0, |g| topo.group(g).cores),
@@ -1217,12 +1207,12 @@ pub fn find_busiest_queue(
                 }
             }
             MigrationType::Util => {
-                let util = if ctx.features.enabled(SchedFeat::LbUtilRunnableBoost) {
+                let util = if ctx.features.enabled(LbFeat::LbUtilRunnableBoost) {
                     cpu_util_cfs_boost(ctx, i)
                 } else {
                     cpu_util_cfs(ctx, i)
                 };
-                if ctx.features.enabled(SchedFeat::LbUtilSkipSingle) && nr_running <= 1 {
+                if ctx.features.enabled(LbFeat::LbUtilSkipSingle) && nr_running <= 1 {
                     continue;
                 }
                 if busiest_util < util {
@@ -1264,7 +1254,7 @@ pub fn task_hot(ctx: &BalanceCtx<'_>, env: &LbEnv, p: TaskId) -> bool {
         return false;
     }
     let src = rq(ctx, env.src_cpu);
-    if ctx.features.enabled(SchedFeat::CacheHotBuddy)
+    if ctx.features.enabled(LbFeat::CacheHotBuddy)
         && rq(ctx, env.dst_cpu).nr_running > 0
         && src.cfs.next == Some(p)
     {
@@ -1435,8 +1425,8 @@ pub fn detach_tasks(
     if env.imbalance <= 0 {
         return 0;
     }
-    let relax = ctx.features.enabled(SchedFeat::LbRelaxByFailed);
-    let lb_min = ctx.features.enabled(SchedFeat::LbMin);
+    let relax = ctx.features.enabled(LbFeat::LbRelaxByFailed);
+    let lb_min = ctx.features.enabled(LbFeat::LbMin);
     let mut detached = 0u32;
     loop {
         let tail = ctx.rqs[src.index()].cfs.cfs_tasks().next_back();
@@ -1551,7 +1541,7 @@ pub fn need_active_balance(
     env: &LbEnv,
     at_ns: u64,
 ) -> bool {
-    if !ctx.features.enabled(SchedFeat::LbReduceActiveBalance) {
+    if !ctx.features.enabled(LbFeat::LbReduceActiveBalance) {
         return voluntary_active_balance(ctx, env, at_ns)
             || st.sd(env.sd_cpu, env.level).nr_balance_failed
                 > env.sd(ctx.topo).cache_nice_tries + 2;
@@ -1869,7 +1859,7 @@ impl LoadBalance {
                         push_cpu: this_cpu,
                     });
                 }
-                if !ctx.features.enabled(SchedFeat::LbReduceActiveBalance) {
+                if !ctx.features.enabled(LbFeat::LbReduceActiveBalance) {
                     // Before v5.13 (this switch: v5.11): "We've kicked active balancing, force
                     // task migration": the stopper's can_migrate_task() then ignores cache
                     // hotness.
@@ -1882,7 +1872,7 @@ impl LoadBalance {
         // "We were unbalanced, so reset the balancing interval"; v5.6-v5.11 asked
         // voluntary_active_balance() and otherwise, an active balance having begun, started
         // to back off.
-        let reduce = ctx.features.enabled(SchedFeat::LbReduceActiveBalance);
+        let reduce = ctx.features.enabled(LbFeat::LbReduceActiveBalance);
         let reset = !self.active_balance
             || if reduce {
                 need_active_balance(ctx, st, env, at)

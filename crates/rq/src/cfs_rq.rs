@@ -29,7 +29,8 @@ use std::collections::VecDeque;
 use lbsim_pelt::{CfsRqAvg, CfsRqLoad, SeLoad, UpdateFlags};
 
 use crate::entity::{DequeueFlags, EnqueueFlags, EntityStore, SchedEntity, TaskId};
-use crate::features::{SchedFeat, SchedParams, SchedPolicy};
+use crate::params::RqFeat;
+use crate::tunables::{SchedParams, SchedPolicy};
 use crate::weights::{LoadWeight, NICE_0_LOAD, calc_delta, calc_delta_fair, scale_load_down};
 
 /// The two clocks a cfs_rq operation reads: `rq_clock_task()` and `cfs_rq_clock_pelt()`.
@@ -429,7 +430,7 @@ impl CfsRq {
         {
             curr = None;
         }
-        if params.feat(SchedFeat::RunToParity)
+        if params.feat(RqFeat::RunToParity)
             && let Some(c) = curr
             && ents.se(c).vlag as u64 == ents.se(c).deadline
         {
@@ -485,7 +486,7 @@ impl CfsRq {
         curr: TaskId,
         params: &SchedParams,
     ) -> bool {
-        if !params.feat(SchedFeat::PreemptShort) {
+        if !params.feat(RqFeat::PreemptShort) {
             return false;
         }
         let se = ents.se(curr);
@@ -504,7 +505,7 @@ impl CfsRq {
         se: TaskId,
         params: &SchedParams,
     ) -> bool {
-        if !params.feat(SchedFeat::PreemptShort) {
+        if !params.feat(RqFeat::PreemptShort) {
             return false;
         }
         let (p, s) = (ents.se(pse), ents.se(se));
@@ -537,7 +538,7 @@ impl CfsRq {
         let vruntime = self.avg_vruntime(ents);
         let mut lag: i64 = 0;
         let mut load: i64 = 0;
-        if params.feat(SchedFeat::PlaceLag) && self.nr_running != 0 {
+        if params.feat(RqFeat::PlaceLag) && self.nr_running != 0 {
             load = self.avg_load as i64;
             if let Some(c) = self.curr {
                 let cse = ents.se(c);
@@ -551,7 +552,7 @@ impl CfsRq {
             se.slice = params.base_slice_ns;
         }
         let mut vslice = calc_delta_fair(se.slice, &se.load);
-        if params.feat(SchedFeat::PlaceLag) && self.nr_running != 0 {
+        if params.feat(RqFeat::PlaceLag) && self.nr_running != 0 {
             lag = se.vlag;
             lag = lag.wrapping_mul(load + scale_load_down(se.load.weight) as i64);
             if load == 0 {
@@ -560,12 +561,12 @@ impl CfsRq {
             lag /= load;
         }
         se.vruntime = vruntime.wrapping_sub(lag as u64);
-        if params.feat(SchedFeat::PlaceRelDeadline) && se.rel_deadline {
+        if params.feat(RqFeat::PlaceRelDeadline) && se.rel_deadline {
             se.deadline = se.deadline.wrapping_add(se.vruntime);
             se.rel_deadline = false;
             return;
         }
-        if params.feat(SchedFeat::PlaceDeadlineInitial) && flags.contains(EnqueueFlags::INITIAL) {
+        if params.feat(RqFeat::PlaceDeadlineInitial) && flags.contains(EnqueueFlags::INITIAL) {
             vslice /= 2;
         }
         se.deadline = se.vruntime.wrapping_add(vslice);
@@ -598,7 +599,7 @@ impl CfsRq {
     pub fn sched_slice<E: EntityStore>(&self, ents: &E, id: TaskId, params: &SchedParams) -> u64 {
         let se = ents.se(id);
         let mut nr_running = u64::from(self.nr_running);
-        if params.feat(SchedFeat::AltPeriod) {
+        if params.feat(RqFeat::AltPeriod) {
             nr_running = u64::from(self.h_nr_running);
         }
         let mut slice = Self::__sched_period(nr_running + u64::from(!se.on_rq), params);
@@ -607,7 +608,7 @@ impl CfsRq {
             load.add(se.load.weight);
         }
         slice = calc_delta(slice, se.load.weight, &load);
-        if params.feat(SchedFeat::BaseSlice) {
+        if params.feat(RqFeat::BaseSlice) {
             let min_gran = if se.idle && !self.sched_idle_cfs_rq() {
                 params.idle_min_granularity_ns
             } else {
@@ -647,7 +648,7 @@ impl CfsRq {
         params: &SchedParams,
     ) {
         let mut vruntime = self.min_vruntime;
-        if initial && params.feat(SchedFeat::StartDebit) {
+        if initial && params.feat(RqFeat::StartDebit) {
             vruntime = vruntime.wrapping_add(self.sched_vslice(ents, id, params));
         }
         let se = ents.se_mut(id);
@@ -657,7 +658,7 @@ impl CfsRq {
             } else {
                 params.latency_ns
             };
-            if params.feat(SchedFeat::GentleFairSleepers) {
+            if params.feat(RqFeat::GentleFairSleepers) {
                 thresh >>= 1;
             }
             vruntime = vruntime.wrapping_sub(thresh);
@@ -876,7 +877,7 @@ impl CfsRq {
             &se_load,
             &cfs_load,
             flags,
-            params.feat(SchedFeat::UtilEst),
+            params.feat(RqFeat::UtilEst),
         );
     }
 
@@ -1046,9 +1047,7 @@ impl CfsRq {
                 } else {
                     let delay = sleep && !flags.contains(DequeueFlags::SPECIAL);
                     debug_assert!(!(delay && ents.se(id).sched_delayed));
-                    if params.feat(SchedFeat::DelayDequeue)
-                        && delay
-                        && !self.entity_eligible(ents, id)
+                    if params.feat(RqFeat::DelayDequeue) && delay && !self.entity_eligible(ents, id)
                     {
                         self.update_load_avg(ents, id, clock.pelt, UpdateFlags::NONE, params);
                         self.set_delayed(ents, id);
@@ -1057,7 +1056,7 @@ impl CfsRq {
                 }
                 self.update_load_avg(ents, id, clock.pelt, action, params);
                 self.update_entity_lag(ents, id, params.tick_nsec);
-                if params.feat(SchedFeat::PlaceRelDeadline) && !sleep {
+                if params.feat(RqFeat::PlaceRelDeadline) && !sleep {
                     let se = ents.se_mut(id);
                     se.deadline = se.deadline.wrapping_sub(se.vruntime);
                     se.rel_deadline = true;
@@ -1076,7 +1075,7 @@ impl CfsRq {
                     // finish_delayed_dequeue_entity()
                     self.clear_delayed(ents, id);
                     let se = ents.se_mut(id);
-                    if params.feat(SchedFeat::DelayZero) && se.vlag > 0 {
+                    if params.feat(RqFeat::DelayZero) && se.vlag > 0 {
                         se.vlag = 0;
                     }
                 }
@@ -1119,7 +1118,7 @@ impl CfsRq {
     ) {
         debug_assert!(ents.se(id).sched_delayed && ents.se(id).on_rq);
         let is_curr = self.curr == Some(id);
-        if params.feat(SchedFeat::DelayZero) {
+        if params.feat(RqFeat::DelayZero) {
             self.update_entity_lag(ents, id, params.tick_nsec);
             if ents.se(id).vlag > 0 {
                 self.nr_running -= 1;
@@ -1217,7 +1216,7 @@ impl CfsRq {
     ) -> Option<TaskId> {
         match params.policy {
             SchedPolicy::Eevdf => {
-                if params.feat(SchedFeat::NextBuddy)
+                if params.feat(RqFeat::NextBuddy)
                     && let Some(next) = self.next
                     && self.entity_eligible(ents, next)
                 {

@@ -31,12 +31,12 @@ use thiserror::Error;
 
 use crate::cfs_rq::{CfsClock, CfsRq};
 use crate::entity::{DequeueFlags, EnqueueFlags, TaskId, WakeFlags};
-use crate::features::{SchedFeat, SchedParams, SchedPolicy};
+use crate::params::RqFeat;
 use crate::task::{OnRq, TaskState, Tasks};
+use crate::tunables::{SchedParams, SchedPolicy};
 use crate::weights::{NICE_0_LOAD, calc_delta_fair, scale_load_down};
 
-/// `SCHED_CAPACITY_SCALE`.
-pub const SCHED_CAPACITY_SCALE: u64 = 1024;
+pub use lbsim_kernel::SCHED_CAPACITY_SCALE;
 
 /// `sched_clock()` at simulated time 0: the runqueue clocks read `now_ns + SCHED_CLOCK_OFFSET_NS`.
 ///
@@ -60,17 +60,7 @@ pub enum PrevAction {
     Exit,
 }
 
-/// `fits_capacity(cap, max)`: `cap` is below ~80% of `max` (`cap * 1280 < max * 1024`).
-#[inline]
-pub fn fits_capacity(cap: u64, max: u64) -> bool {
-    cap * 1280 < max * 1024
-}
-
-/// `capacity_greater(cap1, cap2)`: `cap1` is noticeably (~5%) greater than `cap2`.
-#[inline]
-pub fn capacity_greater(cap1: u64, cap2: u64) -> bool {
-    cap1 * 1024 > cap2 * 1078
-}
+pub use lbsim_kernel::{capacity_greater, fits_capacity};
 
 /// `update_avg()` (sched.h): `*avg += (sample - *avg) / 8`, signed, truncating.
 #[inline]
@@ -326,7 +316,7 @@ impl Rq {
             util_est_enqueue(
                 &mut self.cfs.avg,
                 &tasks[p].se.avg,
-                params.feat(SchedFeat::UtilEst),
+                params.feat(RqFeat::UtilEst),
             );
         }
         if flags.contains(EnqueueFlags::DELAYED) {
@@ -347,7 +337,7 @@ impl Rq {
     /// task is only moving), update it on sleep, dequeue the entity. Returns false if the
     /// dequeue was delayed.
     pub fn dequeue_task_fair(&mut self, tasks: &mut Tasks, p: TaskId, flags: DequeueFlags) -> bool {
-        let util_est = self.params.feat(SchedFeat::UtilEst);
+        let util_est = self.params.feat(RqFeat::UtilEst);
         let t = &tasks[p];
         if !(t.se.sched_delayed && (t.on_rq_migrating() || flags.contains(DequeueFlags::SAVE))) {
             util_est_dequeue(&mut self.cfs.avg, &t.se.avg, util_est);
@@ -427,13 +417,13 @@ impl Rq {
             return;
         }
         let params = self.params;
-        if params.feat(SchedFeat::NextBuddy)
+        if params.feat(RqFeat::NextBuddy)
             && !wake_flags.contains(WakeFlags::FORK)
             && !tasks[p].se.sched_delayed
         {
             self.cfs.set_next_buddy(tasks, p);
         }
-        if self.cfs.need_resched || !params.feat(SchedFeat::WakeupPreemption) {
+        if self.cfs.need_resched || !params.feat(RqFeat::WakeupPreemption) {
             return;
         }
         let (cse_is_idle, pse_is_idle) = (tasks[curr].se.idle, tasks[p].se.idle);
@@ -475,7 +465,7 @@ impl Rq {
         let params = self.params;
         let scale = u64::from(self.cfs.nr_running) >= params.sched_nr_latency;
         let mut next_buddy_marked = false;
-        if params.feat(SchedFeat::NextBuddy) && scale && !wake_flags.contains(WakeFlags::FORK) {
+        if params.feat(RqFeat::NextBuddy) && scale && !wake_flags.contains(WakeFlags::FORK) {
             self.cfs.set_next_buddy(tasks, p);
             next_buddy_marked = true;
         }
@@ -485,7 +475,7 @@ impl Rq {
         let preempt = if tasks[curr].has_idle_policy() && !tasks[p].has_idle_policy() {
             true
         } else {
-            if !tasks[p].normal_policy() || !params.feat(SchedFeat::WakeupPreemption) {
+            if !tasks[p].normal_policy() || !params.feat(RqFeat::WakeupPreemption) {
                 return;
             }
             let (cse_is_idle, pse_is_idle) = (tasks[curr].se.idle, tasks[p].se.idle);
@@ -514,7 +504,7 @@ impl Rq {
         if !tasks[curr].se.on_rq {
             return;
         }
-        if params.feat(SchedFeat::LastBuddy) && scale {
+        if params.feat(RqFeat::LastBuddy) && scale {
             self.cfs.set_last_buddy(tasks, curr);
         }
     }
@@ -656,7 +646,7 @@ impl Rq {
         tasks[p].cpu = self.cpu;
         self.update_rq_clock(now_ns);
         let weight = tasks[p].se.se_weight();
-        let runnable_init = if self.params.features.enabled(SchedFeat::RunnableAvgInitUtil) {
+        let runnable_init = if self.params.features.enabled(RqFeat::RunnableAvgInitUtil) {
             RunnableInit::UtilAvg
         } else {
             RunnableInit::CpuScale
@@ -1094,7 +1084,7 @@ impl Rq {
                 util += t.se.avg.util_avg;
             }
         }
-        if self.params.feat(SchedFeat::UtilEst) {
+        if self.params.feat(RqFeat::UtilEst) {
             let mut util_est = u64::from(avg.util_est);
             if let Some(p) = p {
                 let est = u64::from(tasks[p].se.avg.util_est_value());

@@ -32,8 +32,7 @@ use lbsim_balance::ctx::{
 };
 use lbsim_balance::schedstat::CpuSchedstat;
 use lbsim_rq::{
-    Policy as RqPolicy, PrevAction, Rq, SchedFeat, SchedParams, Task, TaskId, TaskState, Tasks,
-    set_task_cpu,
+    Policy as RqPolicy, PrevAction, Rq, SchedParams, Task, TaskId, TaskState, Tasks, set_task_cpu,
 };
 use lbsim_topology::{CpuId, Cpumask};
 use lbsim_workload::{
@@ -51,6 +50,7 @@ use crate::queue::EventQueue;
 use crate::rng::{SeedStreams, Stream, below};
 
 pub use crate::config::{EngineTunables, SimConfig, SimError};
+use crate::params::CoreFeat;
 pub use crate::result::{CpuResult, GroupFairness, RunResult, TaskResult};
 
 /// The engine's events. A closed set.
@@ -1386,7 +1386,7 @@ impl<B: Balancer> Sim<B> {
         self.runs[ri].wake_ns = Some(now);
         // ttwu_queue_cond() (v6.12): a remote CPU that does not share the waker's cache, or
         // that has nothing running, gets the wake-up through its wake list.
-        let queue = self.cfg.features.enabled(SchedFeat::TtwuQueue)
+        let queue = self.cfg.features.enabled(CoreFeat::TtwuQueue)
             && cpu != this_cpu
             && (!self.cfg.topology.cpus_share_cache(this_cpu, cpu)
                 || self.rqs[cpu.index()].nr_running == 0);

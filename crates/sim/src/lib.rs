@@ -9,6 +9,7 @@ pub mod config;
 pub mod engine;
 pub mod experiment;
 pub mod metrics;
+pub mod params;
 pub mod queue;
 pub mod result;
 pub mod rng;
