@@ -148,8 +148,8 @@ fn errors_name_the_file_the_key_and_what_was_expected() {
         ),
         (
             "[tunables]\nhz = 999",
-            "dir/s.toml: key `tunables.hz`: invalid value `999` for tunable `hz`: expected 100, \
-             250, 300 or 1000",
+            "dir/s.toml: key `tunables.hz`: `hz=999` is out of range: expected one of 100, 250, \
+             300, 1000 Hz",
         ),
         (
             "description = [1]",
