@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use lbsim_balance::cost::CostModel;
 use lbsim_balance::kernel::KernelBalancer;
-use lbsim_rq::{Features, Tunables};
+use lbsim_rq::Tunables;
 use lbsim_sim::engine::{EngineTunables, RunResult, Sim, SimConfig};
 use lbsim_topology::{SdParams, Topology, parse_machine};
 use lbsim_workload::parse_workloads;
@@ -17,7 +17,7 @@ pub fn config(machine: &str, workloads: &[&str], duration_ms: u64, seed: u64) ->
     SimConfig {
         topology,
         workload: parse_workloads(workloads).expect("workload"),
-        features: Features::defaults(),
+        features: lbsim_sim::params::default_features(),
         tunables: Tunables::new(nr),
         cost: CostModel::default(),
         engine: EngineTunables::default(),

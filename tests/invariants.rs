@@ -36,14 +36,15 @@ use std::fmt;
 use std::sync::Arc;
 
 use lbsim_balance::check::CheckCounts;
-use lbsim_balance::cost::CostModel;
 use lbsim_balance::ctx::Balancer;
 use lbsim_balance::kernel::KernelBalancer;
 use lbsim_balance::lb::{GroupType, MigrationType};
-use lbsim_rq::{Features, SchedFeat, Tunables};
+use lbsim_balance::params::LbFeat;
+use lbsim_kernel::params::{ParamDef, SchedFeature};
 use lbsim_sim::engine::check::EngineCounts;
-use lbsim_sim::engine::{EngineTunables, RunResult, Sim, SimConfig, SimError};
+use lbsim_sim::engine::{RunResult, Sim, SimConfig, SimError};
 use lbsim_sim::experiment::{Control, run_seeds};
+use lbsim_sim::params::{REGISTRY, Settings, behaviour_switches, default_features};
 use lbsim_topology::{SdParams, Topology, parse_machine};
 use lbsim_workload::parse_workloads;
 use proptest::prelude::*;
@@ -54,26 +55,11 @@ fn full() -> bool {
     std::env::var_os("LBSIM_FULL_TESTS").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// The features the suites toggle: the experiment switches and the pick/placement
-/// features whose paths differ.
-const TOGGLED: [SchedFeat; 16] = [
-    SchedFeat::LbUtilSkipSingle,
-    SchedFeat::NewidleBailOnPending,
-    SchedFeat::PreferSiblingNrDiff,
-    SchedFeat::LbRelaxByFailed,
-    SchedFeat::LbTipAvgHigh,
-    SchedFeat::IdleReserve,
-    SchedFeat::LbBusyIntervalSkew,
-    SchedFeat::RunToParity,
-    SchedFeat::PlaceLag,
-    SchedFeat::PlaceDeadlineInitial,
-    SchedFeat::DelayDequeue,
-    SchedFeat::NextBuddy,
-    SchedFeat::CacheHotBuddy,
-    SchedFeat::TtwuQueue,
-    SchedFeat::SisUtil,
-    SchedFeat::WakeupPreemption,
-];
+/// The features the suites toggle: every modelled feature of the registry
+/// (`lbsim_sim::params::behaviour_switches()`; those declared `not_modelled` are skipped).
+fn toggled() -> Vec<&'static ParamDef> {
+    behaviour_switches()
+}
 
 /// One random scenario: everything `lbsim run` takes.
 #[derive(Clone)]
@@ -107,20 +93,22 @@ impl Case {
     fn config(&self, check: bool) -> SimConfig {
         let machine = parse_machine(&self.machine).expect("machine spec");
         let topology = Arc::new(Topology::build(&machine, &SdParams::default()).expect("topology"));
-        let mut tunables = Tunables::new(topology.nr_cpus() as u32);
-        let mut features = Features::defaults();
-        let mut cost = CostModel::default();
-        let mut engine = EngineTunables::default();
-        // As `lbsim run --features` routes them: cost and engine tunables by name, the rest
-        // to the scheduler tunables.
+        // As `lbsim run --features` takes them: `name=value` items set parameters by name,
+        // the others are feature writes.
+        let mut settings = Settings::new(topology.nr_cpus() as u32);
         for f in &self.features {
             match f.split_once('=') {
-                Some((k, v)) if CostModel::is_tunable(k) => cost.set(k, v).expect("cost"),
-                Some((k, v)) if EngineTunables::is_tunable(k) => engine.set(k, v).expect("engine"),
-                Some(_) => tunables.set_assignment(f).expect("tunable"),
-                None => features.apply(f).expect("feature"),
+                Some((k, v)) => settings.set(k, v).expect("parameter"),
+                None => settings.apply_features(f).expect("feature"),
             }
         }
+        let Settings {
+            features,
+            tunables,
+            cost,
+            engine,
+            ..
+        } = settings;
         SimConfig {
             topology,
             workload: parse_workloads(&self.workloads).expect("workload"),
@@ -134,10 +122,10 @@ impl Case {
         }
     }
 
-    fn enabled(&self, f: SchedFeat) -> bool {
-        let mut features = Features::defaults();
+    fn enabled(&self, f: impl SchedFeature) -> bool {
+        let mut features = default_features();
         for w in self.features.iter().filter(|w| !w.contains('=')) {
-            features.apply(w).expect("feature");
+            REGISTRY.apply_features(&mut features, w).expect("feature");
         }
         features.enabled(f)
     }
@@ -254,19 +242,18 @@ fn workload(nr: u32) -> impl Strategy<Value = String> {
 /// Random feature writes and tunables.
 fn features() -> impl Strategy<Value = Vec<String>> {
     (
-        proptest::collection::vec(any::<bool>(), TOGGLED.len()),
+        proptest::collection::vec(any::<bool>(), toggled().len()),
         prop_oneof![3 => Just(250u32), 1 => Just(1000)],
         prop_oneof![5 => Just(false), 1 => Just(true)],
         prop_oneof![2 => Just(None), 1 => prop_oneof![Just(20_000u64), Just(150_000)].prop_map(Some)],
         prop_oneof![2 => Just(None), 1 => prop_oneof![Just(0u64), Just(300)].prop_map(Some)],
     )
         .prop_map(|(on, hz, cfs, ipi, noise)| {
-            let defaults = Features::defaults();
-            let mut out: Vec<String> = TOGGLED
+            let mut out: Vec<String> = toggled()
                 .iter()
                 .zip(on)
-                .filter(|(f, on)| defaults.enabled(**f) != *on)
-                .map(|(f, on)| if on { f.name().to_owned() } else { format!("NO_{}", f.name()) })
+                .filter(|(f, on)| f.feature().expect("a feature").default != *on)
+                .map(|(f, on)| if on { f.name.to_owned() } else { format!("NO_{}", f.name) })
                 .collect();
             if hz != 250 {
                 out.push(format!("hz={hz}"));
@@ -415,17 +402,17 @@ fn check_case(case: &Case, t: &mut Totals) -> Result<(), String> {
     t.cases += 1;
     t.engine.add(&checks.engine);
     t.balancer.add(&b);
-    if case.enabled(SchedFeat::LbUtilSkipSingle) {
+    if case.enabled(LbFeat::LbUtilSkipSingle) {
         t.util_skip_on_util_passes += b.migrate_util_passes;
     } else {
         t.util_skip_off_single += b.migrate_util_single_source;
     }
-    if case.enabled(SchedFeat::NewidleBailOnPending) {
+    if case.enabled(LbFeat::NewidleBailOnPending) {
         t.bail_on_pending_passes += b.newidle_passes_pending;
     } else {
         t.bail_off_pulls += b.newidle_pulls_despite_pending;
     }
-    if case.enabled(SchedFeat::PreferSiblingNrDiff) {
+    if case.enabled(LbFeat::PreferSiblingNrDiff) {
         t.nr_diff_on_small += b.prefer_sibling_small_diff;
     } else {
         t.nr_diff_off_small_forced += b.prefer_sibling_small_forced;
@@ -776,6 +763,6 @@ fn the_replay_command_names_every_input() {
          --seed 42 --features 'NO_LB_UTIL_SKIP_SINGLE,hz=1000' --check"
     );
     let cfg = c.config(true);
-    assert!(!cfg.features.enabled(SchedFeat::LbUtilSkipSingle));
+    assert!(!cfg.features.enabled(LbFeat::LbUtilSkipSingle));
     assert_eq!(cfg.tunables.hz, 1000);
 }

@@ -2,6 +2,7 @@
 //!
 //! `cargo xtask verify` is the one test command (README, `.ci/run`).
 //! `cargo xtask bench` runs the benchmarks.
+//! `cargo xtask params` regenerates `docs/parameters.md` from the parameter registry.
 //!
 //! Every subcommand prints each command it runs before running it.
 
@@ -19,6 +20,8 @@ commands:
   verify [--full]   fmt check, clippy (-D warnings), workspace tests, doc build;
                     --full raises proptest case counts and runs slow tests
   bench [FILTER]    run the benchmarks (release build)
+  params            regenerate docs/parameters.md from the parameter registry
+                    (`lbsim features --format markdown`)
 ";
 
 fn main() -> ExitCode {
@@ -30,6 +33,7 @@ fn main() -> ExitCode {
     let result = match cmd.as_str() {
         "verify" => verify(rest),
         "bench" => bench(rest),
+        "params" => params(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -166,6 +170,26 @@ fn verify(args: &[String]) -> Result<(), String> {
         start.elapsed().as_secs_f64(),
         timings.join(", ")
     );
+    Ok(())
+}
+
+/// `cargo xtask params`: writes `docs/parameters.md` (a test of `lbsim` fails when the
+/// committed file is stale).
+fn params(args: &[String]) -> Result<(), String> {
+    if let Some(other) = args.first() {
+        return Err(format!("params: unknown option `{other}`\n\n{USAGE}"));
+    }
+    let text = capture(
+        "params",
+        &["run", "--quiet", "-p", "lbsim", "--"],
+        &["features", "--format", "markdown"],
+    )?;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .ok_or("xtask has no parent directory")?;
+    let path = root.join("docs/parameters.md");
+    std::fs::write(&path, text).map_err(|e| format!("params: {}: {e}", path.display()))?;
+    eprintln!("    [params] wrote {}", path.display());
     Ok(())
 }
 

@@ -34,7 +34,7 @@
 
 use std::fmt;
 
-use lbsim_rq::features::SchedFeat;
+use crate::params::LbFeat;
 use lbsim_rq::task::TaskId;
 use lbsim_topology::{CpuId, SdFlag};
 
@@ -315,7 +315,7 @@ impl Checks {
                 c.prefer_sibling_forced += 1;
             }
         });
-        if forced && small && ctx.features.enabled(SchedFeat::PreferSiblingNrDiff) {
+        if forced && small && ctx.features.enabled(LbFeat::PreferSiblingNrDiff) {
             self.violate(Violation {
                 time_ns: at_ns,
                 cpu: env.dst_cpu,
@@ -340,7 +340,7 @@ impl Checks {
         sds: &SdLbStats,
         at_ns: u64,
     ) {
-        if !self.active() || !ctx.features.enabled(SchedFeat::PreferSiblingNrDiff) {
+        if !self.active() || !ctx.features.enabled(LbFeat::PreferSiblingNrDiff) {
             return;
         }
         let (b, l) = (&sds.busiest_stat, &sds.local_stat);
@@ -405,7 +405,7 @@ impl Checks {
                 c.migrate_util_single_source += 1;
             }
         });
-        if nr <= 1 && ctx.features.enabled(SchedFeat::LbUtilSkipSingle) {
+        if nr <= 1 && ctx.features.enabled(LbFeat::LbUtilSkipSingle) {
             self.violate(Violation {
                 time_ns: at_ns,
                 cpu: env.dst_cpu,
@@ -493,7 +493,7 @@ impl Checks {
             return;
         }
         self.count(|c| c.newidle_pulls_despite_pending += 1);
-        if ctx.features.enabled(SchedFeat::NewidleBailOnPending) {
+        if ctx.features.enabled(LbFeat::NewidleBailOnPending) {
             self.violate(Violation {
                 time_ns: at_ns,
                 cpu: env.dst_cpu,

@@ -23,6 +23,8 @@
 
 use std::fmt;
 
+use lbsim_kernel::params::{Origin, Owner, Params};
+
 /// Scheduler work a balancing pass (or any decision) did, to be charged through the cost
 /// model. Counts, not times: the engine multiplies.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -50,116 +52,33 @@ impl WorkAccount {
     }
 }
 
-/// The cost of each unit of scheduler work, in nanoseconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CostModel {
+lbsim_kernel::int_params! {
+    /// The cost of each unit of scheduler work, in nanoseconds. Each field is a parameter
+    /// (`--set cost_lb_task_ns=200`) declared here once: name, unit, default, range, doc.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct CostModel;
+    /// The declarations of [`CostModel`]'s parameters, in the order `lbsim features` prints them.
+    pub const COST_PARAMS;
+    owner = Owner::CostModel;
     /// Switching from one task to another on a CPU.
-    pub context_switch_ns: u64,
+    pub context_switch_ns: u64 = "cost_context_switch_ns", Ns, 1200, 0..=u64::MAX, Origin::LbsimModel;
     /// A wake-up on the waking CPU.
-    pub wakeup_ns: u64,
+    pub wakeup_ns: u64 = "cost_wakeup_ns", Ns, 600, 0..=u64::MAX, Origin::LbsimModel;
     /// An inter-processor interrupt's delivery latency.
-    pub ipi_ns: u64,
+    pub ipi_ns: u64 = "cost_ipi_ns", Ns, 1500, 0..=u64::MAX, Origin::LbsimModel;
     /// Entering one domain in a balancing pass.
-    pub lb_domain_ns: u64,
+    pub lb_domain_ns: u64 = "cost_lb_domain_ns", Ns, 200, 0..=u64::MAX, Origin::LbsimModel;
     /// Reading one CPU's runqueue in a balancing pass.
-    pub lb_cpu_ns: u64,
+    pub lb_cpu_ns: u64 = "cost_lb_cpu_ns", Ns, 60, 0..=u64::MAX, Origin::LbsimModel;
     /// Examining one task in detach_tasks.
-    pub lb_task_ns: u64,
+    pub lb_task_ns: u64 = "cost_lb_task_ns", Ns, 120, 0..=u64::MAX, Origin::LbsimModel;
     /// Moving one task between runqueues.
-    pub lb_migrate_ns: u64,
+    pub lb_migrate_ns: u64 = "cost_lb_migrate_ns", Ns, 1500, 0..=u64::MAX, Origin::LbsimModel;
     /// One extra load_balance pass.
-    pub lb_redo_ns: u64,
-}
-
-impl Default for CostModel {
-    fn default() -> Self {
-        CostModel {
-            context_switch_ns: 1200,
-            wakeup_ns: 600,
-            ipi_ns: 1500,
-            lb_domain_ns: 200,
-            lb_cpu_ns: 60,
-            lb_task_ns: 120,
-            lb_migrate_ns: 1500,
-            lb_redo_ns: 800,
-        }
-    }
-}
-
-/// An unknown cost name or a bad value.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum CostError {
-    /// The name is not a cost tunable.
-    #[error("unknown cost tunable `{name}` (valid: {valid})")]
-    Unknown {
-        /// What was given.
-        name: String,
-        /// The valid names, comma-separated.
-        valid: String,
-    },
-    /// The value is not a non-negative integer number of nanoseconds.
-    #[error("cost tunable `{name}`: `{value}` is not a non-negative integer (nanoseconds)")]
-    BadValue {
-        /// The tunable.
-        name: String,
-        /// What was given.
-        value: String,
-    },
+    pub lb_redo_ns: u64 = "cost_lb_redo_ns", Ns, 800, 0..=u64::MAX, Origin::LbsimModel;
 }
 
 impl CostModel {
-    /// Tunable names, in the order `lbsim features` prints them.
-    pub const NAMES: [&'static str; 8] = [
-        "cost_context_switch_ns",
-        "cost_wakeup_ns",
-        "cost_ipi_ns",
-        "cost_lb_domain_ns",
-        "cost_lb_cpu_ns",
-        "cost_lb_task_ns",
-        "cost_lb_migrate_ns",
-        "cost_lb_redo_ns",
-    ];
-
-    fn slot(&mut self, name: &str) -> Option<&mut u64> {
-        Some(match name {
-            "cost_context_switch_ns" => &mut self.context_switch_ns,
-            "cost_wakeup_ns" => &mut self.wakeup_ns,
-            "cost_ipi_ns" => &mut self.ipi_ns,
-            "cost_lb_domain_ns" => &mut self.lb_domain_ns,
-            "cost_lb_cpu_ns" => &mut self.lb_cpu_ns,
-            "cost_lb_task_ns" => &mut self.lb_task_ns,
-            "cost_lb_migrate_ns" => &mut self.lb_migrate_ns,
-            "cost_lb_redo_ns" => &mut self.lb_redo_ns,
-            _ => return None,
-        })
-    }
-
-    /// Whether `name` is a cost tunable.
-    pub fn is_tunable(name: &str) -> bool {
-        Self::NAMES.contains(&name)
-    }
-
-    /// Sets tunable `name` from its text value.
-    pub fn set(&mut self, name: &str, value: &str) -> Result<(), CostError> {
-        let v: u64 = value.trim().parse().map_err(|_| CostError::BadValue {
-            name: name.to_owned(),
-            value: value.to_owned(),
-        })?;
-        let slot = self.slot(name).ok_or_else(|| CostError::Unknown {
-            name: name.to_owned(),
-            valid: Self::NAMES.join(", "),
-        })?;
-        *slot = v;
-        Ok(())
-    }
-
-    /// `(name, value)` pairs in [`CostModel::NAMES`] order.
-    pub fn entries(&self) -> [(&'static str, u64); 8] {
-        let mut copy = *self;
-        Self::NAMES.map(|n| (n, *copy.slot(n).expect("every listed name has a slot")))
-    }
-
     /// The simulated time `work` takes.
     pub fn charge(&self, work: &WorkAccount) -> u64 {
         self.lb_domain_ns * u64::from(work.domains)
@@ -172,7 +91,7 @@ impl CostModel {
 
 impl fmt::Display for CostModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (name, v) in self.entries() {
+        for (name, v) in Params::entries(self) {
             writeln!(f, "{name} = {v}")?;
         }
         Ok(())
@@ -196,14 +115,15 @@ mod tests {
             redo_passes: 2,
         };
         assert_eq!(c.charge(&w), 200 + 600 + 600 + 1500 + 1600);
-        assert!(matches!(
-            c.set("cost_bogus", "1"),
-            Err(CostError::Unknown { .. })
-        ));
-        assert!(matches!(
-            c.set("cost_ipi_ns", "-3"),
-            Err(CostError::BadValue { .. })
-        ));
-        assert_eq!(c.entries().len(), CostModel::NAMES.len());
+        assert_eq!(
+            c.set("cost_bogus", "1").unwrap_err().to_string(),
+            "unknown parameter `cost_bogus`; did you mean `cost_ipi_ns` or `cost_lb_cpu_ns`?"
+        );
+        assert_eq!(
+            c.set("cost_ipi_ns", "-3").unwrap_err().to_string(),
+            "invalid value `-3` for `cost_ipi_ns`: expected an integer (0.. ns)"
+        );
+        assert_eq!(c.entries().len(), COST_PARAMS.len());
+        assert_eq!(CostModel::default().ipi_ns, 1500);
     }
 }

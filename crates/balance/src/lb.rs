@@ -48,7 +48,7 @@ mod imbalance;
 mod should_we_balance;
 mod types;
 
-use lbsim_rq::features::SchedFeat;
+use crate::params::LbFeat;
 use lbsim_rq::task::TaskId;
 use lbsim_topology::{CpuId, Cpumask, SchedDomain, SgcId, SpanId, Topology};
 use smallvec::SmallVec;
@@ -82,8 +82,7 @@ pub use self::imbalance::{
 pub use self::should_we_balance::should_we_balance;
 pub use self::types::{CpuIdleType, GroupType, MigrationType, SdLbStats, SgLbStats, lbf};
 
-/// `SCHED_CAPACITY_SCALE`.
-pub const SCHED_CAPACITY_SCALE: u64 = 1024;
+pub use lbsim_kernel::SCHED_CAPACITY_SCALE;
 /// `SCHED_NR_MIGRATE_BREAK`: detach_tasks() takes a breather every this many tasks.
 pub const SCHED_NR_MIGRATE_BREAK: u32 = 32;
 /// `MAX_PINNED_INTERVAL` (ms): how far balance_interval may grow when all tasks are pinned.
@@ -91,8 +90,7 @@ pub const MAX_PINNED_INTERVAL: u64 = 512;
 /// `NUMA_IMBALANCE_MIN`: imbalances up to this many tasks are allowed between lightly
 /// loaded NUMA groups.
 pub const NUMA_IMBALANCE_MIN: i64 = 2;
-/// `NICE_0_LOAD` in the 10-bit domain PELT and the balancer compare (`scale_load_down`).
-pub const NICE_0_LOAD: u64 = 1024;
+pub use lbsim_kernel::NICE_0_LOAD;
 /// `CONFIG_PREEMPTION`: set by the PREEMPT and PREEMPT_DYNAMIC models that arm64 defconfig
 /// and the major distributions build; a newly idle detach_tasks() then stops after one task.
 pub const CONFIG_PREEMPTION: bool = true;
@@ -201,15 +199,7 @@ impl Pass {
 // Pure rules.
 // ---------------------------------------------------------------------------
 
-/// `fits_capacity(cap, max)`: `cap * 1280 < max * 1024` (about 20% headroom).
-pub const fn fits_capacity(cap: u64, max: u64) -> bool {
-    cap * 1280 < max * 1024
-}
-
-/// `capacity_greater(cap1, cap2)`: `cap1 * 1024 > cap2 * 1078` (cap1 is about 5% bigger).
-pub const fn capacity_greater(cap1: u64, cap2: u64) -> bool {
-    cap1 * 1024 > cap2 * 1078
-}
+pub use lbsim_kernel::{capacity_greater, fits_capacity};
 
 // ---------------------------------------------------------------------------
 // load_balance.
@@ -500,7 +490,7 @@ impl LoadBalance {
                         push_cpu: this_cpu,
                     });
                 }
-                if !ctx.features.enabled(SchedFeat::LbReduceActiveBalance) {
+                if !ctx.features.enabled(LbFeat::LbReduceActiveBalance) {
                     // Before v5.13 (this switch: v5.11): "We've kicked active balancing, force
                     // task migration": the stopper's can_migrate_task() then ignores cache
                     // hotness.
@@ -513,7 +503,7 @@ impl LoadBalance {
         // "We were unbalanced, so reset the balancing interval"; v5.6-v5.11 asked
         // voluntary_active_balance() and otherwise, an active balance having begun, started
         // to back off.
-        let reduce = ctx.features.enabled(SchedFeat::LbReduceActiveBalance);
+        let reduce = ctx.features.enabled(LbFeat::LbReduceActiveBalance);
         let reset = !self.active_balance
             || if reduce {
                 need_active_balance(ctx, st, env, at)

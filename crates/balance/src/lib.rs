@@ -28,6 +28,7 @@ pub mod kernel;
 pub mod lb;
 pub mod newidle;
 pub mod nohz;
+pub mod params;
 pub mod rebalance;
 pub mod schedstat;
 pub mod state;

@@ -12,7 +12,7 @@
 //! The experiment switches here: `LB_BUSY_INTERVAL_SKEW` (the one-jiffy busy skew of v5.10)
 //! and the topology's `busy_factor` (16 since v5.10, 32 before).
 
-use lbsim_rq::features::SchedFeat;
+use crate::params::LbFeat;
 use lbsim_topology::{CpuId, SchedDomain, SdFlag};
 
 use crate::ctx::BalanceCtx;
@@ -57,7 +57,7 @@ pub fn sd_balance_interval(
         busy,
         ctx.hz,
         st.max_load_balance_interval,
-        ctx.features.enabled(SchedFeat::LbBusyIntervalSkew),
+        ctx.features.enabled(LbFeat::LbBusyIntervalSkew),
     )
 }
 

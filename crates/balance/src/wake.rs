@@ -37,6 +37,7 @@ use crate::fork::{
     sched_idle_cpu, sync_entity_load_avg, task_util_est, util_fits_cpu,
 };
 use crate::lb::{capacity_of, cpu_load, sched_smt_active};
+use crate::params::LbFeat;
 use crate::state::BalanceState;
 
 /// The `record_wakee()` fields of one task (`wakee_flips`, `wakee_flip_decay_ts`,
@@ -129,7 +130,7 @@ fn reserved_for_other(
     cpu: CpuId,
     p: TaskId,
 ) -> bool {
-    if !ctx.features.enabled(lbsim_rq::SchedFeat::IdleReserve) {
+    if !ctx.features.enabled(LbFeat::IdleReserve) {
         return false;
     }
     let Some(r) = reserved_by[cpu.index()] else {
@@ -323,7 +324,7 @@ pub fn wake_affine_weight(
     prev_cpu: CpuId,
     sync: bool,
 ) -> Option<CpuId> {
-    let wa_bias = ctx.features.enabled(lbsim_rq::SchedFeat::WaBias);
+    let wa_bias = ctx.features.enabled(LbFeat::WaBias);
     let mut this_eff_load = cpu_load(ctx, this_cpu) as i64;
     if sync {
         // task_h_load(current): the idle task carries no load.
@@ -371,10 +372,10 @@ pub fn wake_affine(
     let sd = &ctx.topo.domains(this_cpu)[level];
     let mut target = None;
     work.cpus_scanned += 2;
-    if ctx.features.enabled(lbsim_rq::SchedFeat::WaIdle) {
+    if ctx.features.enabled(LbFeat::WaIdle) {
         target = wake_affine_idle(ctx, this_cpu, prev_cpu, sync);
     }
-    if ctx.features.enabled(lbsim_rq::SchedFeat::WaWeight) && target.is_none() {
+    if ctx.features.enabled(LbFeat::WaWeight) && target.is_none() {
         target = wake_affine_weight(ctx, sd, p, this_cpu, prev_cpu, sync);
     }
     if target != Some(this_cpu) {
@@ -591,7 +592,7 @@ fn select_idle_cpu(
     cpus.or_assign(topo.span(sd.span));
     cpus.and_assign(&ctx.tasks[sis.p].cpus_mask);
 
-    if ctx.features.enabled(lbsim_rq::SchedFeat::SisUtil)
+    if ctx.features.enabled(LbFeat::SisUtil)
         && let Some(share) = st.sd_llc_shared(topo, target)
     {
         // because !--nr is the condition to stop the scan
@@ -884,7 +885,7 @@ pub fn select_task_rq_fair(
         new_cpu = sched_balance_find_dst_cpu(ctx, st, level, cpu, prev_cpu, p, sd_flag, work);
     } else if ttwu {
         new_cpu = select_idle_sibling(ctx, st, wake, p, prev_cpu, new_cpu, work);
-        if ctx.features.enabled(lbsim_rq::SchedFeat::IdleReserve)
+        if ctx.features.enabled(LbFeat::IdleReserve)
             && (Sis {
                 ctx,
                 reserved_by: &wake.reserved_by,

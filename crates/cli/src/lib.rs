@@ -5,8 +5,8 @@
 //! (a malformed spec, flag or file) is an error value naming what is wrong; the binary prints
 //! it on one line and exits with code 2.
 
+pub mod balancer;
 pub mod commands;
 pub mod format;
-pub mod balancer;
 pub mod repro;
 pub mod scenario;

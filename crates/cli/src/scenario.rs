@@ -5,14 +5,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow, bail};
-use lbsim_balance::cost::CostModel;
-use lbsim_rq::{Features, TUNABLE_NAMES, Tunables};
-use lbsim_sim::engine::{EngineTunables, SimConfig};
-use lbsim_topology::{SdParams, Topology, parse_machine};
+use lbsim_sim::engine::SimConfig;
+pub use lbsim_sim::params::Settings;
+use lbsim_topology::{Topology, parse_machine};
 use lbsim_workload::{WorkloadSpec, parse_workloads};
-
-/// The sd_init() inputs settable with `--set`.
-const SD_PARAM_NAMES: [&str; 2] = ["imbalance_pct", "busy_factor"];
 
 /// One run's description, before it is built.
 #[derive(Clone, Debug, Default)]
@@ -30,16 +26,6 @@ pub struct Scenario {
     pub duration_ns: u64,
 }
 
-/// Every name `--set` accepts, for error messages.
-pub fn all_set_names() -> String {
-    let mut names: Vec<&str> = Vec::new();
-    names.extend(TUNABLE_NAMES);
-    names.extend(SD_PARAM_NAMES);
-    names.extend(CostModel::NAMES);
-    names.extend(EngineTunables::NAMES);
-    names.join(", ")
-}
-
 /// Built pieces of a scenario that do not depend on the seed.
 #[derive(Clone, Debug)]
 pub struct Built {
@@ -47,90 +33,43 @@ pub struct Built {
     pub config: SimConfig,
 }
 
-/// The scheduler settings of a run: features, kernel tunables, sd_init() inputs, cost model
-/// and engine tunables.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    /// Sched features.
-    pub features: Features,
-    /// Kernel tunables (for the machine's CPU count).
-    pub tunables: Tunables,
-    /// sd_init() inputs.
-    pub sd: SdParams,
-    /// Scheduler-work costs.
-    pub cost: CostModel,
-    /// Engine tunables.
-    pub engine: EngineTunables,
-}
-
-/// Whether `--set` routes `name` somewhere.
-pub fn is_set_name(name: &str) -> bool {
-    SD_PARAM_NAMES.contains(&name)
-        || CostModel::is_tunable(name)
-        || EngineTunables::is_tunable(name)
-        || TUNABLE_NAMES.contains(&name)
-        || name.starts_with("sched_")
-}
-
-impl Settings {
-    /// The defaults for a machine of `nr_cpus` CPUs, then each features list (`NO_X,Y`, may
-    /// carry `name=value` tunables) and each `NAME=VALUE` of `sets`, in order. Errors name
-    /// the flag and value.
-    pub fn new(nr_cpus: u32, features_lists: &[String], sets: &[String]) -> anyhow::Result<Self> {
-        let mut sd = SdParams::default();
-        let mut tunables = Tunables::new(nr_cpus);
-        let mut cost = CostModel::default();
-        let mut engine = EngineTunables::default();
-        let mut features = Features::defaults();
-        // Features lists may carry tunables (`imbalance_pct=125`), as `lbsim compare` sides do.
-        let mut assignments: Vec<(String, String)> = Vec::new();
-        for list in features_lists {
-            let mut names = Vec::new();
-            for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                if let Some((k, v)) = item.split_once('=') {
-                    assignments.push((k.trim().to_owned(), v.trim().to_owned()));
-                } else {
-                    names.push(item);
-                }
-            }
-            features
-                .apply(&names.join(","))
-                .with_context(|| format!("--features `{list}`"))?;
-        }
-        for set in sets {
-            let (k, v) = set
-                .split_once('=')
-                .with_context(|| format!("--set `{set}`: expected NAME=VALUE"))?;
-            assignments.push((k.trim().to_owned(), v.trim().to_owned()));
-        }
-        for (k, v) in &assignments {
-            let k = k.as_str();
-            if SD_PARAM_NAMES.contains(&k) {
-                sd.set(&format!("{k}={v}"))
-                    .with_context(|| format!("--set {k}={v}"))?;
-            } else if CostModel::is_tunable(k) {
-                cost.set(k, v).with_context(|| format!("--set {k}={v}"))?;
-            } else if EngineTunables::is_tunable(k) {
-                engine.set(k, v).with_context(|| format!("--set {k}={v}"))?;
-            } else if is_set_name(k) {
-                tunables
-                    .set(k, v)
-                    .with_context(|| format!("--set {k}={v}"))?;
+/// The settings of a run: the defaults for a machine of `nr_cpus` CPUs, then each features
+/// list (`NO_X,Y`; it may carry `name=value` parameters, as `lbsim compare` sides do) and each
+/// `NAME=VALUE` of `sets`, in order. Every name is looked up in the registry
+/// (`lbsim_sim::params::REGISTRY`); errors name the flag and value, and suggest the nearest
+/// valid names.
+///
+/// # Errors
+/// One line: the flag, and the registry's error.
+pub fn settings(
+    nr_cpus: u32,
+    features_lists: &[String],
+    sets: &[String],
+) -> anyhow::Result<Settings> {
+    let mut s = Settings::new(nr_cpus);
+    let mut assignments: Vec<(String, String)> = Vec::new();
+    for list in features_lists {
+        let mut names = Vec::new();
+        for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            if let Some((k, v)) = item.split_once('=') {
+                assignments.push((k.trim().to_owned(), v.trim().to_owned()));
             } else {
-                bail!(
-                    "--set {k}={v}: unknown name `{k}` (valid: {})",
-                    all_set_names()
-                );
+                names.push(item);
             }
         }
-        Ok(Settings {
-            features,
-            tunables,
-            sd,
-            cost,
-            engine,
-        })
+        s.apply_features(&names.join(","))
+            .with_context(|| format!("--features `{list}`"))?;
     }
+    for set in sets {
+        let (k, v) = set
+            .split_once('=')
+            .with_context(|| format!("--set `{set}`: expected NAME=VALUE"))?;
+        assignments.push((k.trim().to_owned(), v.trim().to_owned()));
+    }
+    for (k, v) in &assignments {
+        s.set(k, v).with_context(|| format!("--set {k}={v}"))?;
+    }
+    Ok(s)
 }
 
 impl Scenario {
@@ -150,7 +89,7 @@ impl Scenario {
             sd,
             cost,
             engine,
-        } = Settings::new(machine.nr_cpus() as u32, &self.features, &self.sets)?;
+        } = settings(machine.nr_cpus() as u32, &self.features, &self.sets)?;
         let topology = Topology::build(&machine, &sd)
             .with_context(|| format!("--topology `{}`", self.topology))?;
         let workload = parse_workloads(&self.workloads).context("--workload")?;
@@ -429,14 +368,14 @@ impl ScenarioFile {
                 "features" => {
                     let lists = strings(key, v)?;
                     for l in &lists {
-                        Settings::new(1, std::slice::from_ref(l), &[])
+                        settings(1, std::slice::from_ref(l), &[])
                             .map_err(|e| err(key, e.root_cause().to_string()))?;
                     }
                     out.features = lists;
                 }
                 "base" | "patched" => {
                     let list = strings(key, v)?.join(",");
-                    Settings::new(1, std::slice::from_ref(&list), &[])
+                    settings(1, std::slice::from_ref(&list), &[])
                         .map_err(|e| err(key, e.root_cause().to_string()))?;
                     if key == "base" {
                         out.base = Some(list);
@@ -458,14 +397,8 @@ impl ScenarioFile {
                                 return Err(expected(&k, "an integer or a string", other));
                             }
                         };
-                        if !is_set_name(name) {
-                            return Err(err(
-                                &k,
-                                format!("unknown tunable (valid: {})", all_set_names()),
-                            ));
-                        }
                         let set = format!("{name}={value}");
-                        Settings::new(1, &[], std::slice::from_ref(&set))
+                        settings(1, &[], std::slice::from_ref(&set))
                             .map_err(|e| err(&k, e.root_cause().to_string()))?;
                         out.sets.push(set);
                     }

@@ -207,7 +207,7 @@ fn bad_input_is_one_line_and_exit_2() {
     );
     assert_eq!(
         fails(&["topology", "hikey", "--set", "imbalance_pct=50"]),
-        "lbsim: error: --set: `imbalance_pct=50`: must be 100..=10000"
+        "lbsim: error: --set: `imbalance_pct=50` is out of range: expected 100..=10000 percent"
     );
     assert_eq!(
         fails(&["topology", "hikey", "--cpus", "8"]),

@@ -43,6 +43,7 @@ pub mod config;
 mod core;
 pub mod effects;
 pub mod metrics;
+pub mod params;
 pub mod result;
 pub mod rng;
 pub mod trace;
@@ -72,7 +73,7 @@ mod prelude {
     };
     pub(crate) use lbsim_balance::schedstat::CpuSchedstat;
     pub(crate) use lbsim_rq::{
-        Policy as RqPolicy, PrevAction, Rq, SchedFeat, SchedParams, Task, TaskId, TaskState, Tasks,
+        Policy as RqPolicy, PrevAction, Rq, SchedParams, Task, TaskId, TaskState, Tasks,
         set_task_cpu,
     };
     pub(crate) use lbsim_topology::{CpuId, Cpumask};
@@ -89,6 +90,7 @@ mod prelude {
     pub(crate) use crate::core::Core;
     pub(crate) use crate::effects::{Effects, Ev, EventKey};
     pub(crate) use crate::metrics::{Samples, fairness};
+    pub(crate) use crate::params::CoreFeat;
     pub(crate) use crate::result::{CpuResult, GroupFairness, RunResult, TaskResult};
     pub(crate) use crate::rng::{SeedStreams, Stream, below};
     pub(crate) use crate::state::{CpuState, Cur, Kind, Pending, TaskRun};

@@ -133,7 +133,7 @@ impl<B: Balancer> Core<B> {
         self.runs[ri].wake_ns = Some(now);
         // ttwu_queue_cond() (v6.12): a remote CPU that does not share the waker's cache, or
         // that has nothing running, gets the wake-up through its wake list.
-        let queue = self.cfg.features.enabled(SchedFeat::TtwuQueue)
+        let queue = self.cfg.features.enabled(CoreFeat::TtwuQueue)
             && cpu != this_cpu
             && (!self.cfg.topology.cpus_share_cache(this_cpu, cpu)
                 || self.rqs[cpu.index()].nr_running == 0);

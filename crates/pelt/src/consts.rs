@@ -16,17 +16,7 @@
 /// Follows sched-pelt.h: `LOAD_AVG_PERIOD` (v6.6-v6.12).
 pub const LOAD_AVG_PERIOD: u32 = 32;
 
-/// `SCHED_CAPACITY_SHIFT`: util and runnable are scaled to `1 << 10`.
-///
-/// Follows include/linux/sched.h (v6.6-v6.12).
-pub const SCHED_CAPACITY_SHIFT: u32 = 10;
-
-/// `SCHED_CAPACITY_SCALE`: the capacity of the biggest CPU at its highest frequency.
-pub const SCHED_CAPACITY_SCALE: u64 = 1 << SCHED_CAPACITY_SHIFT;
-
-/// `SCHED_FIXEDPOINT_SHIFT`: the extra resolution of 64-bit `load.weight`
-/// values (`scale_load()` / `scale_load_down()`).
-pub const SCHED_FIXEDPOINT_SHIFT: u32 = 10;
+pub use lbsim_kernel::{SCHED_CAPACITY_SCALE, SCHED_CAPACITY_SHIFT, SCHED_FIXEDPOINT_SHIFT};
 
 /// Length of one PELT period in 1024-ns units (so one period is 1024 * 1024 ns).
 pub const PELT_PERIOD_UNITS: u64 = 1024;

@@ -42,7 +42,8 @@ use std::collections::VecDeque;
 use lbsim_pelt::{CfsRqAvg, CfsRqLoad, SeLoad, UpdateFlags};
 
 use crate::entity::{DequeueFlags, EnqueueFlags, EntityStore, TaskId};
-use crate::features::{SchedFeat, SchedParams, SchedPolicy};
+use crate::params::RqFeat;
+use crate::tunables::{SchedParams, SchedPolicy};
 use crate::weights::{LoadWeight, calc_delta_fair, scale_load_down};
 
 /// The two clocks a cfs_rq operation reads: `rq_clock_task()` and `cfs_rq_clock_pelt()`.
@@ -419,7 +420,7 @@ impl CfsRq {
             &se_load,
             &cfs_load,
             flags,
-            params.feat(SchedFeat::UtilEst),
+            params.feat(RqFeat::UtilEst),
         );
     }
 
@@ -577,9 +578,7 @@ impl CfsRq {
                 } else {
                     let delay = sleep && !flags.contains(DequeueFlags::SPECIAL);
                     debug_assert!(!(delay && ents.se(id).sched_delayed));
-                    if params.feat(SchedFeat::DelayDequeue)
-                        && delay
-                        && !self.entity_eligible(ents, id)
+                    if params.feat(RqFeat::DelayDequeue) && delay && !self.entity_eligible(ents, id)
                     {
                         self.update_load_avg(ents, id, clock.pelt, UpdateFlags::NONE, params);
                         self.set_delayed(ents, id);
@@ -588,7 +587,7 @@ impl CfsRq {
                 }
                 self.update_load_avg(ents, id, clock.pelt, action, params);
                 self.update_entity_lag(ents, id, params.tick_nsec);
-                if params.feat(SchedFeat::PlaceRelDeadline) && !sleep {
+                if params.feat(RqFeat::PlaceRelDeadline) && !sleep {
                     let se = ents.se_mut(id);
                     se.deadline = se.deadline.wrapping_sub(se.vruntime);
                     se.rel_deadline = true;
@@ -607,7 +606,7 @@ impl CfsRq {
                     // finish_delayed_dequeue_entity()
                     self.clear_delayed(ents, id);
                     let se = ents.se_mut(id);
-                    if params.feat(SchedFeat::DelayZero) && se.vlag > 0 {
+                    if params.feat(RqFeat::DelayZero) && se.vlag > 0 {
                         se.vlag = 0;
                     }
                 }
@@ -715,7 +714,7 @@ impl CfsRq {
     ) -> Option<TaskId> {
         match params.policy {
             SchedPolicy::Eevdf => {
-                if params.feat(SchedFeat::NextBuddy)
+                if params.feat(RqFeat::NextBuddy)
                     && let Some(next) = self.next
                     && self.entity_eligible(ents, next)
                 {

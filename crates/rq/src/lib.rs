@@ -1,10 +1,11 @@
 //! Tasks and per-CPU runqueues of the Linux kernel's fair class: weights, the EEVDF pick of
 //! v6.6–v6.12 (and, selectable with `sched_policy=cfs`, the legacy CFS pick of v6.1), delayed
-//! dequeue, wakeup preemption, the tick, sleep/wake/fork/migration bookkeeping with PELT, the
-//! sched features registry and the fair-class tunables.
+//! dequeue, wakeup preemption, the tick, sleep/wake/fork/migration bookkeeping with PELT, and
+//! the parameters they read: the sched features and the fair-class tunables, declared in
+//! [`params`] (the registry machinery is `lbsim_kernel::params`).
 //!
 //! It follows kernel/sched/fair.c and core.c of v6.12 (read in a v6.12.20 tree; v6.6 behaviour
-//! is [`Features::v6_6`]: the v6.12-only features off), fair.c of v6.1 for the legacy CFS pick,
+//! is [`params::v6_6`]: the v6.12-only features off), fair.c of v6.1 for the legacy CFS pick,
 //! and kernel/sched/features.h of v6.1, v6.6 and v6.12. Each function names the kernel function
 //! it follows. Deliberately left out: group scheduling (the hierarchy is flat, so
 //! `h_nr_running` equals `nr_running` and `task_h_load()` is `load_avg`), CFS bandwidth, other
@@ -36,20 +37,19 @@
 
 pub mod cfs_rq;
 pub mod entity;
-pub mod features;
+pub mod params;
 pub mod rq;
 pub mod task;
+pub mod tunables;
 pub mod weights;
 
 pub use cfs_rq::{CfsClock, CfsRq};
 pub use entity::{DequeueFlags, EnqueueFlags, EntityStore, SchedEntity, TaskId, WakeFlags};
-pub use features::{
-    FeatureError, Features, SchedFeat, SchedParams, SchedPolicy, TUNABLE_NAMES, TunableError,
-    TunableScaling, Tunables,
-};
+pub use params::RqFeat;
 pub use rq::{
     PrevAction, Rq, RqError, SCHED_CAPACITY_SCALE, SCHED_CLOCK_OFFSET_NS, capacity_greater,
     fits_capacity, set_task_cpu, task_runnable, task_util, task_util_est, task_util_est_raw,
 };
 pub use task::{OnRq, Policy, SchedInfo, Task, TaskState, Tasks};
+pub use tunables::{Features, SchedParams, SchedPolicy, TunableScaling, Tunables};
 pub use weights::{LoadWeight, NICE_0_LOAD, calc_delta, calc_delta_fair};

@@ -38,15 +38,15 @@ use thiserror::Error;
 
 use crate::cfs_rq::{CfsClock, CfsRq};
 use crate::entity::{DequeueFlags, EnqueueFlags, TaskId};
-use crate::features::{SchedFeat, SchedParams};
+use crate::params::RqFeat;
 use crate::task::{OnRq, Tasks};
+use crate::tunables::SchedParams;
 use crate::weights::scale_load_down;
 
 pub use self::load::{task_runnable, task_util, task_util_est, task_util_est_raw};
 pub use self::wakeup::set_task_cpu;
 
-/// `SCHED_CAPACITY_SCALE`.
-pub const SCHED_CAPACITY_SCALE: u64 = 1024;
+pub use lbsim_kernel::SCHED_CAPACITY_SCALE;
 
 /// `sched_clock()` at simulated time 0: the runqueue clocks read `now_ns + SCHED_CLOCK_OFFSET_NS`.
 ///
@@ -70,17 +70,7 @@ pub enum PrevAction {
     Exit,
 }
 
-/// `fits_capacity(cap, max)`: `cap` is below ~80% of `max` (`cap * 1280 < max * 1024`).
-#[inline]
-pub fn fits_capacity(cap: u64, max: u64) -> bool {
-    cap * 1280 < max * 1024
-}
-
-/// `capacity_greater(cap1, cap2)`: `cap1` is noticeably (~5%) greater than `cap2`.
-#[inline]
-pub fn capacity_greater(cap1: u64, cap2: u64) -> bool {
-    cap1 * 1024 > cap2 * 1078
-}
+pub use lbsim_kernel::{capacity_greater, fits_capacity};
 
 /// `update_avg()` (sched.h): `*avg += (sample - *avg) / 8`, signed, truncating.
 #[inline]
@@ -336,7 +326,7 @@ impl Rq {
             util_est_enqueue(
                 &mut self.cfs.avg,
                 &tasks[p].se.avg,
-                params.feat(SchedFeat::UtilEst),
+                params.feat(RqFeat::UtilEst),
             );
         }
         if flags.contains(EnqueueFlags::DELAYED) {
@@ -357,7 +347,7 @@ impl Rq {
     /// task is only moving), update it on sleep, dequeue the entity. Returns false if the
     /// dequeue was delayed.
     pub fn dequeue_task_fair(&mut self, tasks: &mut Tasks, p: TaskId, flags: DequeueFlags) -> bool {
-        let util_est = self.params.feat(SchedFeat::UtilEst);
+        let util_est = self.params.feat(RqFeat::UtilEst);
         let t = &tasks[p];
         if !(t.se.sched_delayed && (t.on_rq_migrating() || flags.contains(DequeueFlags::SAVE))) {
             util_est_dequeue(&mut self.cfs.avg, &t.se.avg, util_est);

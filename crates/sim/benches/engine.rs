@@ -11,7 +11,7 @@ use divan::counter::ItemsCount;
 use lbsim_balance::TrivialBalancer;
 use lbsim_balance::cost::CostModel;
 use lbsim_balance::kernel::KernelBalancer;
-use lbsim_rq::{Features, Tunables};
+use lbsim_rq::Tunables;
 use lbsim_sim::engine::{EngineTunables, Sim, SimConfig};
 use lbsim_topology::{SdParams, Topology, parse_machine};
 use lbsim_workload::parse_workloads;
@@ -31,7 +31,7 @@ fn config() -> SimConfig {
             "pipe:loops=100000",
         ])
         .expect("workload"),
-        features: Features::defaults(),
+        features: lbsim_sim::params::default_features(),
         tunables: Tunables::new(8),
         cost: CostModel::default(),
         engine: EngineTunables::default(),

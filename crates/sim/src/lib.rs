@@ -7,6 +7,7 @@
 
 pub mod engine;
 pub mod experiment;
+pub mod params;
 pub mod queue;
 pub mod stats;
 pub mod time;

@@ -42,7 +42,7 @@
 //! - relax_domain_level (cpusets) and isolated CPUs are not modelled.
 //!
 //! Files: this one holds the result ([`Topology`], [`SchedDomain`], [`SchedGroup`], ... and
-//! their accessors); `params.rs` the sd_init() inputs ([`SdParams`]); `build.rs` the
+//! their accessors); `crate::params` the sd_init() inputs ([`SdParams`]); `build.rs` the
 //! builder's data and sched_init_numa(), the topology levels and sd_init() per CPU;
 //! `build/groups.rs` build_sched_groups(), build_overlap_sched_groups(), get_group(),
 //! find_descended_sibling() and build_balance_mask(); `build/attach.rs` imb_numa_nr,
@@ -50,7 +50,6 @@
 //! init_sched_groups_capacity() and update_top_cache_domain().
 
 mod build;
-mod params;
 
 use std::fmt;
 
@@ -60,7 +59,7 @@ use crate::machine::Machine;
 
 use self::build::Builder;
 
-pub use self::params::{ParamError, SdParams};
+pub use crate::params::SdParams;
 
 /// Index of an interned CPU mask in a [`Topology`] (spans and balance masks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -23,15 +23,18 @@ pub mod domains;
 pub mod dump;
 pub mod flags;
 pub mod machine;
+pub mod params;
 pub mod spec;
 
 pub use cpumask::{CpuId, Cpumask, CpumaskParseError};
 pub use domains::{
-    CpuShortcuts, DomainName, GroupId, NumaTopologyType, ParamError, SchedDomain,
-    SchedDomainShared, SchedGroup, SchedGroupCapacity, SdParams, SgcId, SharedId, SpanId, Topology,
-    TopologyError, TopologyLevel,
+    CpuShortcuts, DomainName, GroupId, NumaTopologyType, SchedDomain, SchedDomainShared,
+    SchedGroup, SchedGroupCapacity, SgcId, SharedId, SpanId, Topology, TopologyError,
+    TopologyLevel,
 };
 pub use dump::TopologyDump;
 pub use flags::{SdFlag, SdFlags};
+pub use lbsim_kernel::params::ParamError;
 pub use machine::{CpuDesc, CpuTopology, Machine, MachineError};
+pub use params::SdParams;
 pub use spec::{MachineSpec, Preset, SpecError, parse_machine, presets};

@@ -26,8 +26,9 @@ use crate::cpumask::{CpuId, Cpumask};
 /// The largest machine lbsim builds (x86 `MAXSMP`'s `NR_CPUS`).
 pub const MAX_CPUS: usize = 8192;
 
-/// The capacity of the biggest CPU (`SCHED_CAPACITY_SCALE`).
-pub const SCHED_CAPACITY_SCALE: u32 = 1024;
+/// The capacity of the biggest CPU, `SCHED_CAPACITY_SCALE` (defined in `lbsim-kernel`), as the
+/// `u32` a [`CpuDesc`] holds.
+pub const MAX_CPU_CAPACITY: u32 = lbsim_kernel::SCHED_CAPACITY_SCALE as u32;
 
 /// A node's distance to itself (`LOCAL_DISTANCE`).
 pub const LOCAL_DISTANCE: u32 = 10;
@@ -251,7 +252,7 @@ impl Machine {
             });
         }
         for (i, c) in cpus.iter().enumerate() {
-            if c.capacity == 0 || c.capacity > SCHED_CAPACITY_SCALE {
+            if c.capacity == 0 || c.capacity > MAX_CPU_CAPACITY {
                 return Err(MachineError::CapacityOutOfRange {
                     cpu: i as u32,
                     capacity: c.capacity,

@@ -72,7 +72,7 @@ use std::fmt;
 use std::path::Path;
 
 use crate::machine::{
-    CpuDesc, MAX_CPUS, Machine, MachineError, RECLAIM_DISTANCE, SCHED_CAPACITY_SCALE,
+    CpuDesc, MAX_CPU_CAPACITY, MAX_CPUS, Machine, MachineError, RECLAIM_DISTANCE,
 };
 
 /// Why a machine spec could not be turned into a machine.
@@ -425,7 +425,7 @@ pub fn parse_capacity_list(text: &str) -> Result<Vec<u32>, SpecError> {
         if count == 0 || count > MAX_CPUS {
             return Err(bad());
         }
-        if value == 0 || value > SCHED_CAPACITY_SCALE {
+        if value == 0 || value > MAX_CPU_CAPACITY {
             return Err(SpecError::CapacityOutOfRange {
                 element: element.to_owned(),
             });
@@ -614,7 +614,7 @@ impl MachineSpec {
                 llc: 0,
                 cluster: 0,
                 core: 0,
-                capacity: SCHED_CAPACITY_SCALE
+                capacity: MAX_CPU_CAPACITY
             };
             n
         ];
@@ -643,7 +643,7 @@ impl MachineSpec {
                                     capacity: self
                                         .capacity
                                         .as_ref()
-                                        .map_or(SCHED_CAPACITY_SCALE, |c| c[cpu]),
+                                        .map_or(MAX_CPU_CAPACITY, |c| c[cpu]),
                                 };
                             }
                             core_idx += 1;
@@ -852,7 +852,7 @@ fn machine_from_file(file: FileSpec) -> Result<Machine, SpecError> {
                     llc,
                     cluster: c.cluster.unwrap_or(llc),
                     core: c.core.unwrap_or(i as u32),
-                    capacity: c.capacity.unwrap_or(SCHED_CAPACITY_SCALE),
+                    capacity: c.capacity.unwrap_or(MAX_CPU_CAPACITY),
                 }
             })
             .collect();
@@ -911,7 +911,7 @@ fn machine_from_file(file: FileSpec) -> Result<Machine, SpecError> {
         None => {}
         Some(CapacityField::Text(t)) => spec.capacity = Some(parse_capacity_list(t)?),
         Some(CapacityField::List(l)) => {
-            if let Some(bad) = l.iter().find(|c| **c == 0 || **c > SCHED_CAPACITY_SCALE) {
+            if let Some(bad) = l.iter().find(|c| **c == 0 || **c > MAX_CPU_CAPACITY) {
                 return Err(SpecError::CapacityOutOfRange {
                     element: bad.to_string(),
                 });

@@ -1,4 +1,5 @@
 use super::*;
+use crate::params::LbFeat;
 
 #[test]
 fn task_count_difference_follows_the_kernels_normalisation() {
@@ -30,7 +31,6 @@ fn task_count_difference_follows_the_kernels_normalisation() {
 fn an_idle_destination_leaves_the_source_its_last_task() {
     use crate::lb::harness::World;
     use crate::lb::{CpuIdleType, Pass, load_balance};
-    use lbsim_rq::SchedFeat;
 
     let mut w = World::new("nodes=2,cores=2");
     for _ in 0..3 {
@@ -53,7 +53,7 @@ fn an_idle_destination_leaves_the_source_its_last_task() {
     w.st.checks.enabled = true;
     let now = w.now;
     let (mut ctx, st) = w.split();
-    assert!(ctx.features.enabled(SchedFeat::LbUtilSkipSingle));
+    assert!(ctx.features.enabled(LbFeat::LbUtilSkipSingle));
     let mut pass = Pass::new(now);
     let mut cont = true;
     let moved = load_balance(

@@ -160,7 +160,7 @@ fn newidle_through_the_trait() {
 /// Every other CPU runs two always-running threads pinned to it.
 fn seed002_world(bail: bool) -> World {
     let mut w = World::new("sockets=2,cores=16,threads=2");
-    w.set_feature(lbsim_rq::SchedFeat::NewidleBailOnPending, bail);
+    w.set_feature(crate::params::LbFeat::NewidleBailOnPending, bail);
     w.spawn(2, Some(&[0, 1, 2, 3]));
     for c in 4..64 {
         w.spawn(c, Some(&[c]));

@@ -2,7 +2,7 @@
 //! imbalanced_active_balance(), need_active_balance(), voluntary_active_balance() (v5.6-v5.11)
 //! and the stopper, active_load_balance_cpu_stop() with detach_one_task().
 
-use lbsim_rq::features::SchedFeat;
+use crate::params::LbFeat;
 use lbsim_rq::task::TaskId;
 use smallvec::SmallVec;
 
@@ -41,7 +41,7 @@ pub fn need_active_balance(
     env: &LbEnv,
     at_ns: u64,
 ) -> bool {
-    if !ctx.features.enabled(SchedFeat::LbReduceActiveBalance) {
+    if !ctx.features.enabled(LbFeat::LbReduceActiveBalance) {
         return voluntary_active_balance(ctx, env, at_ns)
             || st.sd(env.sd_cpu, env.level).nr_balance_failed
                 > env.sd(ctx.topo).cache_nice_tries + 2;

@@ -5,7 +5,7 @@
 //! scale_rt_capacity(), sched_reduced_capacity(), arch_asym_cpu_priority(),
 //! sched_asym_prefer(), sched_use_asym_prio(), sched_asym() and task_on_cpu().
 
-use lbsim_rq::features::SchedFeat;
+use crate::params::LbFeat;
 use lbsim_rq::rq::Rq;
 use lbsim_rq::task::TaskId;
 use lbsim_topology::{CpuId, SchedDomain, SdFlag, Topology};
@@ -50,7 +50,7 @@ pub fn is_core_idle(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: u64) -> bool {
 /// both in the 10-bit domain), the load read is `load_avg + min(NICE_0_LOAD,
 /// load.weight / 2)`, so a runqueue that just received tasks looks loaded at once.
 pub fn cpu_load(ctx: &BalanceCtx<'_>, cpu: CpuId) -> u64 {
-    rq(ctx, cpu).cpu_load_lb(ctx.features.enabled(SchedFeat::LbTipAvgHigh))
+    rq(ctx, cpu).cpu_load_lb(ctx.features.enabled(LbFeat::LbTipAvgHigh))
 }
 
 /// Follows fair.c: cpu_runnable() (v6.6-v6.12): `rq->cfs.avg.runnable_avg`.

@@ -2,7 +2,7 @@
 //! can_migrate_task(), detach_task(), attach_tasks(), shr_bound(), the size tests of
 //! detach_tasks() ([`load_too_big`], [`util_too_big`]), detach_tasks() and task_h_load().
 
-use lbsim_rq::features::SchedFeat;
+use crate::params::LbFeat;
 use lbsim_rq::task::TaskId;
 use lbsim_topology::SdFlag;
 
@@ -27,7 +27,7 @@ pub fn task_hot(ctx: &BalanceCtx<'_>, env: &LbEnv, p: TaskId) -> bool {
         return false;
     }
     let src = rq(ctx, env.src_cpu);
-    if ctx.features.enabled(SchedFeat::CacheHotBuddy)
+    if ctx.features.enabled(LbFeat::CacheHotBuddy)
         && rq(ctx, env.dst_cpu).nr_running > 0
         && src.cfs.next == Some(p)
     {
@@ -203,8 +203,8 @@ pub fn detach_tasks(
     if env.imbalance <= 0 {
         return 0;
     }
-    let relax = ctx.features.enabled(SchedFeat::LbRelaxByFailed);
-    let lb_min = ctx.features.enabled(SchedFeat::LbMin);
+    let relax = ctx.features.enabled(LbFeat::LbRelaxByFailed);
+    let lb_min = ctx.features.enabled(LbFeat::LbMin);
     let mut detached = 0u32;
     loop {
         let tail = ctx.rqs[src.index()].cfs.cfs_tasks().next_back();

@@ -1,7 +1,7 @@
 //! Follows fair.c: find_busiest_queue() (v6.6; sched_balance_find_src_rq() since v6.10): the
 //! busiest runqueue of the busiest group.
 
-use lbsim_rq::features::SchedFeat;
+use crate::params::LbFeat;
 use lbsim_topology::{CpuId, SchedGroup, SdFlag};
 
 use crate::ctx::BalanceCtx;
@@ -64,12 +64,12 @@ pub fn find_busiest_queue(
                 }
             }
             MigrationType::Util => {
-                let util = if ctx.features.enabled(SchedFeat::LbUtilRunnableBoost) {
+                let util = if ctx.features.enabled(LbFeat::LbUtilRunnableBoost) {
                     cpu_util_cfs_boost(ctx, i)
                 } else {
                     cpu_util_cfs(ctx, i)
                 };
-                if ctx.features.enabled(SchedFeat::LbUtilSkipSingle) && nr_running <= 1 {
+                if ctx.features.enabled(LbFeat::LbUtilSkipSingle) && nr_running <= 1 {
                     continue;
                 }
                 if busiest_util < util {

@@ -3,7 +3,7 @@
 //! update_sg_lb_stats(), update_sd_pick_busiest(), update_idle_cpu_scan() and
 //! update_sd_lb_stats().
 
-use lbsim_rq::features::SchedFeat;
+use crate::params::LbFeat;
 use lbsim_topology::{CpuId, SchedGroup, SdFlag};
 
 use crate::ctx::BalanceCtx;
@@ -300,7 +300,7 @@ pub fn update_sd_pick_busiest(
 /// Follows fair.c: update_idle_cpu_scan() (v6.1-v6.12): SIS_UTIL's scan budget for the LLC,
 /// written on periodic (not newly idle) balances of the LLC domain.
 fn update_idle_cpu_scan(ctx: &BalanceCtx<'_>, st: &mut BalanceState, env: &LbEnv, sum_util: u64) {
-    if !ctx.features.enabled(SchedFeat::SisUtil) || env.idle == CpuIdleType::NewlyIdle {
+    if !ctx.features.enabled(LbFeat::SisUtil) || env.idle == CpuIdleType::NewlyIdle {
         return;
     }
     let topo = ctx.topo;

@@ -2,10 +2,11 @@
 //! tasks, and a clock that ticks every CPU and schedules on request (what the engine does),
 //! without any balancing unless a test calls it.
 
+use crate::params::{LbFeat, default_features};
 use std::cell::RefCell;
 
 use lbsim_rq::{
-    Features, PrevAction, Rq, SchedFeat, SchedParams, Task, TaskId, Tasks, Tunables, task::Policy,
+    Features, PrevAction, Rq, SchedParams, Task, TaskId, Tasks, Tunables, task::Policy,
 };
 use lbsim_topology::{CpuId, Cpumask, SdParams, Topology, parse_machine};
 
@@ -48,7 +49,7 @@ pub(crate) struct World {
 impl World {
     /// A machine from a spec (`"cores=2"`, `"hikey"`), default sd_init() parameters, HZ=1000.
     pub fn new(spec: &str) -> World {
-        World::with(spec, SdParams::default(), Features::defaults())
+        World::with(spec, SdParams::default(), default_features())
     }
 
     /// A machine with the given sd_init() parameters and features.
@@ -88,7 +89,7 @@ impl World {
     }
 
     /// Switches a feature (in the context and every runqueue's parameters).
-    pub fn set_feature(&mut self, f: SchedFeat, on: bool) {
+    pub fn set_feature(&mut self, f: LbFeat, on: bool) {
         self.features.set(f, on);
         for r in &mut self.rqs {
             r.params.features.set(f, on);

@@ -3,7 +3,7 @@
 //! find_busiest_group() (sched_balance_find_src_group() since v6.10), with the
 //! `PREFER_SIBLING_NR_DIFF` experiment switch ([`prefer_sibling_force`]).
 
-use lbsim_rq::features::SchedFeat;
+use crate::params::LbFeat;
 use lbsim_topology::{GroupId, SdFlag};
 
 use crate::ctx::BalanceCtx;
@@ -71,7 +71,7 @@ pub fn adjust_numa_imbalance(imbalance: i64, dst_running: i64, imb_numa_nr: i64)
 /// This returns true when the off-rule forces a balance (`env.idle` and the busiest group
 /// has more than one task); the caller has checked prefer_sibling and a has_spare local.
 pub fn prefer_sibling_force(ctx: &BalanceCtx<'_>, env: &LbEnv, busiest: &SgLbStats) -> bool {
-    !ctx.features.enabled(SchedFeat::PreferSiblingNrDiff)
+    !ctx.features.enabled(LbFeat::PreferSiblingNrDiff)
         && env.idle.is_idle()
         && busiest.sum_nr_running > 1
 }
@@ -215,7 +215,7 @@ pub fn find_busiest_group(
             }
         }
         if sds.prefer_sibling && local.group_type == GroupType::HasSpare {
-            let force = if ctx.features.enabled(SchedFeat::PreferSiblingNrDiff) {
+            let force = if ctx.features.enabled(LbFeat::PreferSiblingNrDiff) {
                 let (nb, nl) = (
                     sds.busiest.map_or(0, |g| topo.group(g).cores),
                     sds.local.map_or(0, |g| topo.group(g).cores),

@@ -1,7 +1,7 @@
 //! Follows fair.c: should_we_balance() (v6.6-v6.12): which CPU of the local group balances
 //! the domain.
 
-use lbsim_rq::features::SchedFeat;
+use crate::params::LbFeat;
 use lbsim_topology::{CpuId, SdFlag};
 
 use crate::ctx::BalanceCtx;
@@ -26,7 +26,7 @@ pub fn should_we_balance(ctx: &BalanceCtx<'_>, env: &LbEnv, pass: &mut Pass) -> 
     }
     let at = pass.now_ns(ctx);
     if env.idle == CpuIdleType::NewlyIdle {
-        if ctx.features.enabled(SchedFeat::NewidleBailOnPending)
+        if ctx.features.enabled(LbFeat::NewidleBailOnPending)
             && (rq(ctx, env.dst_cpu).nr_running > 0 || ttwu_pending(ctx, env.dst_cpu, at))
         {
             return false;

@@ -2,7 +2,8 @@
 //! tasks on runqueues, lets PELT converge by ticking (no balancing), calls the balancer and
 //! checks the decision against the rule quoted in the test.
 
-use lbsim_rq::{Features, SchedFeat, TaskId};
+use crate::params::{LbFeat, default_features};
+use lbsim_rq::{Features, TaskId};
 use lbsim_topology::{CpuId, SdParams};
 
 use super::harness::World;
@@ -149,7 +150,7 @@ fn hikey_eleven_tasks_imbalance_pct_decides() {
             imbalance_pct: 125,
             busy_factor: 16,
         },
-        Features::defaults(),
+        default_features(),
     );
     let (r, _) = fbg(&mut w, 4, "PKG", CpuIdleType::NotIdle);
     let (b, l) = (r.sds.busiest_stat, r.sds.local_stat);
@@ -170,7 +171,7 @@ fn hikey_eleven_tasks_imbalance_pct_decides() {
     );
     assert_eq!(cluster_counts(&w), (6, 5));
 
-    let mut w = hikey(split, SdParams::default(), Features::defaults());
+    let mut w = hikey(split, SdParams::default(), default_features());
     let (r, env) = fbg(&mut w, 4, "PKG", CpuIdleType::NotIdle);
     assert!(r.busiest.is_some());
     assert_eq!(env.migration_type, MigrationType::Load);
@@ -190,7 +191,7 @@ fn hikey_eleven_tasks_imbalance_pct_decides() {
 fn nine_tasks_size_test_and_relax_by_failed() {
     let split = [2, 1, 1, 1, 1, 1, 1, 1];
     for relax in [true, false] {
-        let f = Features::defaults().with(SchedFeat::LbRelaxByFailed, relax);
+        let f = default_features().with(LbFeat::LbRelaxByFailed, relax);
         let mut w = hikey(split, SdParams::default(), f);
         // Cache hotness is not what this test is about: migration_cost 0 makes every task cold.
         w.tunables.migration_cost_ns = 0;
@@ -257,7 +258,7 @@ fn stacked_cluster(features: Features, young: u32, ticks: u64) -> World {
 #[test]
 fn util_skip_single() {
     for skip in [true, false] {
-        let f = Features::defaults().with(SchedFeat::LbUtilSkipSingle, skip);
+        let f = default_features().with(LbFeat::LbUtilSkipSingle, skip);
         // Two young tasks on CPU 1: their utilization is still low.
         let mut w = stacked_cluster(f, 2, 2);
         let (r, mut env) = fbg(&mut w, 5, "PKG", CpuIdleType::Idle);
@@ -294,9 +295,9 @@ fn util_skip_single() {
 #[test]
 fn util_runnable_boost() {
     for boost in [true, false] {
-        let f = Features::defaults()
-            .with(SchedFeat::LbUtilSkipSingle, false)
-            .with(SchedFeat::LbUtilRunnableBoost, boost);
+        let f = default_features()
+            .with(LbFeat::LbUtilSkipSingle, false)
+            .with(LbFeat::LbUtilRunnableBoost, boost);
         let mut w = stacked_cluster(f, 3, 20);
         let (r, env) = fbg(&mut w, 5, "PKG", CpuIdleType::Idle);
         assert_eq!(r.sds.busiest_stat.group_type, GroupType::Overloaded);
@@ -323,9 +324,9 @@ fn util_runnable_boost() {
 #[test]
 fn reduce_active_balance() {
     for reduce in [true, false] {
-        let f = Features::defaults()
-            .with(SchedFeat::LbUtilSkipSingle, false)
-            .with(SchedFeat::LbReduceActiveBalance, reduce);
+        let f = default_features()
+            .with(LbFeat::LbUtilSkipSingle, false)
+            .with(LbFeat::LbReduceActiveBalance, reduce);
         let mut w = stacked_cluster(f, 2, 2);
         let pkg = w.level(5, "PKG");
         let min_interval = w.topo.domains(CpuId(5))[pkg].min_interval;
@@ -685,7 +686,7 @@ fn sibling_imbalance_rule() {
 #[test]
 fn prefer_sibling_nr_diff() {
     for nr_diff in [true, false] {
-        let f = Features::defaults().with(SchedFeat::PreferSiblingNrDiff, nr_diff);
+        let f = default_features().with(LbFeat::PreferSiblingNrDiff, nr_diff);
         let mut w = World::with("cores=2,threads=2", SdParams::default(), f);
         w.spawn(0, None);
         w.spawn(1, None);
@@ -806,7 +807,7 @@ fn should_we_balance_prefers_an_idle_core() {
 mod props {
     //! Property tests over random small machines and runqueues.
 
-    use lbsim_rq::Features;
+    use crate::params::default_features;
     use lbsim_topology::{CpuId, SdParams};
     use proptest::prelude::*;
     use proptest::strategy::ValueTree;
@@ -858,7 +859,7 @@ mod props {
     /// The world of a case: tasks on random CPUs with random affinity (always including the
     /// CPU they start on), random ticks.
     fn world(c: &Case) -> Option<(World, CpuId, usize, CpuIdleType)> {
-        let f = Features::defaults().with(SchedFeat::LbUtilSkipSingle, c.skip_single);
+        let f = default_features().with(LbFeat::LbUtilSkipSingle, c.skip_single);
         let mut w = World::with(SPECS[c.spec], SdParams::default(), f);
         let n = w.topo.nr_cpus() as u32;
         for &(cpu, mask) in &c.tasks {
@@ -989,7 +990,7 @@ fn tip_avg_high_cpu_load() {
         cpu_load(&ctx, CpuId(0))
     };
     assert_eq!(read(&mut w), 100);
-    w.set_feature(SchedFeat::LbTipAvgHigh, true);
+    w.set_feature(LbFeat::LbTipAvgHigh, true);
     assert_eq!(read(&mut w), 100 + 1024);
     w.rqs[0].cfs.avg.avg.load_avg = 1024;
     assert_eq!(

@@ -1,4 +1,4 @@
-use lbsim_rq::SchedFeat;
+use crate::params::LbFeat;
 use lbsim_topology::CpuId;
 
 use super::*;
@@ -45,7 +45,7 @@ fn newidle_bails_on_pending_wakeup() {
     let fast = w.cost.charge(&pass.work);
 
     let mut w = pinned_world();
-    w.set_feature(SchedFeat::NewidleBailOnPending, false);
+    w.set_feature(LbFeat::NewidleBailOnPending, false);
     let (r, pass) = newidle(&mut w);
     assert!(!r.pulled_task);
     assert_eq!(
@@ -290,7 +290,7 @@ fn stepwise_equals_the_single_call() {
             "cores=8, pinned, no bail",
             || {
                 let mut w = pinned_world();
-                w.set_feature(SchedFeat::NewidleBailOnPending, false);
+                w.set_feature(LbFeat::NewidleBailOnPending, false);
                 w
             },
             0,
@@ -358,7 +358,7 @@ fn stepwise_equals_the_single_call() {
             for bail in [true, false] {
                 let setup = || {
                     let mut w = make();
-                    w.set_feature(SchedFeat::NewidleBailOnPending, bail);
+                    w.set_feature(LbFeat::NewidleBailOnPending, bail);
                     w.pending.at.borrow_mut()[cpu as usize] = pend_after.map(|d| w.now + d);
                     w
                 };

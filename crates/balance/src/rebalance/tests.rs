@@ -1,4 +1,4 @@
-use lbsim_rq::{Features, SchedFeat};
+use crate::params::{LbFeat, default_features};
 use lbsim_topology::{CpuId, SdParams};
 
 use super::*;
@@ -39,7 +39,7 @@ fn worked_example_intervals() {
             imbalance_pct: 117,
             busy_factor: 32,
         },
-        Features::defaults(),
+        default_features(),
     );
     let sd = &w32.topo.domains(CpuId(0))[0];
     assert_eq!(
@@ -153,5 +153,5 @@ fn serialize_is_skipped_not_retried() {
     assert_eq!(st.sd(CpuId(2), numa).last_balance, ctx.jiffies);
     assert_eq!(st.serialize_owner, Some(CpuId(2)));
     assert!(st.serialize_busy_until_ns <= pass.now_ns(&ctx));
-    let _ = SchedFeat::LbBusyIntervalSkew;
+    let _ = LbFeat::LbBusyIntervalSkew;
 }

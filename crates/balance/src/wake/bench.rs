@@ -1,6 +1,7 @@
 //! A machine for placement tests: topology, runqueues, tasks, balancer state, built with the
 //! lower crates as the engine builds them, plus helpers to put tasks in given states.
 
+use crate::params::default_features;
 use lbsim_rq::{
     Features, Policy, PrevAction, Rq, SchedParams, Task, TaskId, TaskState, Tasks, Tunables,
 };
@@ -31,7 +32,7 @@ impl Bench {
     /// LLC, as update_idle_cpu_scan() leaves it after a periodic balance of an idle LLC
     /// (`sum_util` 0 gives `llc_weight`); at boot the kernel's budget is 0.
     pub fn new(spec: &str) -> Bench {
-        Bench::with_features(spec, Features::defaults())
+        Bench::with_features(spec, default_features())
     }
 
     pub fn with_features(spec: &str, features: Features) -> Bench {

@@ -1,7 +1,8 @@
 //! Scenario tests of wake-up placement, each quoting the rule of fair.c (v6.12) it checks, and
 //! property tests of the placement invariants.
 
-use lbsim_rq::{Features, SchedFeat, TaskId, WakeFlags};
+use crate::params::{LbFeat, default_features};
+use lbsim_rq::{Features, TaskId, WakeFlags};
 use lbsim_topology::CpuId;
 use proptest::prelude::*;
 
@@ -90,7 +91,7 @@ fn select_idle_cpu_stops_at_the_sis_util_budget() {
 #[test]
 fn no_sis_util_scans_the_whole_llc() {
     // Rule: without SIS_UTIL, nr stays INT_MAX and the budget is ignored.
-    let mut b = Bench::with_features("16", Features::defaults().with(SchedFeat::SisUtil, false));
+    let mut b = Bench::with_features("16", default_features().with(LbFeat::SisUtil, false));
     for cpu in 0..15 {
         b.running(cpu);
     }
@@ -150,7 +151,7 @@ fn wa_weight_compares_hand_computed_loads() {
         (1934, false), // 1422 * 108 = 153576 < 153600: stays on prev
         (1500, false), //  988 * 108 = 106704
     ] {
-        let mut b = affine_bench(Features::defaults());
+        let mut b = affine_bench(default_features());
         b.set_avg(0, 1024, 500);
         b.set_avg(2, prev_load, 500);
         let p = b.sleeper(2, None, 512, 400);
@@ -171,7 +172,7 @@ fn wa_bias_off_compares_plain_loads() {
     // Rule (wake_affine_weight), NO_WA_BIAS: this_eff = 1536 * 1024, prev_eff = (prev - 512) *
     // 1024: this wins iff prev - 512 > 1536.
     for (prev_load, want) in [(2049, 0), (2048, 2)] {
-        let mut b = affine_bench(Features::defaults().with(SchedFeat::WaBias, false));
+        let mut b = affine_bench(default_features().with(LbFeat::WaBias, false));
         b.set_avg(0, 1024, 500);
         b.set_avg(2, prev_load, 500);
         let p = b.sleeper(2, None, 512, 400);
@@ -190,7 +191,7 @@ fn wa_weight_sync_removes_the_waker() {
     // (0 + 512) * 100 = 51200; prev (1024 - 512) * 108 + 1 = 55297: this wins; without sync
     // this_eff = 153600 and prev wins.
     for (flags, want) in [(WakeFlags::TTWU | WakeFlags::SYNC, 0), (WakeFlags::TTWU, 2)] {
-        let mut b = affine_bench(Features::defaults().with(SchedFeat::WaIdle, false));
+        let mut b = affine_bench(default_features().with(LbFeat::WaIdle, false));
         b.set_avg(0, 1024, 500);
         b.set_avg(2, 1024, 500);
         let waker = b.rqs[0].curr.unwrap();
@@ -217,7 +218,7 @@ fn wa_idle_decides_before_wa_weight() {
 
     // Rule (wake_affine_idle, sync): the waker is the only task of this CPU: take this CPU,
     // even though WA_WEIGHT alone would keep prev (this 1024 + 512 against prev 0 - 512).
-    let mut b = affine_bench(Features::defaults());
+    let mut b = affine_bench(default_features());
     b.set_avg(0, 1024, 500);
     b.set_avg(2, 0, 0);
     let p = b.sleeper(2, None, 512, 400);
@@ -225,7 +226,7 @@ fn wa_idle_decides_before_wa_weight() {
         wake_up(&mut b, p, 2, 0, WakeFlags::TTWU | WakeFlags::SYNC).cpu,
         CpuId(0)
     );
-    let mut b = affine_bench(Features::defaults().with(SchedFeat::WaIdle, false));
+    let mut b = affine_bench(default_features().with(LbFeat::WaIdle, false));
     b.set_avg(0, 1024, 500);
     b.set_avg(2, 0, 0);
     let p = b.sleeper(2, None, 512, 400);
@@ -431,7 +432,7 @@ fn a_big_task_wakes_on_a_big_cpu() {
 // ---------------------------------------------------------------------------
 
 fn reserve_bench(on: bool) -> (Bench, TaskId, TaskId) {
-    let mut b = Bench::with_features("4", Features::defaults().with(SchedFeat::IdleReserve, on));
+    let mut b = Bench::with_features("4", default_features().with(LbFeat::IdleReserve, on));
     for cpu in 0..3 {
         b.running(cpu);
         b.set_avg(cpu, 1024, 500);
@@ -639,13 +640,13 @@ fn case() -> impl Strategy<Value = Case> {
 
 /// Builds the case's machine and asks for a placement; returns it with the bench.
 fn run_case(c: &Case) -> (Placement, Bench, TaskId) {
-    let f = Features::defaults()
-        .with(SchedFeat::IdleReserve, c.features & 1 != 0)
-        .with(SchedFeat::WaIdle, c.features & 2 == 0)
-        .with(SchedFeat::WaWeight, c.features & 4 == 0)
-        .with(SchedFeat::WaBias, c.features & 8 == 0)
-        .with(SchedFeat::SisUtil, c.features & 16 == 0)
-        .with(SchedFeat::LbTipAvgHigh, c.features & 32 != 0);
+    let f = default_features()
+        .with(LbFeat::IdleReserve, c.features & 1 != 0)
+        .with(LbFeat::WaIdle, c.features & 2 == 0)
+        .with(LbFeat::WaWeight, c.features & 4 == 0)
+        .with(LbFeat::WaBias, c.features & 8 == 0)
+        .with(LbFeat::SisUtil, c.features & 16 == 0)
+        .with(LbFeat::LbTipAvgHigh, c.features & 32 != 0);
     let mut b = Bench::with_features(SPECS[c.spec], f);
     let n = b.nr_cpus() as u32;
     let (prev, this_cpu) = (c.prev % n, c.this_cpu % n);

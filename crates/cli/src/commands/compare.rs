@@ -10,8 +10,8 @@ use lbsim_sim::engine::SimConfig;
 use lbsim_sim::experiment::{AbRuns, Comparison, Control, SideStats, compare, run_ab};
 use serde::Serialize;
 
-use crate::format::{Format, TextOrJson, json_pretty};
 use crate::balancer::{BalancerKind, make_balancer};
+use crate::format::{Format, TextOrJson, json_pretty};
 use crate::scenario::{RunInputs, Scenario, ScenarioFile, workload_warnings};
 
 /// Arguments of `lbsim compare`.

@@ -2,12 +2,32 @@
 //! then every tunable with its value: kernel tunables, sd_init() inputs and the sched domains
 //! they give, the cost model and the engine's own tunables. `--features` and `--set` are
 //! applied first, so a user sees what a run with them would use.
+//!
+//! Everything listed comes from the parameter registry (`lbsim_sim::params::REGISTRY`):
+//! `--format json` lists every parameter with its kind, unit, default, range, doc, owner,
+//! origin and current value; `--format markdown` is `docs/parameters.md` (regenerate it with
+//! `cargo xtask params`; a test fails when the committed file is stale).
 
 use anyhow::Context as _;
+use lbsim_kernel::params::{DefaultValue, Kind, Owner, ParamDef, ParamInfo};
+use lbsim_sim::params::{REGISTRY, Settings};
 use lbsim_topology::{CpuId, Topology, parse_machine};
+use serde::Serialize;
 
 use crate::commands::compare::{columns, print};
-use crate::scenario::Settings;
+use crate::scenario::settings;
+
+/// Output format of `lbsim features`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// The debugfs line and the tunables, as a user reads them.
+    #[default]
+    Text,
+    /// Every parameter with its declaration and current value.
+    Json,
+    /// The parameters table of `docs/parameters.md` (defaults only).
+    Markdown,
+}
 
 /// Arguments of `lbsim features`.
 #[derive(Debug, clap::Args)]
@@ -22,6 +42,9 @@ pub struct Args {
     /// Set a tunable by its name (`migration_cost_ns=250000`); repeatable.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub sets: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }
 
 /// Runs `lbsim features`.
@@ -29,46 +52,119 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     print(&report(args)?)
 }
 
+/// One parameter in `lbsim features --format json`: its declaration and its value.
+#[derive(Debug, Serialize)]
+struct Entry {
+    #[serde(flatten)]
+    info: ParamInfo,
+    /// The value with `--features` and `--set` applied, for the `--topology` machine.
+    value: DefaultValue,
+}
+
+/// `lbsim features --format json`.
+#[derive(Debug, Serialize)]
+struct JsonReport {
+    /// The machine the values are for.
+    topology: String,
+    /// Every parameter, features in debugfs order, then the others in declaration order.
+    parameters: Vec<Entry>,
+}
+
+/// Every parameter: the features in `/sys/kernel/debug/sched/features` order, then the
+/// parameters that take a value, in declaration order.
+fn all_params() -> Vec<&'static ParamDef> {
+    let mut out: Vec<&'static ParamDef> = REGISTRY.features().into_iter().map(|(d, _)| d).collect();
+    out.extend(REGISTRY.iter().filter(|d| d.feature().is_none()));
+    out
+}
+
+/// The parameters that take a value, grouped by owner in declaration order.
+fn value_sections() -> Vec<(Owner, Vec<&'static ParamDef>)> {
+    let mut out: Vec<(Owner, Vec<&'static ParamDef>)> = Vec::new();
+    for d in REGISTRY.iter().filter(|d| d.feature().is_none()) {
+        match out.iter_mut().find(|(o, _)| *o == d.owner) {
+            Some((_, list)) => list.push(d),
+            None => out.push((d.owner, vec![d])),
+        }
+    }
+    out
+}
+
 /// The text `lbsim features` prints.
 pub fn report(args: &Args) -> anyhow::Result<String> {
+    if args.format == Format::Markdown {
+        return Ok(markdown());
+    }
     let machine =
         parse_machine(&args.topology).with_context(|| format!("--topology `{}`", args.topology))?;
     let nr_cpus = machine.nr_cpus();
-    let s = Settings::new(nr_cpus as u32, &args.features, &args.sets)?;
+    let s = settings(nr_cpus as u32, &args.features, &args.sets)?;
+    if args.format == Format::Json {
+        let parameters = all_params()
+            .into_iter()
+            .map(|d| Entry {
+                info: d.info(),
+                value: value_of(&s, d),
+            })
+            .collect();
+        let report = JsonReport {
+            topology: args.topology.clone(),
+            parameters,
+        };
+        let mut out = serde_json::to_string_pretty(&report).context("JSON")?;
+        out.push('\n');
+        return Ok(out);
+    }
     let topo = Topology::build(&machine, &s.sd)
         .with_context(|| format!("--topology `{}`", args.topology))?;
 
-    let mut out = s.features.debugfs_text();
+    let mut out = REGISTRY.debugfs_text(s.features);
     let section = |out: &mut String, title: &str, rows: Vec<Vec<String>>| {
         out.push_str(&format!("\n# {title}\n"));
         out.push_str(&columns(&rows, "ll"));
     };
-    let pairs = |entries: &[(&str, u64)]| -> Vec<Vec<String>> {
-        entries
+    for (owner, defs) in value_sections() {
+        let rows = defs
             .iter()
-            .map(|(n, v)| vec![(*n).to_owned(), v.to_string()])
-            .collect()
-    };
-    let kernel: Vec<Vec<String>> = lbsim_rq::TUNABLE_NAMES
-        .iter()
-        .map(|&n| {
-            let v = s.tunables.get(n).expect("every listed tunable has a value");
-            vec![n.to_owned(), v]
-        })
-        .collect();
-    section(
-        &mut out,
-        &format!("kernel tunables (/sys/kernel/debug/sched/, {nr_cpus} CPUs)"),
-        kernel,
-    );
-    section(
-        &mut out,
-        "sd_init() inputs",
-        pairs(&[
-            ("imbalance_pct", u64::from(s.sd.imbalance_pct)),
-            ("busy_factor", u64::from(s.sd.busy_factor)),
-        ]),
-    );
+            .map(|d| {
+                let v = s.get(d.name).expect("every declared parameter has a value");
+                vec![d.name.to_owned(), v]
+            })
+            .collect();
+        let title = match owner {
+            Owner::Rq => format!("kernel tunables (/sys/kernel/debug/sched/, {nr_cpus} CPUs)"),
+            Owner::Topology => "sd_init() inputs".to_owned(),
+            Owner::CostModel => "cost model (simulated ns per unit of scheduler work)".to_owned(),
+            Owner::Engine => "engine tunables".to_owned(),
+            other => format!("{} tunables", other.name()),
+        };
+        section(&mut out, &title, rows);
+        if owner == Owner::Topology {
+            section(
+                &mut out,
+                &format!(
+                    "sched domains of CPU 0 (/sys/kernel/debug/sched/domains/, `{}`)",
+                    args.topology
+                ),
+                domain_rows(&topo),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// The value of `d` in `s`, typed as JSON shows it.
+fn value_of(s: &Settings, d: &ParamDef) -> DefaultValue {
+    let text = s.get(d.name).expect("every declared parameter has a value");
+    match d.kind {
+        Kind::Feature(_) => DefaultValue::Bool(text == "1"),
+        Kind::Int(_) => DefaultValue::Int(text.parse().expect("an integer prints as one")),
+        Kind::Choice(_) => DefaultValue::Text(text),
+    }
+}
+
+/// CPU 0's sched domains and what sd_init() made of its inputs.
+fn domain_rows(topo: &Topology) -> Vec<Vec<String>> {
     let mut domains = vec![vec![
         "domain".to_owned(),
         "name".to_owned(),
@@ -89,19 +185,78 @@ pub fn report(args: &Args) -> anyhow::Result<String> {
             sd.cache_nice_tries.to_string(),
         ]);
     }
-    section(
-        &mut out,
-        &format!(
-            "sched domains of CPU 0 (/sys/kernel/debug/sched/domains/, `{}`)",
-            args.topology
-        ),
-        domains,
+    domains
+}
+
+/// A Markdown table cell: pipes escaped.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// `docs/parameters.md`: every parameter's declaration, features first.
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# Parameters\n\n\
+         <!-- Generated by `cargo xtask params` (`lbsim features --format markdown`) from the \
+         parameter registry; do not edit. -->\n\n\
+         Every parameter lbsim takes, declared once by the layer that reads it \
+         (`lbsim_kernel::params`, assembled in `lbsim_sim::params::REGISTRY`). Sched features \
+         are switched with `--features NAME,NO_NAME`; the others are set with \
+         `--set NAME=VALUE` or a scenario file's `[tunables]`. `lbsim features` shows a \
+         machine's values, `lbsim features --format json` the same with every declaration.\n\n\
+         ## Sched features\n\n\
+         In `/sys/kernel/debug/sched/features` order. A feature that is not modelled is \
+         accepted and listed but changes nothing; the invariant suite flips every modelled \
+         one.\n\n\
+         | name | default | modelled | owner | origin | doc |\n\
+         |---|---|---|---|---|---|\n",
     );
-    section(
-        &mut out,
-        "cost model (simulated ns per unit of scheduler work)",
-        pairs(&s.cost.entries()),
+    for (d, f) in REGISTRY.features() {
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            d.name,
+            if f.default { "on" } else { "off" },
+            if f.modelled { "yes" } else { "no" },
+            d.owner.name(),
+            cell(&d.origin.describe()),
+            cell(d.doc()),
+        ));
+    }
+    out.push_str(
+        "\n## Tunables and model knobs\n\n\
+         | name | default | range | owner | origin | doc |\n\
+         |---|---|---|---|---|---|\n",
     );
-    section(&mut out, "engine tunables", pairs(&s.engine.entries()));
-    Ok(out)
+    for d in REGISTRY.iter().filter(|d| d.feature().is_none()) {
+        let info = d.info();
+        let default = match &info.default {
+            DefaultValue::Bool(b) => b.to_string(),
+            DefaultValue::Int(v) => v.to_string(),
+            DefaultValue::Text(t) => t.clone(),
+        };
+        let range = info.range.or(info.values).unwrap_or_default();
+        let mut name = format!("`{}`", d.name);
+        for a in d.aliases {
+            name.push_str(&format!(" (`{a}`)"));
+        }
+        out.push_str(&format!(
+            "| {name} | {} | {} | {} | {} | {} |\n",
+            cell(&default),
+            cell(&range),
+            d.owner.name(),
+            cell(&d.origin.describe()),
+            cell(d.doc()),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    /// Rule: the committed `docs/parameters.md` is what the registry generates
+    /// (regenerate with `cargo xtask params`, or `UPDATE_EXPECT=1 cargo test -p lbsim`).
+    #[test]
+    fn docs_parameters_md_is_current() {
+        expect_test::expect_file!["../../../../docs/parameters.md"].assert_eq(&super::markdown());
+    }
 }

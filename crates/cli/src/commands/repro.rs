@@ -5,9 +5,9 @@ use anyhow::bail;
 use lbsim_sim::engine::SimConfig;
 use lbsim_sim::experiment::Control;
 
+use crate::balancer::{BalancerKind, make_balancer};
 use crate::commands::compare::{ProgressBar, interrupt_flag, jobs, print};
 use crate::format::{Format, TextOrJson, json_pretty};
-use crate::balancer::{BalancerKind, make_balancer};
 use crate::repro::{self, LEGEND};
 
 /// Seeds a side at each point when `--runs` is not given: all five experiments then take

@@ -7,8 +7,8 @@ use lbsim_sim::engine::{CpuResult, GroupFairness, RunResult, Sim, TaskResult};
 use lbsim_workload::Report;
 use serde::Serialize;
 
-use crate::format::{Format, TextOrJson, json_pretty};
 use crate::balancer::{BalancerKind, make_balancer};
+use crate::format::{Format, TextOrJson, json_pretty};
 use crate::scenario::workload_warnings;
 
 const WORKLOAD_HELP: &str = "A workload; repeatable, all run together.";

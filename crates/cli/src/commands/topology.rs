@@ -62,7 +62,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     let mut params = SdParams::default();
     for s in &args.set {
-        params.set(s).context("--set")?;
+        params.set_assignment(s).context("--set")?;
     }
     if let Some(v) = args.imbalance_pct {
         params.set_imbalance_pct(v).context("--imbalance-pct")?;

@@ -148,8 +148,8 @@ fn errors_name_the_file_the_key_and_what_was_expected() {
         ),
         (
             "[tunables]\nhz = 999",
-            "dir/s.toml: key `tunables.hz`: invalid value `999` for tunable `hz`: expected 100, \
-             250, 300 or 1000",
+            "dir/s.toml: key `tunables.hz`: `hz=999` is out of range: expected one of 100, 250, \
+             300, 1000 Hz",
         ),
         (
             "description = [1]",
@@ -170,11 +170,17 @@ fn errors_name_the_file_the_key_and_what_was_expected() {
         e.starts_with("dir/s.toml: key `base`: ") && e.contains("NO_SUCH_FEATURE"),
         "{e}"
     );
-    let e = error("[tunables]\nno_such = 1");
-    assert!(
-        e.starts_with("dir/s.toml: key `tunables.no_such`: unknown tunable (valid: ")
-            && e.contains("imbalance_pct"),
-        "{e}"
+    let e = error("[tunables]\nimbalance_pc = 1");
+    assert_eq!(
+        e,
+        "dir/s.toml: key `tunables.imbalance_pc`: unknown parameter `imbalance_pc`; did you mean \
+         `imbalance_pct`?"
+    );
+    let e = error("[tunables]\nimbalance_pct = 50");
+    assert_eq!(
+        e,
+        "dir/s.toml: key `tunables.imbalance_pct`: `imbalance_pct=50` is out of range: expected \
+         100..=10000 percent"
     );
     let e = error("workloads = \"busy:threads=0\"");
     assert!(
@@ -201,7 +207,7 @@ fn syntax_errors_name_the_line_and_column() {
 
 #[test]
 fn settings_route_every_kind_of_name() {
-    let s = Settings::new(
+    let s = settings(
         8,
         &["NO_WA_BIAS,imbalance_pct=125".to_owned()],
         &[
@@ -212,20 +218,34 @@ fn settings_route_every_kind_of_name() {
         ],
     )
     .unwrap();
-    assert!(
-        !s.features
-            .enabled(lbsim_rq::SchedFeat::from_name("WA_BIAS").unwrap())
-    );
+    assert!(!s.features.enabled(lbsim_balance::params::LbFeat::WaBias));
     assert_eq!((s.sd.imbalance_pct, s.sd.busy_factor), (125, 32));
     assert_eq!(s.cost.ipi_ns, 7);
     assert_eq!(s.engine.tick_jitter_ns, 0);
     assert_eq!(s.tunables.migration_cost_ns, 1);
     let e = format!(
         "{:#}",
-        Settings::new(8, &[], &["bogus=1".to_owned()]).unwrap_err()
+        settings(8, &[], &["busy_facto=1".to_owned()]).unwrap_err()
     );
-    assert!(
-        e.starts_with("--set bogus=1: unknown name `bogus` (valid: "),
-        "{e}"
+    assert_eq!(
+        e,
+        "--set busy_facto=1: unknown parameter `busy_facto`; did you mean `busy_factor`?"
+    );
+    let e = format!(
+        "{:#}",
+        settings(8, &["NO_WA_BIAZ".to_owned()], &[]).unwrap_err()
+    );
+    assert_eq!(
+        e,
+        "--features `NO_WA_BIAZ`: unknown sched feature `NO_WA_BIAZ`; did you mean `NO_WA_BIAS`?"
+    );
+    // A feature is switched, not set; a value parameter is set, not switched.
+    let e = format!(
+        "{:#}",
+        settings(8, &[], &["LB_MIN=1".to_owned()]).unwrap_err()
+    );
+    assert_eq!(
+        e,
+        "--set LB_MIN=1: `LB_MIN` is a sched feature: switch it with --features LB_MIN or NO_LB_MIN"
     );
 }

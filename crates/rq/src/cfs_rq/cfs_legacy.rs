@@ -6,7 +6,8 @@
 //! next/last/skip buddies (`pick_next_entity()`, as `pick_next_entity_cfs()`).
 
 use crate::entity::{EntityStore, SchedEntity, TaskId};
-use crate::features::{SchedFeat, SchedParams, SchedPolicy};
+use crate::params::RqFeat;
+use crate::tunables::{SchedParams, SchedPolicy};
 use crate::weights::{NICE_0_LOAD, calc_delta, calc_delta_fair};
 
 use super::{CfsRq, before, max_vruntime};
@@ -39,7 +40,7 @@ impl CfsRq {
     pub fn sched_slice<E: EntityStore>(&self, ents: &E, id: TaskId, params: &SchedParams) -> u64 {
         let se = ents.se(id);
         let mut nr_running = u64::from(self.nr_running);
-        if params.feat(SchedFeat::AltPeriod) {
+        if params.feat(RqFeat::AltPeriod) {
             nr_running = u64::from(self.h_nr_running);
         }
         let mut slice = Self::__sched_period(nr_running + u64::from(!se.on_rq), params);
@@ -48,7 +49,7 @@ impl CfsRq {
             load.add(se.load.weight);
         }
         slice = calc_delta(slice, se.load.weight, &load);
-        if params.feat(SchedFeat::BaseSlice) {
+        if params.feat(RqFeat::BaseSlice) {
             let min_gran = if se.idle && !self.sched_idle_cfs_rq() {
                 params.idle_min_granularity_ns
             } else {
@@ -88,7 +89,7 @@ impl CfsRq {
         params: &SchedParams,
     ) {
         let mut vruntime = self.min_vruntime;
-        if initial && params.feat(SchedFeat::StartDebit) {
+        if initial && params.feat(RqFeat::StartDebit) {
             vruntime = vruntime.wrapping_add(self.sched_vslice(ents, id, params));
         }
         let se = ents.se_mut(id);
@@ -98,7 +99,7 @@ impl CfsRq {
             } else {
                 params.latency_ns
             };
-            if params.feat(SchedFeat::GentleFairSleepers) {
+            if params.feat(RqFeat::GentleFairSleepers) {
                 thresh >>= 1;
             }
             vruntime = vruntime.wrapping_sub(thresh);

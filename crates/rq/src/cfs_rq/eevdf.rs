@@ -8,7 +8,8 @@
 use lbsim_pelt::UpdateFlags;
 
 use crate::entity::{EnqueueFlags, EntityStore, SchedEntity, TaskId};
-use crate::features::{SchedFeat, SchedParams, SchedPolicy};
+use crate::params::RqFeat;
+use crate::tunables::{SchedParams, SchedPolicy};
 use crate::weights::{calc_delta_fair, scale_load_down};
 
 use super::{CfsClock, CfsRq, Node, before};
@@ -137,7 +138,7 @@ impl CfsRq {
         {
             curr = None;
         }
-        if params.feat(SchedFeat::RunToParity)
+        if params.feat(RqFeat::RunToParity)
             && let Some(c) = curr
             && ents.se(c).vlag as u64 == ents.se(c).deadline
         {
@@ -193,7 +194,7 @@ impl CfsRq {
         curr: TaskId,
         params: &SchedParams,
     ) -> bool {
-        if !params.feat(SchedFeat::PreemptShort) {
+        if !params.feat(RqFeat::PreemptShort) {
             return false;
         }
         let se = ents.se(curr);
@@ -212,7 +213,7 @@ impl CfsRq {
         se: TaskId,
         params: &SchedParams,
     ) -> bool {
-        if !params.feat(SchedFeat::PreemptShort) {
+        if !params.feat(RqFeat::PreemptShort) {
             return false;
         }
         let (p, s) = (ents.se(pse), ents.se(se));
@@ -245,7 +246,7 @@ impl CfsRq {
         let vruntime = self.avg_vruntime(ents);
         let mut lag: i64 = 0;
         let mut load: i64 = 0;
-        if params.feat(SchedFeat::PlaceLag) && self.nr_running != 0 {
+        if params.feat(RqFeat::PlaceLag) && self.nr_running != 0 {
             load = self.avg_load as i64;
             if let Some(c) = self.curr {
                 let cse = ents.se(c);
@@ -259,7 +260,7 @@ impl CfsRq {
             se.slice = params.base_slice_ns;
         }
         let mut vslice = calc_delta_fair(se.slice, &se.load);
-        if params.feat(SchedFeat::PlaceLag) && self.nr_running != 0 {
+        if params.feat(RqFeat::PlaceLag) && self.nr_running != 0 {
             lag = se.vlag;
             lag = lag.wrapping_mul(load + scale_load_down(se.load.weight) as i64);
             if load == 0 {
@@ -268,12 +269,12 @@ impl CfsRq {
             lag /= load;
         }
         se.vruntime = vruntime.wrapping_sub(lag as u64);
-        if params.feat(SchedFeat::PlaceRelDeadline) && se.rel_deadline {
+        if params.feat(RqFeat::PlaceRelDeadline) && se.rel_deadline {
             se.deadline = se.deadline.wrapping_add(se.vruntime);
             se.rel_deadline = false;
             return;
         }
-        if params.feat(SchedFeat::PlaceDeadlineInitial) && flags.contains(EnqueueFlags::INITIAL) {
+        if params.feat(RqFeat::PlaceDeadlineInitial) && flags.contains(EnqueueFlags::INITIAL) {
             vslice /= 2;
         }
         se.deadline = se.vruntime.wrapping_add(vslice);
@@ -305,7 +306,7 @@ impl CfsRq {
     ) {
         debug_assert!(ents.se(id).sched_delayed && ents.se(id).on_rq);
         let is_curr = self.curr == Some(id);
-        if params.feat(SchedFeat::DelayZero) {
+        if params.feat(RqFeat::DelayZero) {
             self.update_entity_lag(ents, id, params.tick_nsec);
             if ents.se(id).vlag > 0 {
                 self.nr_running -= 1;

@@ -5,12 +5,13 @@ use slotmap::SlotMap;
 
 use super::*;
 use crate::entity::SchedEntity;
-use crate::features::{Features, SchedParams, Tunables};
+use crate::params::{RqFeat, default_features};
+use crate::tunables::{SchedParams, Tunables};
 
 type Ents = SlotMap<TaskId, SchedEntity>;
 
 fn params() -> SchedParams {
-    SchedParams::new(Features::defaults(), &Tunables::new(1))
+    SchedParams::new(default_features(), &Tunables::new(1))
 }
 
 fn se(weight: u64, vruntime: u64, deadline: u64) -> SchedEntity {
@@ -157,9 +158,9 @@ fn run_to_parity_keeps_a_protected_curr() {
     cfs.curr = Some(c);
     ents[c].vlag = 9_000; // the set_next_entity() marker
     assert_eq!(cfs.pick_eevdf(&ents, &p), Some(c));
-    p.features.set(SchedFeat::RunToParity, false);
+    p.features.set(RqFeat::RunToParity, false);
     assert_eq!(cfs.pick_eevdf(&ents, &p), Some(o));
-    p.features.set(SchedFeat::RunToParity, true);
+    p.features.set(RqFeat::RunToParity, true);
     ents[c].vlag = 9_001; // PREEMPT_SHORT cancelled the protection
     assert_eq!(cfs.pick_eevdf(&ents, &p), Some(o));
     // Equal deadlines: the queued entity wins (curr needs a strictly earlier one).
@@ -238,7 +239,7 @@ fn place_entity_preserves_lag() {
     assert_eq!(ents[n].deadline, v.wrapping_add(375_000));
     // Without PLACE_LAG the lag is ignored.
     let mut q = p;
-    q.features.set(SchedFeat::PlaceLag, false);
+    q.features.set(RqFeat::PlaceLag, false);
     cfs.place_entity(&mut ents, n, EnqueueFlags::WAKEUP, &q);
     assert_eq!(ents[n].vruntime, v);
 }
@@ -261,7 +262,7 @@ fn place_entity_on_an_empty_queue_starts_at_v() {
 fn cfs_sched_slice() {
     let mut t = Tunables::new(1);
     t.set("sched_policy", "cfs").unwrap();
-    let p = SchedParams::new(Features::defaults(), &t);
+    let p = SchedParams::new(default_features(), &t);
     let mut ents = Ents::with_key();
     let mut cfs = CfsRq::new();
     let a = ents.insert(se(1024, 0, 0));
@@ -291,7 +292,7 @@ fn cfs_sched_slice() {
 fn cfs_place_entity() {
     let mut t = Tunables::new(1);
     t.set("sched_policy", "cfs").unwrap();
-    let p = SchedParams::new(Features::defaults(), &t);
+    let p = SchedParams::new(default_features(), &t);
     let mut ents = Ents::with_key();
     let mut cfs = CfsRq::new();
     cfs.min_vruntime = 100_000_000;
@@ -307,7 +308,7 @@ fn cfs_place_entity() {
         "max_vruntime: no gain from placement"
     );
     let mut q = p;
-    q.features.set(SchedFeat::GentleFairSleepers, false);
+    q.features.set(RqFeat::GentleFairSleepers, false);
     ents[w].vruntime = 0;
     cfs.place_entity_cfs(&mut ents, w, false, 0, &q);
     assert_eq!(ents[w].vruntime, 94_000_000);
@@ -323,7 +324,7 @@ fn cfs_place_entity() {
 fn cfs_wakeup_preempt_entity() {
     let mut t = Tunables::new(1);
     t.set("sched_policy", "cfs").unwrap();
-    let p = SchedParams::new(Features::defaults(), &t);
+    let p = SchedParams::new(default_features(), &t);
     let mut ents = Ents::with_key();
     let c = ents.insert(se(1024, 10_000_000, 0));
     let s = ents.insert(se(1024, 10_000_000, 0));

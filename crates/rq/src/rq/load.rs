@@ -9,7 +9,7 @@ use lbsim_pelt::UTIL_AVG_UNCHANGED;
 use lbsim_topology::CpuId;
 
 use crate::entity::TaskId;
-use crate::features::SchedFeat;
+use crate::params::RqFeat;
 use crate::task::Tasks;
 use crate::weights::{NICE_0_LOAD, scale_load_down};
 
@@ -91,7 +91,7 @@ impl Rq {
                 util += t.se.avg.util_avg;
             }
         }
-        if self.params.feat(SchedFeat::UtilEst) {
+        if self.params.feat(RqFeat::UtilEst) {
             let mut util_est = u64::from(avg.util_est);
             if let Some(p) = p {
                 let est = u64::from(tasks[p].se.avg.util_est_value());

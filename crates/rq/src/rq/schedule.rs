@@ -4,8 +4,8 @@
 //! `yield_task_fair()`.
 
 use crate::entity::{DequeueFlags, TaskId};
-use crate::features::SchedPolicy;
 use crate::task::{TaskState, Tasks};
+use crate::tunables::SchedPolicy;
 use crate::weights::calc_delta_fair;
 
 use super::{PrevAction, Rq};

@@ -7,8 +7,9 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::entity::WakeFlags;
-use crate::features::{Features, SchedParams, SchedPolicy, Tunables};
+use crate::params::{RqFeat, default_features, v6_6};
 use crate::task::{Policy, Task, TaskState};
+use crate::tunables::{Features, SchedParams, SchedPolicy, Tunables};
 use crate::weights::calc_delta_fair;
 
 /// One CPU, its tasks, the simulated time.
@@ -31,13 +32,13 @@ impl Harness {
     }
 
     fn eevdf() -> Harness {
-        Harness::new(Features::defaults(), &Tunables::new(1))
+        Harness::new(default_features(), &Tunables::new(1))
     }
 
     fn cfs() -> Harness {
         let mut t = Tunables::new(1);
         t.set("sched_policy", "cfs").unwrap();
-        Harness::new(Features::defaults(), &t)
+        Harness::new(default_features(), &t)
     }
 
     /// Fork a task onto the CPU (as `wake_up_new_task()`), scheduling if asked.
@@ -190,7 +191,7 @@ fn legacy_cfs_gives_the_same_shares() {
 #[test]
 fn lag_is_preserved_across_sleep() {
     for sleep_at in [2_000_000u64, 6_000_000, 10_000_000, 14_000_000] {
-        let mut h = Harness::new(Features::v6_6(), &Tunables::new(1));
+        let mut h = Harness::new(v6_6(default_features()), &Tunables::new(1));
         let _a = h.spawn("a", 0);
         let _b = h.spawn("b", 3);
         let c = h.spawn("c", 0);
@@ -281,8 +282,8 @@ fn delayed_dequeue_keeps_an_ineligible_sleeper_queued() {
 fn run_to_parity_changes_wakeup_preemption() {
     let mut outcomes = Vec::new();
     for parity in [true, false] {
-        let mut f = Features::defaults();
-        f.set(SchedFeat::RunToParity, parity);
+        let mut f = default_features();
+        f.set(RqFeat::RunToParity, parity);
         let mut t = Tunables::new(1);
         t.set("base_slice_ns", "3000000").unwrap();
         let mut h = Harness::new(f, &t);
@@ -348,7 +349,10 @@ fn before(a: u64, b: u64) -> bool {
 /// DELAY_ZERO it stays queued while asleep, V passes it, and it always wakes eligible.
 #[test]
 fn short_sleeper_preempts_a_hog() {
-    for (features, v612) in [(Features::defaults(), true), (Features::v6_6(), false)] {
+    for (features, v612) in [
+        (default_features(), true),
+        (v6_6(default_features()), false),
+    ] {
         let (immediate, waited) = short_sleeper_run(features);
         if v612 {
             assert!(
@@ -455,7 +459,7 @@ fn avg_idle_update_on_wakeup() {
 /// update; the task is attached on the new one (`last_update_time == 0` → DO_ATTACH).
 #[test]
 fn wakeup_migration_moves_the_load() {
-    let params = SchedParams::new(Features::defaults(), &Tunables::new(2));
+    let params = SchedParams::new(default_features(), &Tunables::new(2));
     let mut tasks = Tasks::with_key();
     let mut rq0 = Rq::new(CpuId(0), 1024, params);
     let mut rq1 = Rq::new(CpuId(1), 1024, params);
@@ -503,7 +507,7 @@ fn wakeup_migration_moves_the_load() {
 /// attach_task() enqueues with ENQUEUE_MIGRATED and attaches.
 #[test]
 fn balancer_move_detaches_and_attaches() {
-    let params = SchedParams::new(Features::defaults(), &Tunables::new(2));
+    let params = SchedParams::new(default_features(), &Tunables::new(2));
     let mut tasks = Tasks::with_key();
     let mut rq0 = Rq::new(CpuId(0), 1024, params);
     let mut rq1 = Rq::new(CpuId(1), 1024, params);
@@ -588,7 +592,7 @@ fn capacity_margins() {
     let mut rq = Rq::new(
         CpuId(0),
         1024,
-        SchedParams::new(Features::defaults(), &Tunables::new(1)),
+        SchedParams::new(default_features(), &Tunables::new(1)),
     );
     rq.cpu_capacity = 875;
     assert!(
@@ -767,19 +771,19 @@ proptest! {
     /// EEVDF with the v6.12 defaults (DELAY_DEQUEUE, PREEMPT_SHORT, PLACE_REL_DEADLINE on).
     #[test]
     fn eevdf_v6_12_invariants(ops in prop::collection::vec(op(), 1..120)) {
-        run_ops(Features::defaults(), "eevdf", &ops);
+        run_ops(default_features(), "eevdf", &ops);
     }
 
     /// EEVDF with the v6.6 features.
     #[test]
     fn eevdf_v6_6_invariants(ops in prop::collection::vec(op(), 1..120)) {
-        run_ops(Features::v6_6(), "eevdf", &ops);
+        run_ops(v6_6(default_features()), "eevdf", &ops);
     }
 
     /// Legacy CFS: counts and sums stay consistent.
     #[test]
     fn cfs_invariants(ops in prop::collection::vec(op(), 1..120)) {
-        run_ops(Features::defaults(), "cfs", &ops);
+        run_ops(default_features(), "cfs", &ops);
     }
 }
 
@@ -796,6 +800,6 @@ fn property_runs_reach_interesting_states() {
             _ => Op::Yield,
         })
         .collect();
-    let choices = run_ops(Features::defaults(), "eevdf", &ops);
+    let choices = run_ops(default_features(), "eevdf", &ops);
     assert!(choices > 50, "only {choices} picks with a choice");
 }

@@ -10,8 +10,9 @@ use lbsim_topology::CpuId;
 
 use crate::cfs_rq::CfsRq;
 use crate::entity::{DequeueFlags, EnqueueFlags, TaskId, WakeFlags};
-use crate::features::{SchedFeat, SchedPolicy};
+use crate::params::RqFeat;
 use crate::task::{TaskState, Tasks};
+use crate::tunables::SchedPolicy;
 
 use super::{Rq, SCHED_CLOCK_OFFSET_NS, update_avg};
 
@@ -49,13 +50,13 @@ impl Rq {
             return;
         }
         let params = self.params;
-        if params.feat(SchedFeat::NextBuddy)
+        if params.feat(RqFeat::NextBuddy)
             && !wake_flags.contains(WakeFlags::FORK)
             && !tasks[p].se.sched_delayed
         {
             self.cfs.set_next_buddy(tasks, p);
         }
-        if self.cfs.need_resched || !params.feat(SchedFeat::WakeupPreemption) {
+        if self.cfs.need_resched || !params.feat(RqFeat::WakeupPreemption) {
             return;
         }
         let (cse_is_idle, pse_is_idle) = (tasks[curr].se.idle, tasks[p].se.idle);
@@ -97,7 +98,7 @@ impl Rq {
         let params = self.params;
         let scale = u64::from(self.cfs.nr_running) >= params.sched_nr_latency;
         let mut next_buddy_marked = false;
-        if params.feat(SchedFeat::NextBuddy) && scale && !wake_flags.contains(WakeFlags::FORK) {
+        if params.feat(RqFeat::NextBuddy) && scale && !wake_flags.contains(WakeFlags::FORK) {
             self.cfs.set_next_buddy(tasks, p);
             next_buddy_marked = true;
         }
@@ -107,7 +108,7 @@ impl Rq {
         let preempt = if tasks[curr].has_idle_policy() && !tasks[p].has_idle_policy() {
             true
         } else {
-            if !tasks[p].normal_policy() || !params.feat(SchedFeat::WakeupPreemption) {
+            if !tasks[p].normal_policy() || !params.feat(RqFeat::WakeupPreemption) {
                 return;
             }
             let (cse_is_idle, pse_is_idle) = (tasks[curr].se.idle, tasks[p].se.idle);
@@ -136,7 +137,7 @@ impl Rq {
         if !tasks[curr].se.on_rq {
             return;
         }
-        if params.feat(SchedFeat::LastBuddy) && scale {
+        if params.feat(RqFeat::LastBuddy) && scale {
             self.cfs.set_last_buddy(tasks, curr);
         }
     }
@@ -278,7 +279,7 @@ impl Rq {
         tasks[p].cpu = self.cpu;
         self.update_rq_clock(now_ns);
         let weight = tasks[p].se.se_weight();
-        let runnable_init = if self.params.features.enabled(SchedFeat::RunnableAvgInitUtil) {
+        let runnable_init = if self.params.features.enabled(RqFeat::RunnableAvgInitUtil) {
             RunnableInit::UtilAvg
         } else {
             RunnableInit::CpuScale

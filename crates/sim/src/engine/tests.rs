@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use lbsim_balance::TrivialBalancer;
 use lbsim_balance::cost::CostModel;
-use lbsim_rq::{Features, Tunables};
+use lbsim_rq::Tunables;
 use lbsim_topology::{SdParams, Topology, parse_machine};
 use lbsim_workload::parse_workloads;
 
@@ -18,7 +18,7 @@ fn config(machine: &str, workloads: &[&str], duration_ms: u64, seed: u64) -> Sim
     SimConfig {
         topology,
         workload: parse_workloads(workloads).expect("workload"),
-        features: Features::defaults(),
+        features: crate::params::default_features(),
         tunables: Tunables::new(nr),
         cost: CostModel::default(),
         engine: EngineTunables {

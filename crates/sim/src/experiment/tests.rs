@@ -3,7 +3,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use lbsim_balance::cost::CostModel;
 use lbsim_balance::kernel::KernelBalancer;
-use lbsim_rq::{Features, SchedFeat, Tunables};
+use lbsim_rq::Tunables;
 use lbsim_topology::{SdParams, Topology, parse_machine};
 use lbsim_workload::parse_workloads;
 
@@ -16,7 +16,7 @@ fn config(machine: &str, workloads: &[&str], duration_ns: u64) -> SimConfig {
     SimConfig {
         topology: Arc::new(Topology::build(&machine, &SdParams::default()).unwrap()),
         workload: parse_workloads(workloads).unwrap(),
-        features: Features::defaults(),
+        features: crate::params::default_features(),
         tunables: Tunables::new(nr),
         cost: CostModel::default(),
         engine: EngineTunables::default(),
@@ -82,7 +82,7 @@ fn ab_sides_run_the_same_seeds() {
     let mut patched = cfg.clone();
     patched
         .features
-        .set(SchedFeat::from_name("WA_IDLE").unwrap(), false);
+        .set(lbsim_balance::params::LbFeat::WaIdle, false);
     patched.tunables.set("migration_cost_ns", "0").unwrap();
     let a = run_ab(&cfg, &patched, &seeds, &kernel, &ctl(1)).unwrap();
     let b = run_ab(&cfg, &patched, &seeds, &kernel, &ctl(4)).unwrap();

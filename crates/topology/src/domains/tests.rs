@@ -340,30 +340,7 @@ fn imbalance_pct_input_applies_to_initializer_levels_only() {
             ("NUMA", 125, 32)
         ]
     );
-    let mut p = SdParams::default();
-    p.set("imbalance_pct=125").unwrap();
-    p.set("busy_factor = 32").unwrap();
-    assert_eq!(p, params);
-    assert_eq!(
-        p.set("imbalance_pct=99").unwrap_err().to_string(),
-        "`imbalance_pct=99`: must be 100..=10000"
-    );
-    assert_eq!(
-        p.set("busy_factor=0").unwrap_err().to_string(),
-        "`busy_factor=0`: must be 1..=1000"
-    );
-    assert_eq!(
-        p.set("busy=3").unwrap_err().to_string(),
-        "unknown parameter `busy` (known: imbalance_pct, busy_factor)"
-    );
-    assert_eq!(
-        p.set("busy_factor=x").unwrap_err().to_string(),
-        "`busy_factor=x`: `x` is not a number"
-    );
-    assert_eq!(
-        p.set("busy_factor").unwrap_err().to_string(),
-        "`busy_factor` is not name=value"
-    );
+    // Setting them by name (`--set`) is tested with their declaration, in `params.rs`.
 }
 
 #[test]
