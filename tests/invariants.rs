@@ -239,21 +239,38 @@ fn workload(nr: u32) -> impl Strategy<Value = String> {
     ]
 }
 
+/// Whether a case with toggle seed `seed` turns feature `name` away from its default: a
+/// hash of the two, so that each feature's draw depends on nothing else and a feature added
+/// to the registry changes no other feature's draw in any case (FNV-1a).
+fn toggle(seed: u64, name: &str) -> bool {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
+    for b in name.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h >> 63 == 1
+}
+
 /// Random feature writes and tunables.
 fn features() -> impl Strategy<Value = Vec<String>> {
     (
-        proptest::collection::vec(any::<bool>(), toggled().len()),
+        any::<u64>(),
         prop_oneof![3 => Just(250u32), 1 => Just(1000)],
         prop_oneof![5 => Just(false), 1 => Just(true)],
         prop_oneof![2 => Just(None), 1 => prop_oneof![Just(20_000u64), Just(150_000)].prop_map(Some)],
         prop_oneof![2 => Just(None), 1 => prop_oneof![Just(0u64), Just(300)].prop_map(Some)],
     )
-        .prop_map(|(on, hz, cfs, ipi, noise)| {
+        .prop_map(|(toggles, hz, cfs, ipi, noise)| {
             let mut out: Vec<String> = toggled()
                 .iter()
-                .zip(on)
-                .filter(|(f, on)| f.feature().expect("a feature").default != *on)
-                .map(|(f, on)| if on { f.name.to_owned() } else { format!("NO_{}", f.name) })
+                .filter(|f| toggle(toggles, f.name))
+                .map(|f| {
+                    if f.feature().expect("a feature").default {
+                        format!("NO_{}", f.name)
+                    } else {
+                        f.name.to_owned()
+                    }
+                })
                 .collect();
             if hz != 250 {
                 out.push(format!("hz={hz}"));
@@ -480,26 +497,28 @@ fn anchors() -> Vec<Case> {
         ),
         // Rule 5, both sides: hackbench wake-ups across NUMA nodes while periodic tasks
         // overload some CPUs: newly idle passes begin with a wake-up pending and, without
-        // the rule, pull anyway.
+        // the rule, one pulls anyway (12 CPUs, seed 4: found by a search over machines,
+        // workloads and seeds after the registry made the random suite toggle every
+        // modelled feature, which left the random draw reaching it only at 256 cases).
         case(
-            "nodes=2,cores=4,threads=2",
+            "nodes=2,cores=3,threads=2",
             &[
                 "hackbench:groups=2,fds=3,loops=30",
                 "periodic:threads=8,run=2ms,period=3ms",
             ],
             "",
             150,
-            1,
+            4,
         ),
         case(
-            "nodes=2,cores=4,threads=2",
+            "nodes=2,cores=3,threads=2",
             &[
                 "hackbench:groups=2,fds=3,loops=30",
                 "periodic:threads=8,run=2ms,period=3ms",
             ],
             "NO_NEWIDLE_BAIL_ON_PENDING",
             150,
-            1,
+            4,
         ),
         // Rule 7: an idle destination meets a source with queued tasks and nothing running,
         // and leaves it one (two CPUs of different capacity, schbench, no wake lists).
