@@ -188,7 +188,10 @@ fn params(args: &[String]) -> Result<(), String> {
         .parent()
         .ok_or("xtask has no parent directory")?;
     let path = root.join("docs/parameters.md");
-    std::fs::write(&path, text).map_err(|e| format!("params: {}: {e}", path.display()))?;
+    // Whole or not at all: write beside it, then rename over it.
+    let tmp = root.join("docs/.parameters.md.tmp");
+    std::fs::write(&tmp, text).map_err(|e| format!("params: {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).map_err(|e| format!("params: {}: {e}", path.display()))?;
     eprintln!("    [params] wrote {}", path.display());
     Ok(())
 }

@@ -32,7 +32,7 @@
 //! `check_preempt_tick()`, the buddy pick). The interface both are used through is the life
 //! cycle here ([`CfsRq::enqueue_entity`], [`CfsRq::dequeue_entity`], [`CfsRq::update_curr`],
 //! [`CfsRq::set_next_entity`], [`CfsRq::entity_tick`], [`CfsRq::pick_next_entity`]), which
-//! selects on [`SchedParams::policy`](crate::features::SchedParams).
+//! selects on [`SchedParams::policy`](crate::tunables::SchedParams).
 
 mod cfs_legacy;
 mod eevdf;
