@@ -55,6 +55,10 @@ lbsim_kernel::sched_features! {
     /// load_balance(): only migrate_task failures force an active balance ("Reduce cases for
     /// active balance"); `NO_` is the v5.6-v5.11 rule (any type of failure).
     LbReduceActiveBalance = "LB_REDUCE_ACTIVE_BALANCE", pos 109, on, Origin::switch("e9b9734b7465", "merged v5.12");
+    /// find_busiest_queue(): count a runqueue's runnable CFS tasks (`h_nr_runnable`: queued
+    /// minus delayed-dequeue ones), not every queued one, as "sched/fair: Use the new
+    /// cfs_rq.h_nr_runnable" (Vincent Guittot, 2024-12-02) does there; `NO_` is v6.12.
+    LbBusiestNrRunnable = "LB_BUSIEST_NR_RUNNABLE", pos 110, off, Origin::switch("lore 20241202174606.4074512-6-vincent.guittot@linaro.org", "merged v6.14");
 }
 
 /// The defaults of the features this crate and `lbsim-rq` declare (for the balancer's own

@@ -19,7 +19,8 @@ use super::{LbEnv, Pass, capacity_greater};
 /// rule) such a runqueue can be chosen for its utilization. migrate_util reads
 /// `cpu_util_cfs_boost()` (v6.5 on); with `NO_LB_UTIL_RUNNABLE_BOOST` it reads `cpu_util_cfs()`
 /// as v5.7-v6.4 did, so a runqueue of stacked tasks whose runnable_avg is high but whose
-/// util_avg is low loses to one running a single task. Ties keep the first CPU.
+/// util_avg is low loses to one running a single task. Ties keep the first CPU. With
+/// `LB_BUSIEST_NR_RUNNABLE` (v6.14) a runqueue's count leaves out its delayed-dequeue tasks.
 pub fn find_busiest_queue(
     ctx: &BalanceCtx<'_>,
     env: &LbEnv,
@@ -36,7 +37,11 @@ pub fn find_busiest_queue(
         pass.work.cpus_scanned += 1;
         let r = rq(ctx, i);
         // fbq_classify_rq() is `regular` and env->fbq_type `all` without NUMA balancing.
-        let nr_running = r.cfs.h_nr_running;
+        let nr_running = if ctx.features.enabled(LbFeat::LbBusiestNrRunnable) {
+            r.cfs.h_nr_running - r.cfs.h_nr_delayed
+        } else {
+            r.cfs.h_nr_running
+        };
         if nr_running == 0 {
             continue;
         }

@@ -3,7 +3,7 @@
 //! checks the decision against the rule quoted in the test.
 
 use crate::params::{LbFeat, default_features};
-use lbsim_rq::{Features, TaskId};
+use lbsim_rq::{Features, PrevAction, TaskId};
 use lbsim_topology::{CpuId, SdParams};
 
 use super::harness::World;
@@ -1000,4 +1000,48 @@ fn tip_avg_high_cpu_load() {
     );
     w.rqs[0].cfs.avg.avg.load_avg = 1023;
     assert_eq!(read(&mut w), 1023 + 1024);
+}
+
+/// Rule (find_busiest_queue, "sched/fair: Use the new cfs_rq.h_nr_runnable", v6.14): with
+/// `LB_BUSIEST_NR_RUNNABLE` a runqueue's task count leaves out its delayed-dequeue tasks
+/// (`h_nr_runnable`); in v6.12 it counts every queued one (`h_nr_queued`). CPU 2 holds one
+/// running task and one that blocked ineligible (delayed, still queued); CPU 3 two running
+/// ones. For migrate_task the v6.12 count ties them at 2 and the first, CPU 2, is chosen;
+/// the runnable count makes CPU 3 the busiest.
+#[test]
+fn busiest_nr_runnable_leaves_out_delayed_tasks() {
+    for runnable in [false, true] {
+        let f = default_features().with(LbFeat::LbBusiestNrRunnable, runnable);
+        let mut w = World::with("llcs=2,cores=2", SdParams::default(), f);
+        let (a, b) = (w.spawn(2, None), w.spawn(2, None));
+        w.spawn(3, None);
+        w.spawn(3, None);
+        w.run_ticks(20);
+        // Block CPU 2's current task once it has run ahead of the other: it is ineligible,
+        // so DELAY_DEQUEUE keeps it queued.
+        let mut curr = w.rqs[2].curr.expect("CPU 2 runs a task");
+        for _ in 0..20 {
+            if !w.rqs[2].cfs.entity_eligible(&w.tasks, curr) {
+                break;
+            }
+            w.run_ticks(1);
+            curr = w.rqs[2].curr.expect("CPU 2 runs a task");
+        }
+        assert!(curr == a || curr == b);
+        let now = w.now;
+        w.rqs[2].schedule(&mut w.tasks, PrevAction::Block, now);
+        assert!(w.tasks[curr].se.sched_delayed, "blocked ineligible: delayed");
+        assert_eq!(
+            (w.rqs[2].cfs.h_nr_running, w.rqs[2].cfs.h_nr_delayed),
+            (2, 1)
+        );
+        assert_eq!(w.rqs[3].cfs.h_nr_running, 2);
+        let (r, mut env) = fbg(&mut w, 0, "PKG", CpuIdleType::Idle);
+        env.migration_type = MigrationType::Task;
+        let (ctx, _) = w.split();
+        let mut pass = Pass::new(ctx.now_ns);
+        let group = ctx.topo.group(r.busiest.expect("CPUs 2-3 are the busiest group"));
+        let busiest = find_busiest_queue(&ctx, &env, group, &mut pass);
+        assert_eq!(busiest, Some(CpuId(if runnable { 3 } else { 2 })));
+    }
 }
