@@ -1,8 +1,8 @@
-//! The boundary between the engine and the balancer policy.
+//! The boundary between the core model and the balancer.
 //!
 //! The engine calls a [`Balancer`] at the kernel's decision points (wake-up, fork and exec
 //! placement; the tick; SCHED_SOFTIRQ; a CPU going newly idle; the active-balance stopper;
-//! a CPU entering or leaving nohz idle). The policy reads and changes the runqueues through
+//! a CPU entering or leaving nohz idle). The balancer reads and changes the runqueues through
 //! [`BalanceCtx`], exactly where the kernel's code changes them (detach and attach of the
 //! tasks it migrates), and returns what it did as data: the chosen CPU or the migrations,
 //! requests for the engine (a stopper to queue, an idle load balancer to kick), and a
@@ -185,7 +185,7 @@ pub struct NewidleStep {
     pub done: bool,
 }
 
-/// The balancer policy, called by the engine at the kernel's decision points.
+/// The balancer, called by the core model at the kernel's decision points.
 ///
 /// Implementations: `KernelBalancer` (fair.c v6.6-v6.12 with the experiment switches) and
 /// [`crate::TrivialBalancer`] (never migrates; wakes on the previous CPU).
@@ -239,7 +239,7 @@ pub trait Balancer {
     ///
     /// A newly idle balance takes simulated time, and the kernel runs it with the runqueue
     /// lock dropped: other CPUs go on meanwhile, and a wake-up can be queued on this CPU.
-    /// The policy therefore runs it in steps, each ending where the kernel looks for a
+    /// The balancer therefore runs it in steps, each ending where the kernel looks for a
     /// pending wake-up or a queued task (the start of sched_balance_newidle(), every
     /// should_we_balance() call, the domain loop's check after each domain). The engine
     /// runs the next step ([`Balancer::newidle_continue`]) when this one's `elapsed_ns`
@@ -263,26 +263,26 @@ pub trait Balancer {
     /// `p` starts running on `cpu` (set_next_task): lets IDLE_RESERVE release a reservation.
     fn task_running(&mut self, _ctx: &mut BalanceCtx<'_>, _p: TaskId, _cpu: CpuId) {}
 
-    /// The /proc/schedstat counters this policy keeps, if any; the engine fills the
+    /// The /proc/schedstat counters this balancer keeps, if any; the engine fills the
     /// per-CPU `cpu<N>` counters (schedule, wake-up and run-delay accounting) itself.
     fn schedstat_mut(&mut self) -> Option<&mut crate::schedstat::Schedstat> {
         None
     }
 
-    /// The policy's decision record ([`crate::check::Checks`]), if it keeps one: the engine
+    /// The balancer's decision record ([`crate::check::Checks`]), if it keeps one: the engine
     /// enables it under `SimConfig::check`, reports its first violation and its counters.
     fn checks(&mut self) -> Option<&mut crate::check::Checks> {
         None
     }
 
-    /// The policy's trace buffer ([`crate::trace::LbTrace`]), if it keeps one: the engine
+    /// The balancer's trace buffer ([`crate::trace::LbTrace`]), if it keeps one: the engine
     /// enables it when it traces and drains it after each call.
     fn trace(&mut self) -> Option<&mut crate::trace::LbTrace> {
         None
     }
 }
 
-/// A boxed policy is a policy, so the engine can run a policy chosen at run time.
+/// A boxed balancer is a balancer, so the core can run one chosen at run time.
 impl<B: Balancer + ?Sized> Balancer for Box<B> {
     fn select_task_rq(
         &mut self,

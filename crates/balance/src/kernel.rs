@@ -1,4 +1,4 @@
-//! The kernel's policy behind the [`Balancer`] trait: fair.c's balancing entry points
+//! The kernel's balancer behind the [`Balancer`] trait: fair.c's balancing entry points
 //! (v6.6, checked against v6.12) with the experiment switches of EXPERIMENTS.md.
 //!
 //! Entry points and the kernel functions they follow:

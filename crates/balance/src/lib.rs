@@ -1,10 +1,10 @@
-//! The Linux kernel's fair-class balancer policy: periodic load balancing, newly idle and
+//! The Linux kernel's fair-class balancer: periodic load balancing, newly idle and
 //! nohz idle balancing, active balance, and wake-up and fork placement.
 //!
 //! Follows kernel/sched/fair.c of v6.6, cross-checked against v6.12 (each function names
 //! the kernel function and version it follows and says where it differs), with the
 //! experiment switches of ../shared/EXPERIMENTS.md as sched features and tunables. The
-//! engine calls a [`ctx::Balancer`] at the kernel's decision points; the policy reads and
+//! engine calls a [`ctx::Balancer`] at the kernel's decision points; the balancer reads and
 //! changes the runqueues through [`ctx::BalanceCtx`] and reports its work
 //! ([`cost::WorkAccount`]) so the engine can charge it in simulated time.
 //!

@@ -1,4 +1,4 @@
-//! A policy that never balances: the baseline that shows what the balancer adds.
+//! A balancer that never balances: the baseline that shows what the balancer adds.
 
 use lbsim_rq::TaskId;
 use lbsim_topology::CpuId;
@@ -12,7 +12,7 @@ use crate::ctx::{
 /// Never migrates a queued task, wakes a task on its previous CPU (or, if that CPU is not
 /// allowed, the first allowed one), and places a new task on its parent's CPU.
 ///
-/// This is not a kernel policy: it is the "no load balancer" reference (every CPU schedules
+/// This is not a kernel balancer: it is the "no load balancer" reference (every CPU schedules
 /// only what lands on it), useful to isolate the engine and to show what balancing buys.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TrivialBalancer;

@@ -669,7 +669,7 @@ impl<B: Balancer> Core<B> {
     fn check_waits(&mut self) -> Result<(), SimError> {
         let now = self.now;
         let q = self.tick_nsec;
-        let legacy = self.cfg.tunables.sched_policy == lbsim_rq::SchedPolicy::Cfs;
+        let legacy = self.cfg.tunables.sched_policy == lbsim_rq::FairPick::Cfs;
         let base = if legacy {
             self.cfg
                 .tunables

@@ -158,7 +158,7 @@ impl<B: Balancer> Core<B> {
         let mask = Cpumask::from_cpus(nr, [cpu]);
         let mut task = Task::new(
             format!("kworker/{}", cpu.0),
-            RqPolicy::Normal,
+            Policy::Normal,
             0,
             mask,
             cpu,

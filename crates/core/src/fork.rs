@@ -45,11 +45,7 @@ impl<B: Balancer> Core<B> {
             )));
             return;
         }
-        let policy = match spec.policy {
-            WlPolicy::Normal => RqPolicy::Normal,
-            WlPolicy::Batch => RqPolicy::Batch,
-            WlPolicy::Idle => RqPolicy::Idle,
-        };
+        let policy = spec.policy;
         let mut task = Task::new(
             spec.name.clone(),
             policy,

@@ -72,14 +72,14 @@ mod prelude {
         WakeFlags,
     };
     pub(crate) use lbsim_balance::schedstat::CpuSchedstat;
+    pub(crate) use lbsim_kernel::Policy;
     pub(crate) use lbsim_rq::{
-        Policy as RqPolicy, PrevAction, Rq, SchedParams, Task, TaskId, TaskState, Tasks,
-        set_task_cpu,
+        PrevAction, Rq, SchedParams, Task, TaskId, TaskState, Tasks, set_task_cpu,
     };
     pub(crate) use lbsim_topology::{CpuId, Cpumask};
     pub(crate) use lbsim_workload::{
-        Action, Outcome, Policy as WlPolicy, ProbeRecord, ProgramState, RunObservations, SyncState,
-        TaskObservation, TaskRef, Wakes, WakeupSample,
+        Action, Outcome, ProbeRecord, ProgramState, RunObservations, SyncState, TaskObservation,
+        TaskRef, Wakes, WakeupSample,
     };
     pub(crate) use rand_pcg::Pcg64Mcg;
     pub(crate) use slotmap::SecondaryMap;

@@ -43,7 +43,7 @@ use lbsim_pelt::{CfsRqAvg, CfsRqLoad, SeLoad, UpdateFlags};
 
 use crate::entity::{DequeueFlags, EnqueueFlags, EntityStore, TaskId};
 use crate::params::RqFeat;
-use crate::tunables::{SchedParams, SchedPolicy};
+use crate::tunables::{FairPick, SchedParams};
 use crate::weights::{LoadWeight, calc_delta_fair, scale_load_down};
 
 /// The two clocks a cfs_rq operation reads: `rq_clock_task()` and `cfs_rq_clock_pelt()`.
@@ -289,10 +289,10 @@ impl CfsRq {
 
     /// Follows fair.c: `__pick_first_entity()`: the leftmost entity of the timeline — by
     /// deadline under EEVDF (v6.8+ tree order), by vruntime under legacy CFS.
-    pub fn __pick_first_entity(&self, policy: SchedPolicy) -> Option<TaskId> {
-        match policy {
-            SchedPolicy::Eevdf => self.leftmost(|n| n.deadline).map(|n| n.id),
-            SchedPolicy::Cfs => self.leftmost(|n| n.vruntime).map(|n| n.id),
+    pub fn __pick_first_entity(&self, pick: FairPick) -> Option<TaskId> {
+        match pick {
+            FairPick::Eevdf => self.leftmost(|n| n.deadline).map(|n| n.id),
+            FairPick::Cfs => self.leftmost(|n| n.vruntime).map(|n| n.id),
         }
     }
 
@@ -454,8 +454,8 @@ impl CfsRq {
         curr.vruntime = curr
             .vruntime
             .wrapping_add(calc_delta_fair(delta_exec, &curr.load));
-        match params.policy {
-            SchedPolicy::Eevdf => {
+        match params.pick {
+            FairPick::Eevdf => {
                 let resched = Self::update_deadline(curr, params.base_slice_ns);
                 self.update_min_vruntime(ents);
                 if self.nr_running == 1 {
@@ -466,7 +466,7 @@ impl CfsRq {
                     self.clear_buddies(cid);
                 }
             }
-            SchedPolicy::Cfs => self.update_min_vruntime(ents),
+            FairPick::Cfs => self.update_min_vruntime(ents),
         }
         delta_exec
     }
@@ -487,8 +487,8 @@ impl CfsRq {
         params: &SchedParams,
     ) {
         let is_curr = self.curr == Some(id);
-        match params.policy {
-            SchedPolicy::Eevdf => {
+        match params.pick {
+            FairPick::Eevdf => {
                 if is_curr {
                     self.place_entity(ents, id, flags, params);
                 }
@@ -507,7 +507,7 @@ impl CfsRq {
                 let (w, idle) = (se.load.weight, se.idle);
                 self.account_entity_enqueue(w, idle, id);
             }
-            SchedPolicy::Cfs => {
+            FairPick::Cfs => {
                 let renorm =
                     !flags.contains(EnqueueFlags::WAKEUP) || flags.contains(EnqueueFlags::MIGRATED);
                 if renorm && is_curr {
@@ -569,8 +569,8 @@ impl CfsRq {
         } else {
             UpdateFlags::UPDATE_TG
         };
-        match params.policy {
-            SchedPolicy::Eevdf => {
+        match params.pick {
+            FairPick::Eevdf => {
                 self.update_curr(ents, clock, params);
                 self.clear_buddies(id);
                 if flags.contains(DequeueFlags::DELAYED) {
@@ -611,7 +611,7 @@ impl CfsRq {
                     }
                 }
             }
-            SchedPolicy::Cfs => {
+            FairPick::Cfs => {
                 self.update_curr(ents, clock, params);
                 self.update_load_avg(ents, id, clock.pelt, action, params);
                 self.clear_buddies(id);
@@ -651,7 +651,7 @@ impl CfsRq {
         if ents.se(id).on_rq {
             self.__dequeue_entity(id);
             self.update_load_avg(ents, id, clock.pelt, UpdateFlags::UPDATE_TG, params);
-            if params.policy == SchedPolicy::Eevdf {
+            if params.pick == FairPick::Eevdf {
                 let se = ents.se_mut(id);
                 se.vlag = se.deadline as i64;
             }
@@ -697,7 +697,7 @@ impl CfsRq {
     ) {
         self.update_curr(ents, clock, params);
         self.update_load_avg(ents, curr, clock.pelt, UpdateFlags::UPDATE_TG, params);
-        if params.policy == SchedPolicy::Cfs && self.nr_running > 1 {
+        if params.pick == FairPick::Cfs && self.nr_running > 1 {
             self.check_preempt_tick(ents, curr, params);
         }
     }
@@ -712,8 +712,8 @@ impl CfsRq {
         ents: &E,
         params: &SchedParams,
     ) -> Option<TaskId> {
-        match params.policy {
-            SchedPolicy::Eevdf => {
+        match params.pick {
+            FairPick::Eevdf => {
                 if params.feat(RqFeat::NextBuddy)
                     && let Some(next) = self.next
                     && self.entity_eligible(ents, next)
@@ -723,7 +723,7 @@ impl CfsRq {
                 }
                 self.pick_eevdf(ents, params)
             }
-            SchedPolicy::Cfs => {
+            FairPick::Cfs => {
                 let curr = self.curr.filter(|&c| ents.se(c).on_rq);
                 self.pick_next_entity_cfs(ents, curr, params)
             }

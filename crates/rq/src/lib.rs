@@ -51,5 +51,5 @@ pub use rq::{
     fits_capacity, set_task_cpu, task_runnable, task_util, task_util_est, task_util_est_raw,
 };
 pub use task::{OnRq, Policy, SchedInfo, Task, TaskState, Tasks};
-pub use tunables::{Features, SchedParams, SchedPolicy, TunableScaling, Tunables};
+pub use tunables::{FairPick, Features, SchedParams, TunableScaling, Tunables};
 pub use weights::{LoadWeight, NICE_0_LOAD, calc_delta, calc_delta_fair};

@@ -10,16 +10,7 @@ pub use crate::entity::TaskId;
 use crate::entity::{EntityStore, SchedEntity};
 use crate::weights::LoadWeight;
 
-/// The scheduling policy of a fair-class task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Policy {
-    /// `SCHED_NORMAL` (`SCHED_OTHER`).
-    Normal,
-    /// `SCHED_BATCH`: never preempts on wakeup.
-    Batch,
-    /// `SCHED_IDLE`: weight 3, never preempts, preempted by any non-idle wakeup.
-    Idle,
-}
+pub use lbsim_kernel::Policy;
 
 /// What a task is doing, from the simulator's point of view.
 ///

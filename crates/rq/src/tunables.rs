@@ -15,13 +15,14 @@ use crate::params::TUNABLES;
 
 pub use lbsim_kernel::params::Features;
 
-/// Which per-runqueue pick the fair class uses.
+/// Which per-runqueue pick the fair class uses (lbsim's `sched_policy` knob; not a
+/// scheduling policy in the kernel's sense, which is [`crate::task::Policy`]).
 ///
 /// The kernel has no switch for this: v6.6 replaced the CFS pick by EEVDF outright. lbsim
 /// keeps both because older experiments ran on CFS, and selects with the tunable
 /// `sched_policy` rather than a fake sched feature, so the feature list stays the kernel's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum SchedPolicy {
+pub enum FairPick {
     /// EEVDF, as v6.6–v6.12 (the default).
     #[default]
     Eevdf,
@@ -80,7 +81,7 @@ pub struct Tunables {
     normalized_min_granularity_ns: u64,
     normalized_wakeup_granularity_ns: u64,
     /// `sched_policy` (lbsim): EEVDF or the legacy CFS pick.
-    pub sched_policy: SchedPolicy,
+    pub sched_policy: FairPick,
     /// `tunable_scaling`: how the CPU count scales the slice tunables.
     pub tunable_scaling: TunableScaling,
     /// `base_slice_ns` (`sysctl_sched_base_slice`, EEVDF).
@@ -116,7 +117,7 @@ impl Tunables {
             normalized_latency_ns: 0,
             normalized_min_granularity_ns: 0,
             normalized_wakeup_granularity_ns: 0,
-            sched_policy: SchedPolicy::Eevdf,
+            sched_policy: FairPick::Eevdf,
             tunable_scaling: TunableScaling::Log,
             base_slice_ns: 0,
             latency_ns: 0,
@@ -185,9 +186,9 @@ impl Tunables {
         match name {
             "sched_policy" => {
                 self.sched_policy = if v == 0 {
-                    SchedPolicy::Eevdf
+                    FairPick::Eevdf
                 } else {
-                    SchedPolicy::Cfs
+                    FairPick::Cfs
                 }
             }
             "tunable_scaling" => {
@@ -274,8 +275,8 @@ impl Params for Tunables {
     fn load(&self, def: &'static ParamDef) -> u64 {
         match def.name {
             "sched_policy" => match self.sched_policy {
-                SchedPolicy::Eevdf => 0,
-                SchedPolicy::Cfs => 1,
+                FairPick::Eevdf => 0,
+                FairPick::Cfs => 1,
             },
             "tunable_scaling" => match self.tunable_scaling {
                 TunableScaling::None => 0,
@@ -305,7 +306,7 @@ pub struct SchedParams {
     /// `sched_feat()`.
     pub features: Features,
     /// EEVDF or legacy CFS.
-    pub policy: SchedPolicy,
+    pub pick: FairPick,
     /// `sysctl_sched_base_slice`.
     pub base_slice_ns: u64,
     /// `TICK_NSEC`.
@@ -331,7 +332,7 @@ impl SchedParams {
     pub fn new(features: Features, tunables: &Tunables) -> SchedParams {
         SchedParams {
             features,
-            policy: tunables.sched_policy,
+            pick: tunables.sched_policy,
             base_slice_ns: tunables.base_slice_ns,
             tick_nsec: tunables.tick_nsec(),
             latency_ns: tunables.latency_ns,

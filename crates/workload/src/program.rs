@@ -12,38 +12,7 @@ use crate::ids::{
     TemplateId, TimerId,
 };
 
-/// A fair-class scheduling policy. lbsim models the fair class only: rt-app files asking for
-/// `SCHED_FIFO`, `SCHED_RR` or `SCHED_DEADLINE` are rejected rather than silently demoted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Policy {
-    /// `SCHED_NORMAL` (rt-app and glibc call it `SCHED_OTHER`).
-    #[default]
-    Normal,
-    /// `SCHED_BATCH`.
-    Batch,
-    /// `SCHED_IDLE`.
-    Idle,
-}
-
-impl Policy {
-    /// The kernel's name of the policy.
-    pub fn kernel_name(self) -> &'static str {
-        match self {
-            Policy::Normal => "SCHED_NORMAL",
-            Policy::Batch => "SCHED_BATCH",
-            Policy::Idle => "SCHED_IDLE",
-        }
-    }
-
-    /// The name rt-app's logs print (`SCHED_OTHER` for normal).
-    pub fn rtapp_name(self) -> &'static str {
-        match self {
-            Policy::Normal => "SCHED_OTHER",
-            Policy::Batch => "SCHED_BATCH",
-            Policy::Idle => "SCHED_IDLE",
-        }
-    }
-}
+pub use lbsim_kernel::Policy;
 
 /// A phase's scheduling change (rt-app's phase-level `policy`/`priority`): each field left
 /// `None` keeps the task's current value when the phase starts, as rt-app's `same` policy does.

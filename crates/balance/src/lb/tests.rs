@@ -1030,7 +1030,10 @@ fn busiest_nr_runnable_leaves_out_delayed_tasks() {
         assert!(curr == a || curr == b);
         let now = w.now;
         w.rqs[2].schedule(&mut w.tasks, PrevAction::Block, now);
-        assert!(w.tasks[curr].se.sched_delayed, "blocked ineligible: delayed");
+        assert!(
+            w.tasks[curr].se.sched_delayed,
+            "blocked ineligible: delayed"
+        );
         assert_eq!(
             (w.rqs[2].cfs.h_nr_running, w.rqs[2].cfs.h_nr_delayed),
             (2, 1)
@@ -1040,7 +1043,9 @@ fn busiest_nr_runnable_leaves_out_delayed_tasks() {
         env.migration_type = MigrationType::Task;
         let (ctx, _) = w.split();
         let mut pass = Pass::new(ctx.now_ns);
-        let group = ctx.topo.group(r.busiest.expect("CPUs 2-3 are the busiest group"));
+        let group = ctx
+            .topo
+            .group(r.busiest.expect("CPUs 2-3 are the busiest group"));
         let busiest = find_busiest_queue(&ctx, &env, group, &mut pass);
         assert_eq!(busiest, Some(CpuId(if runnable { 3 } else { 2 })));
     }

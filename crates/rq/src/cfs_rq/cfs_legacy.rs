@@ -7,7 +7,7 @@
 
 use crate::entity::{EntityStore, SchedEntity, TaskId};
 use crate::params::RqFeat;
-use crate::tunables::{SchedParams, SchedPolicy};
+use crate::tunables::{FairPick, SchedParams};
 use crate::weights::{NICE_0_LOAD, calc_delta, calc_delta_fair};
 
 use super::{CfsRq, before, max_vruntime};
@@ -157,7 +157,7 @@ impl CfsRq {
         if delta_exec < params.min_granularity_ns {
             return;
         }
-        let Some(first) = self.__pick_first_entity(SchedPolicy::Cfs) else {
+        let Some(first) = self.__pick_first_entity(FairPick::Cfs) else {
             return;
         };
         let delta = cse.vruntime.wrapping_sub(ents.se(first).vruntime) as i64;
@@ -179,7 +179,7 @@ impl CfsRq {
         params: &SchedParams,
     ) -> Option<TaskId> {
         let vr = |id: TaskId| ents.se(id).vruntime;
-        let first = self.__pick_first_entity(SchedPolicy::Cfs);
+        let first = self.__pick_first_entity(FairPick::Cfs);
         let mut left = first;
         if let Some(c) = curr
             && left.is_none_or(|l| before(vr(c), vr(l)))

@@ -9,7 +9,7 @@ use lbsim_pelt::UpdateFlags;
 
 use crate::entity::{EnqueueFlags, EntityStore, SchedEntity, TaskId};
 use crate::params::RqFeat;
-use crate::tunables::{SchedParams, SchedPolicy};
+use crate::tunables::{FairPick, SchedParams};
 use crate::weights::{calc_delta_fair, scale_load_down};
 
 use super::{CfsClock, CfsRq, Node, before};
@@ -130,7 +130,7 @@ impl CfsRq {
         if self.nr_running == 1 {
             return match curr {
                 Some(c) if ents.se(c).on_rq => Some(c),
-                _ => self.__pick_first_entity(SchedPolicy::Eevdf),
+                _ => self.__pick_first_entity(FairPick::Eevdf),
             };
         }
         if let Some(c) = curr

@@ -137,7 +137,7 @@ fn pick_eevdf_earliest_eligible_deadline_with_insertion_tie_break() {
     cfs.__enqueue_entity(&ents, x);
     assert_eq!(cfs.pick_eevdf(&ents, &p), Some(y));
     // The leftmost by deadline (z) is what __pick_first_entity() sees, eligible or not.
-    assert_eq!(cfs.__pick_first_entity(SchedPolicy::Eevdf), Some(z));
+    assert_eq!(cfs.__pick_first_entity(FairPick::Eevdf), Some(z));
 }
 
 /// Rule (pick_eevdf, RUN_TO_PARITY): an eligible curr whose vlag still equals its deadline (set

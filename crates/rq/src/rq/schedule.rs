@@ -5,7 +5,7 @@
 
 use crate::entity::{DequeueFlags, TaskId};
 use crate::task::{TaskState, Tasks};
-use crate::tunables::SchedPolicy;
+use crate::tunables::FairPick;
 use crate::weights::calc_delta_fair;
 
 use super::{PrevAction, Rq};
@@ -192,8 +192,8 @@ impl Rq {
         }
         self.cfs.clear_buddies(curr);
         let params = self.params;
-        match params.policy {
-            SchedPolicy::Eevdf => {
+        match params.pick {
+            FairPick::Eevdf => {
                 self.update_rq_clock(now_ns);
                 let clock = self.cfs_clock();
                 self.cfs.update_curr(tasks, clock, &params);
@@ -202,7 +202,7 @@ impl Rq {
                     .deadline
                     .wrapping_add(calc_delta_fair(se.slice, &se.load));
             }
-            SchedPolicy::Cfs => {
+            FairPick::Cfs => {
                 if tasks[curr].policy != crate::task::Policy::Batch {
                     self.update_rq_clock(now_ns);
                     let clock = self.cfs_clock();

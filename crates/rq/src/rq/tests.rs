@@ -9,7 +9,7 @@ use super::*;
 use crate::entity::WakeFlags;
 use crate::params::{RqFeat, default_features, v6_6};
 use crate::task::{Policy, Task, TaskState};
-use crate::tunables::{Features, SchedParams, SchedPolicy, Tunables};
+use crate::tunables::{FairPick, Features, SchedParams, Tunables};
 use crate::weights::calc_delta_fair;
 
 /// One CPU, its tasks, the simulated time.
@@ -665,7 +665,7 @@ fn run_ops(features: Features, policy: &str, ops: &[Op]) -> usize {
     let mut t = Tunables::new(1);
     t.set("sched_policy", policy).unwrap();
     let mut h = Harness::new(features, &t);
-    let eevdf = h.rq.params.policy == SchedPolicy::Eevdf;
+    let eevdf = h.rq.params.pick == FairPick::Eevdf;
     let mut sleepers: Vec<TaskId> = Vec::new();
     let mut choices = 0;
     h.spawn("t0", 0);

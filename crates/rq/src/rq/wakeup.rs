@@ -12,7 +12,7 @@ use crate::cfs_rq::CfsRq;
 use crate::entity::{DequeueFlags, EnqueueFlags, TaskId, WakeFlags};
 use crate::params::RqFeat;
 use crate::task::{TaskState, Tasks};
-use crate::tunables::SchedPolicy;
+use crate::tunables::FairPick;
 
 use super::{Rq, SCHED_CLOCK_OFFSET_NS, update_avg};
 
@@ -26,9 +26,9 @@ impl Rq {
     pub fn wakeup_preempt(&mut self, tasks: &mut Tasks, p: TaskId, wake_flags: WakeFlags) {
         match self.curr {
             None => self.cfs.resched_curr(),
-            Some(curr) => match self.params.policy {
-                SchedPolicy::Eevdf => self.check_preempt_wakeup_fair(tasks, curr, p, wake_flags),
-                SchedPolicy::Cfs => self.check_preempt_wakeup_cfs(tasks, curr, p, wake_flags),
+            Some(curr) => match self.params.pick {
+                FairPick::Eevdf => self.check_preempt_wakeup_fair(tasks, curr, p, wake_flags),
+                FairPick::Cfs => self.check_preempt_wakeup_cfs(tasks, curr, p, wake_flags),
             },
         }
     }
@@ -242,7 +242,7 @@ impl Rq {
     /// vruntime relative to this `min_vruntime` for the enqueue on the chosen CPU.
     pub fn task_fork_fair(&mut self, tasks: &mut Tasks, child: TaskId, now_ns: u64) {
         let params = self.params;
-        if params.policy != SchedPolicy::Cfs {
+        if params.pick != FairPick::Cfs {
             return;
         }
         self.update_rq_clock(now_ns);
@@ -306,7 +306,7 @@ impl Rq {
     /// (v6.1, `TASK_WAKING`).
     pub fn migrate_task_rq_fair(&mut self, tasks: &mut Tasks, p: TaskId, now_ns: u64) {
         let migrating = tasks[p].on_rq_migrating();
-        if self.params.policy == SchedPolicy::Cfs && !migrating {
+        if self.params.pick == FairPick::Cfs && !migrating {
             let min = self.cfs.min_vruntime;
             let se = &mut tasks[p].se;
             se.vruntime = se.vruntime.wrapping_sub(min);

@@ -73,7 +73,7 @@ fn set_and_rescale() {
     assert_eq!(t.latency_ns, 6_000_000);
     assert_eq!(t.sched_nr_latency, 8);
     t.set("sched_policy", "cfs").unwrap();
-    assert_eq!(t.sched_policy, SchedPolicy::Cfs);
+    assert_eq!(t.sched_policy, FairPick::Cfs);
     t.set("sched_wakeup_granularity_ns", "1").unwrap();
     assert_eq!(t.get("wakeup_granularity_ns").unwrap(), "1");
     t.set("hz", "1000").unwrap();

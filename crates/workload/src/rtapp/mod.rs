@@ -326,7 +326,7 @@ pub fn logs(
         let (policy, nice) = spec
             .tasks
             .get(tr.index())
-            .map_or(("SCHED_OTHER", 0), |ts| (ts.policy.rtapp_name(), ts.nice));
+            .map_or(("SCHED_OTHER", 0), |ts| (ts.policy.posix_name(), ts.nice));
         let mut s = String::new();
         let _ = writeln!(s, "# Policy : {policy} priority : {nice}");
         let _ = writeln!(
