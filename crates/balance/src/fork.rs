@@ -376,7 +376,7 @@ pub fn sched_balance_find_dst_group_cpu(
         }
         if available_idle_cpu(ctx, i) {
             let exit_latency = IDLE_STATE_EXIT_LATENCY;
-            let idle_stamp = ctx.rqs[i.index()].idle_stamp.unwrap_or(0);
+            let idle_stamp = ctx.rqs[i.index()].idle_stamp().unwrap_or(0);
             if exit_latency < min_exit_latency {
                 // The shallowest idle state wins, whatever its idle_stamp.
                 min_exit_latency = exit_latency;

@@ -131,7 +131,7 @@ impl Balancer for KernelBalancer {
             return TickOutcome::default();
         }
         let mut pass = Pass::new(ctx.now_ns);
-        let raise_softirq = ctx.jiffies >= ctx.rqs[cpu.index()].next_balance;
+        let raise_softirq = ctx.jiffies >= ctx.rqs[cpu.index()].next_balance();
         let idle_balance = idle_cpu(ctx, cpu, ctx.now_ns);
         let kick = nohz_balancer_kick(ctx, &mut self.state, cpu, idle_balance, &mut pass);
         TickOutcome {

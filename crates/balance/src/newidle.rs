@@ -161,7 +161,7 @@ pub fn sched_balance_newidle_begin(
     let now = ctx.now_ns;
     let r = &mut ctx.rqs[c];
     r.update_rq_clock(now);
-    r.idle_stamp = Some(r.rq_clock());
+    r.set_idle_stamp(Some(r.rq_clock()));
 
     if ctx.topo.domains(this_cpu).is_empty() {
         return NewidleProgress::Done(newidle_out(ctx, st, &cursor, pass));
@@ -266,8 +266,8 @@ fn newidle_run(
         }
     }
     let r = &mut ctx.rqs[c];
-    if cursor.curr_cost > r.max_idle_balance_cost {
-        r.max_idle_balance_cost = cursor.curr_cost;
+    if cursor.curr_cost > r.max_idle_balance_cost() {
+        r.set_max_idle_balance_cost(cursor.curr_cost);
     }
     if r.cfs.h_nr_running > 0 && !cursor.pulled_task {
         cursor.pulled_task = true;
@@ -285,11 +285,11 @@ fn newidle_out(
 ) -> NewidleResult {
     let this_cpu = cursor.this_cpu;
     let c = this_cpu.index();
-    if ctx.rqs[c].next_balance > cursor.next_balance {
-        ctx.rqs[c].next_balance = cursor.next_balance;
+    if ctx.rqs[c].next_balance() > cursor.next_balance {
+        ctx.rqs[c].set_next_balance(cursor.next_balance);
     }
     if cursor.pulled_task {
-        ctx.rqs[c].idle_stamp = None;
+        ctx.rqs[c].set_idle_stamp(None);
     } else {
         nohz_newidle_balance(ctx, st, this_cpu, pass);
     }

@@ -31,7 +31,7 @@ pub const LOAD_AVG_PERIOD_MS: u64 = 32;
 pub fn nohz_balance_enter_idle(ctx: &mut BalanceCtx<'_>, st: &mut BalanceState, cpu: CpuId) {
     let topo = ctx.topo;
     let c = cpu.index();
-    ctx.rqs[c].has_blocked_load = true;
+    ctx.rqs[c].set_has_blocked_load(true);
     if !st.cpus[c].nohz_tick_stopped {
         if topo.domains(cpu).is_empty() {
             return;
@@ -220,7 +220,7 @@ fn update_nohz_stats(
     pass: &mut Pass,
 ) -> bool {
     let c = cpu.index();
-    if !ctx.rqs[c].has_blocked_load {
+    if !ctx.rqs[c].has_blocked_load() {
         return false;
     }
     if !st.nohz.idle_cpus_mask.test(cpu) {
@@ -230,7 +230,7 @@ fn update_nohz_stats(
         return true;
     }
     update_blocked_averages(ctx, st, cpu, pass);
-    ctx.rqs[c].has_blocked_load
+    ctx.rqs[c].has_blocked_load()
 }
 
 /// Follows fair.c: _nohz_idle_balance() (v6.6): for each CPU of `nohz.idle_cpus_mask`,
@@ -277,14 +277,14 @@ pub fn nohz_idle_balance_flags(
         if flags.contains(NohzFlags::STATS) {
             has_blocked_load |= update_nohz_stats(ctx, st, balance_cpu, pass);
         }
-        if now >= ctx.rqs[balance_cpu.index()].next_balance {
+        if now >= ctx.rqs[balance_cpu.index()].next_balance() {
             let t = pass.now_ns(ctx);
             ctx.rqs[balance_cpu.index()].update_rq_clock(t);
             if flags.contains(NohzFlags::BALANCE) {
                 rebalance_domains(ctx, st, balance_cpu, CpuIdleType::Idle, pass);
             }
         }
-        let nb = ctx.rqs[balance_cpu.index()].next_balance;
+        let nb = ctx.rqs[balance_cpu.index()].next_balance();
         if next_balance > nb {
             next_balance = nb;
             update_next = true;

@@ -180,10 +180,11 @@ pub fn rebalance_domains(
         }
     }
     if need_decay {
-        ctx.rqs[cpu.index()].max_idle_balance_cost = ctx.tunables.migration_cost_ns.max(max_cost);
+        ctx.rqs[cpu.index()]
+            .set_max_idle_balance_cost(ctx.tunables.migration_cost_ns.max(max_cost));
     }
     if update_next {
-        ctx.rqs[cpu.index()].next_balance = next_balance;
+        ctx.rqs[cpu.index()].set_next_balance(next_balance);
     }
 }
 

@@ -66,7 +66,7 @@ impl<B: Balancer> Core<B> {
             let cpu = CpuId(c as u32);
             let cap = u64::from(machine.capacity(cpu));
             let mut rq = Rq::new(cpu, cap, params);
-            rq.asym_cpucap_active = asym;
+            rq.set_asym_cpucap_active(asym);
             rqs.push(rq);
             let jitter = cfg.engine.tick_jitter_ns.min(tick_nsec);
             let tick_phase_ns = if jitter == 0 {

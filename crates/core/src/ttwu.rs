@@ -165,7 +165,7 @@ impl<B: Balancer> Core<B> {
     pub(crate) fn queue_wakelist(&mut self, cpu: CpuId, p: TaskId, migrated: bool) {
         let now = self.now;
         self.cpus[cpu.index()].wakelist.push((p, migrated, now));
-        self.rqs[cpu.index()].ttwu_pending = true;
+        self.rqs[cpu.index()].set_ttwu_pending();
         if self.cpus[cpu.index()].ipi.is_none() {
             let at = now + self.cfg.cost.ipi_ns;
             self.cpus[cpu.index()].ipi = Some(self.fx.at(at, Ev::Ipi { cpu: cpu.0 }));

@@ -27,6 +27,7 @@
 //! `update_blocked_averages()`; `rq/load.rs` the load and utilization getters the balancer
 //! reads.
 
+mod fields;
 mod load;
 mod schedule;
 mod tick;
@@ -117,27 +118,27 @@ pub struct Rq {
     pub avg_idle: u64,
     /// `rq->idle_stamp`: `rq_clock` when newidle balancing started (the kernel uses 0 for
     /// none). Set by the balancer, consumed by the next wakeup (`ttwu_do_activate()`).
-    pub idle_stamp: Option<u64>,
+    pub(crate) idle_stamp: Option<u64>,
     /// `rq->max_idle_balance_cost`: starts at `migration_cost`.
-    pub max_idle_balance_cost: u64,
+    pub(crate) max_idle_balance_cost: u64,
     /// `rq->ttwu_pending`: a queued remote wakeup (wake-up IPI) has not been processed.
-    pub ttwu_pending: bool,
+    pub(crate) ttwu_pending: bool,
     /// `rq->next_balance` in jiffies (lbsim jiffies: simulated time / `TICK_NSEC`, see
     /// [`Rq::jiffies`]).
-    pub next_balance: u64,
+    pub(crate) next_balance: u64,
     /// `rq->misfit_task_load`.
     pub misfit_task_load: u64,
     /// `rq->cpu_capacity` (`capacity_of()`), maintained by the balancer's
     /// `update_cpu_capacity()`; starts at `capacity_orig`.
-    pub cpu_capacity: u64,
+    pub(crate) cpu_capacity: u64,
     /// `arch_scale_cpu_capacity(cpu)` (`capacity_orig`).
     pub capacity_orig: u64,
     /// `arch_scale_freq_capacity(cpu)`: 1024 (no DVFS modelled).
     pub freq_capacity: u64,
     /// `sched_asym_cpucap_active()`: the machine has CPUs of different capacities.
-    pub asym_cpucap_active: bool,
+    pub(crate) asym_cpucap_active: bool,
     /// `rq->has_blocked_load` (NO_HZ): PELT signals still decaying.
-    pub has_blocked_load: bool,
+    pub(crate) has_blocked_load: bool,
     /// `rq->nr_switches`.
     pub nr_switches: u64,
     /// The features and tunables this runqueue reads.

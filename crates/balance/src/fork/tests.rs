@@ -239,8 +239,8 @@ fn find_idlest_group_cpu_prefers_sched_idle_then_recent_idle_then_least_loaded()
     // Rule: with every idle CPU in the same idle state, the first idle CPU is the candidate
     // and a later one replaces it only with a strictly larger idle_stamp: without stamps,
     // the first idle CPU (6).
-    b.rqs[6].idle_stamp = None;
-    b.rqs[7].idle_stamp = None;
+    b.rqs[6].set_idle_stamp(None);
+    b.rqs[7].set_idle_stamp(None);
     assert_eq!(idlest_cpu_of_llc1(&mut b, p), CpuId(6));
     b.idle_since(6, 9_000);
     b.idle_since(7, 9_000);

@@ -190,7 +190,7 @@ fn newidle_steps(w: &mut World, b: &mut KernelBalancer, wake_after: usize) -> Ve
             return steps;
         }
         if steps.len() == wake_after {
-            w.rqs[0].ttwu_pending = true;
+            w.rqs[0].set_ttwu_pending();
         }
         let (mut ctx, _) = w.split();
         step = b.newidle_continue(&mut ctx, cpu);

@@ -26,7 +26,7 @@ pub fn idle_cpu(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: u64) -> bool {
 
 /// `rq->ttwu_pending` at `at_ns`: set by the runqueue, or by a wake-up IPI already sent.
 pub fn ttwu_pending(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: u64) -> bool {
-    rq(ctx, cpu).ttwu_pending || ctx.pending.ttwu_pending_at(cpu, at_ns)
+    rq(ctx, cpu).ttwu_pending() || ctx.pending.ttwu_pending_at(cpu, at_ns)
 }
 
 /// `sched_smt_active()`: some core has more than one hardware thread.
@@ -70,7 +70,7 @@ pub fn cpu_util_cfs_boost(ctx: &BalanceCtx<'_>, cpu: CpuId) -> u64 {
 
 /// `capacity_of(cpu)`: `rq->cpu_capacity`.
 pub fn capacity_of(ctx: &BalanceCtx<'_>, cpu: CpuId) -> u64 {
-    rq(ctx, cpu).cpu_capacity
+    rq(ctx, cpu).cpu_capacity()
 }
 
 /// `arch_scale_cpu_capacity(cpu)`.
@@ -92,7 +92,7 @@ pub(super) fn update_cpu_capacity(ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> u64 {
     let max = arch_scale_cpu_capacity(ctx.topo, cpu);
     let r = &mut ctx.rqs[cpu.index()];
     let capacity = lbsim_pelt::scale_rt_capacity(max, &r.avg_rt, &r.avg_dl, &r.avg_irq).max(1);
-    r.cpu_capacity = capacity;
+    r.update_cpu_capacity(capacity);
     capacity
 }
 

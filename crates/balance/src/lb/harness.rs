@@ -68,7 +68,7 @@ impl World {
                     u64::from(machine.capacity(CpuId(c as u32))),
                     sp,
                 );
-                r.asym_cpucap_active = asym;
+                r.set_asym_cpucap_active(asym);
                 r
             })
             .collect();

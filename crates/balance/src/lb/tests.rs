@@ -109,7 +109,7 @@ fn run_periodic(w: &mut World, ticks: u64) -> u32 {
     for _ in 0..ticks {
         w.run_ticks(1);
         for c in 0..w.rqs.len() {
-            if w.jiffies() < w.rqs[c].next_balance {
+            if w.jiffies() < w.rqs[c].next_balance() {
                 continue;
             }
             let now = w.now;

@@ -67,7 +67,7 @@ fn pending_before_start_returns_at_once() {
     let (r, pass) = newidle(&mut w);
     assert_eq!((r.pulled_task, r.domains_balanced), (false, 0));
     assert_eq!(pass.work, Default::default());
-    assert_eq!(w.rqs[0].idle_stamp, None);
+    assert_eq!(w.rqs[0].idle_stamp(), None);
 }
 
 /// Rules (newidle_balance): nothing is tried unless the root domain is overloaded and
@@ -89,7 +89,7 @@ fn newidle_gates_and_pull() {
     );
     assert_eq!(w.rqs[0].rq_clock(), w.now + lbsim_rq::SCHED_CLOCK_OFFSET_NS);
     assert_eq!(
-        w.rqs[0].idle_stamp,
+        w.rqs[0].idle_stamp(),
         Some(w.rqs[0].rq_clock()),
         "rq_clock before the gates"
     );
@@ -107,7 +107,7 @@ fn newidle_gates_and_pull() {
     assert_eq!(pass.migrations[0].dst, CpuId(0));
     assert_eq!(w.st.sd(CpuId(0), 0).max_newidle_lb_cost, r.curr_cost_ns);
     assert!(r.curr_cost_ns > 0);
-    assert_eq!(w.rqs[0].idle_stamp, None, "cleared on a pull");
+    assert_eq!(w.rqs[0].idle_stamp(), None, "cleared on a pull");
 }
 
 /// The newly idle balance as it was before it ran in steps: one call, one pass, the whole
@@ -139,7 +139,7 @@ fn oracle_newidle_balance(
     let now = ctx.now_ns;
     let r = &mut ctx.rqs[c];
     r.update_rq_clock(now);
-    r.idle_stamp = Some(r.rq_clock());
+    r.set_idle_stamp(Some(r.rq_clock()));
 
     let domains = topo.domains(this_cpu);
     'out: {
@@ -184,18 +184,18 @@ fn oracle_newidle_balance(
             }
         }
         let r = &mut ctx.rqs[c];
-        if curr_cost > r.max_idle_balance_cost {
-            r.max_idle_balance_cost = curr_cost;
+        if curr_cost > r.max_idle_balance_cost() {
+            r.set_max_idle_balance_cost(curr_cost);
         }
         if ctx.rqs[c].cfs.h_nr_running > 0 && !pulled_task {
             pulled_task = true;
         }
     }
-    if ctx.rqs[c].next_balance > next_balance {
-        ctx.rqs[c].next_balance = next_balance;
+    if ctx.rqs[c].next_balance() > next_balance {
+        ctx.rqs[c].set_next_balance(next_balance);
     }
     if pulled_task {
-        ctx.rqs[c].idle_stamp = None;
+        ctx.rqs[c].set_idle_stamp(None);
     } else {
         nohz_newidle_balance(ctx, st, this_cpu, pass);
     }

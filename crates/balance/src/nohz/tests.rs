@@ -32,7 +32,7 @@ fn enter_and_exit_bookkeeping() {
         w.st.sd_llc_shared(&w.topo, CpuId(0)).unwrap().nr_busy_cpus,
         3
     );
-    assert!(w.st.nohz.has_blocked && w.st.nohz.needs_update && w.rqs[2].has_blocked_load);
+    assert!(w.st.nohz.has_blocked && w.st.nohz.needs_update && w.rqs[2].has_blocked_load());
     let (ctx, st) = w.split();
     nohz_balance_exit_idle(&ctx, st, CpuId(2));
     nohz_balance_exit_idle(&ctx, st, CpuId(2));

@@ -105,7 +105,7 @@ fn rebalance_updates_last_and_next_balance() {
     // Both levels were balanced (one task per CPU), so each doubled its balance_interval
     // (MC 4 -> 8 ms, PKG 8 -> 16 ms): next_balance is 130 + min(8*16-1, 16*16-1).
     assert_eq!(st.sd(CpuId(0), 0).balance_interval, 8);
-    assert_eq!(ctx.rqs[0].next_balance, 130 + 127);
+    assert_eq!(ctx.rqs[0].next_balance(), 130 + 127);
     // A CPU that is not the first of its group stops after the MC level.
     let mut pass = Pass::new(now);
     rebalance_domains(&mut ctx, st, CpuId(1), CpuIdleType::NotIdle, &mut pass);

@@ -45,7 +45,7 @@ impl Bench {
             .map(|c| {
                 let cpu = CpuId(c as u32);
                 let mut rq = Rq::new(cpu, u64::from(machine.capacity(cpu)), params);
-                rq.asym_cpucap_active = topo.has_asym_cpucapacity();
+                rq.set_asym_cpucap_active(topo.has_asym_cpucapacity());
                 rq.cfs.avg.avg.last_update_time = LUT;
                 rq
             })
@@ -183,7 +183,7 @@ impl Bench {
 
     /// `cpu` went newly idle at `stamp_ns` (`rq->idle_stamp`).
     pub fn idle_since(&mut self, cpu: u32, stamp_ns: u64) {
-        self.rqs[cpu as usize].idle_stamp = Some(stamp_ns);
+        self.rqs[cpu as usize].set_idle_stamp(Some(stamp_ns));
     }
 
     /// SIS_UTIL's budget of `cpu`'s LLC.
