@@ -24,6 +24,8 @@ pub enum Format {
     Json,
     /// Comma-separated values with a header line (commands whose output is a table).
     Csv,
+    /// A Markdown table for the documentation (`lbsim features`: `docs/parameters.md`).
+    Markdown,
 }
 
 /// The formats of a command whose output is not one table.
@@ -42,6 +44,7 @@ impl Format {
             Format::Text => "text",
             Format::Json => "json",
             Format::Csv => "csv",
+            Format::Markdown => "markdown",
         }
     }
 
@@ -65,6 +68,9 @@ impl Format {
             Format::Json => Ok(TextOrJson::Json),
             Format::Csv => {
                 bail!("--format csv: `lbsim {command}` prints no table (use text or json)")
+            }
+            Format::Markdown => {
+                bail!("--format markdown: only `lbsim features` writes Markdown (use text or json)")
             }
         }
     }

@@ -15,19 +15,8 @@ use lbsim_topology::{CpuId, Topology, parse_machine};
 use serde::Serialize;
 
 use crate::commands::compare::{columns, print};
+use crate::format::Format;
 use crate::scenario::settings;
-
-/// Output format of `lbsim features`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// The debugfs line and the tunables, as a user reads them.
-    #[default]
-    Text,
-    /// Every parameter with its declaration and current value.
-    Json,
-    /// The parameters table of `docs/parameters.md` (defaults only).
-    Markdown,
-}
 
 /// Arguments of `lbsim features`.
 #[derive(Debug, clap::Args)]
@@ -42,7 +31,8 @@ pub struct Args {
     /// Set a tunable by its name (`migration_cost_ns=250000`); repeatable.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub sets: Vec<String>,
-    /// Output format.
+    /// Output format: `text`, `json` (every parameter with its declaration and value), or
+    /// `markdown` (the table of `docs/parameters.md`, defaults only).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 }
@@ -92,6 +82,11 @@ fn value_sections() -> Vec<(Owner, Vec<&'static ParamDef>)> {
 
 /// The text `lbsim features` prints.
 pub fn report(args: &Args) -> anyhow::Result<String> {
+    if args.format == Format::Csv {
+        anyhow::bail!(
+            "--format csv: `lbsim features` prints no single table (use text, json or markdown)"
+        );
+    }
     if args.format == Format::Markdown {
         return Ok(markdown());
     }
