@@ -16,6 +16,16 @@ pub(crate) enum Cur {
     RunWall { end_ns: u64 },
     /// Blocked in a sync action that is re-applied when the task runs again.
     Blocked(Action),
+    /// In a system call that wakes tasks one after another (`futex_wake()`'s `wake_up_q()`,
+    /// a condvar broadcast, a pipe write with several readers): `wakes` are still to be
+    /// issued, each after the previous one's cost; then the task blocks in `then_block`, or
+    /// goes on with its program.
+    Waking {
+        /// The tasks still to wake (run indices) and whether with `WF_SYNC`, in order.
+        wakes: std::collections::VecDeque<(u32, bool)>,
+        /// The action the task blocks in once the wakes are issued, if it blocks.
+        then_block: Option<Action>,
+    },
 }
 
 #[derive(Debug)]

@@ -23,6 +23,13 @@ impl<B: Balancer> Core<B> {
             }
             let action = match std::mem::replace(&mut self.runs[ri].cur, Cur::Idle) {
                 Cur::Blocked(a) => a,
+                waking @ Cur::Waking { .. } => {
+                    self.runs[ri].cur = waking;
+                    if self.issue_wakes(cpu, ri) {
+                        continue;
+                    }
+                    return;
+                }
                 _ => match &mut self.runs[ri].kind {
                     Kind::Workload { program, rng, .. } => {
                         program.next_action(self.now, rng, &mut self.sync)
@@ -131,13 +138,21 @@ impl<B: Balancer> Core<B> {
                     };
                     let mut wakes = Wakes::new();
                     let outcome = self.sync.apply(wref, &a, self.now, &mut wakes);
-                    for w in wakes {
-                        let target = self.by_ref[w.task.index()];
-                        self.ttwu(target as usize, cpu, w.sync);
+                    let then_block = (outcome == Outcome::Blocked).then_some(a);
+                    if wakes.is_empty() {
+                        if let Some(a) = then_block {
+                            self.runs[ri].cur = Cur::Blocked(a);
+                            self.block_current(cpu, ri);
+                            return;
+                        }
+                        continue;
                     }
-                    if outcome == Outcome::Blocked {
-                        self.runs[ri].cur = Cur::Blocked(a);
-                        self.block_current(cpu, ri);
+                    let wakes = wakes
+                        .iter()
+                        .map(|w| (self.by_ref[w.task.index()], w.sync))
+                        .collect();
+                    self.runs[ri].cur = Cur::Waking { wakes, then_block };
+                    if !self.issue_wakes(cpu, ri) {
                         return;
                     }
                 }
@@ -147,6 +162,37 @@ impl<B: Balancer> Core<B> {
                     )));
                     return;
                 }
+            }
+        }
+    }
+
+    /// Issues the wakes of the system call task `ri` is in ([`Cur::Waking`]), one after
+    /// another: each `try_to_wake_up()` costs the waker its CPU time before the next one
+    /// starts, so the k-th task woken becomes runnable after k wake costs, as the kernel's
+    /// `wake_up_q()` loop does. Returns whether the program goes on now (every wake issued
+    /// at no cost, and the call does not block); otherwise the rest continues when the
+    /// current wake's cost has been paid (the task's segment ends then), or the task blocks.
+    pub(crate) fn issue_wakes(&mut self, cpu: CpuId, ri: usize) -> bool {
+        loop {
+            let Cur::Waking { wakes, then_block } = &mut self.runs[ri].cur else {
+                unreachable!("issue_wakes outside a waking system call")
+            };
+            let Some((target, sync)) = wakes.pop_front() else {
+                let then_block = then_block.take();
+                self.runs[ri].cur = Cur::Idle;
+                if let Some(a) = then_block {
+                    self.runs[ri].cur = Cur::Blocked(a);
+                    self.block_current(cpu, ri);
+                    return false;
+                }
+                return true;
+            };
+            self.ttwu(target as usize, cpu, sync);
+            if self.cpus[cpu.index()].busy_until > self.now {
+                // The wake's cost runs until busy_until: the next wake (or the program's
+                // next action) waits for it.
+                self.arm_segment(cpu);
+                return false;
             }
         }
     }
