@@ -34,6 +34,8 @@ pub struct Core<B: Balancer> {
     pub(crate) checker: check::Checker,
     /// The idle-while-overloaded summary, kept up to date per CPU (see [`IwoSummary`]).
     pub(crate) iwo: IwoSummary,
+    /// Busy threads per core, when SMT siblings share their core's throughput.
+    pub(crate) smt: Option<crate::smt::SmtCores>,
 }
 
 impl<B: Balancer> Core<B> {
@@ -86,6 +88,7 @@ impl<B: Balancer> Core<B> {
                 ipi: None,
                 resched: None,
                 capacity: cap,
+                speed: cap,
                 kworker: None,
                 newidle: None,
                 yielded: false,
@@ -122,6 +125,7 @@ impl<B: Balancer> Core<B> {
             error: None,
             checker,
             iwo: IwoSummary::new(nr_cpus),
+            smt: crate::smt::SmtCores::new(machine),
             cfg,
         };
         // Every CPU starts idle with its tick stopped (the idle loop's

@@ -53,6 +53,7 @@ mod finish;
 mod fork;
 mod progress;
 mod schedule;
+mod smt;
 mod state;
 mod stopper;
 mod syscalls;

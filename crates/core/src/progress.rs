@@ -19,7 +19,7 @@ impl<B: Balancer> Core<B> {
             return;
         }
         c.seg_start = now;
-        let cap = c.capacity;
+        let cap = c.speed;
         let r = &mut self.runs[self.run_of[p] as usize];
         if let Cur::Run { rem_units } = &mut r.cur {
             let done = (now - from).saturating_mul(cap).min(*rem_units);
@@ -52,7 +52,7 @@ impl<B: Balancer> Core<B> {
         let r = &self.runs[self.run_of[p] as usize];
         let at = match r.cur {
             Cur::Idle | Cur::Blocked(_) | Cur::Waking { .. } => start,
-            Cur::Run { rem_units } => start + rem_units.div_ceil(c.capacity),
+            Cur::Run { rem_units } => start + rem_units.div_ceil(c.speed),
             Cur::RunWall { end_ns } => end_ns.max(start),
         };
         if r.block_pending || r.exit_pending {

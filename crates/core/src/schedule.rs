@@ -133,9 +133,13 @@ impl<B: Balancer> Core<B> {
                 },
             );
         }
+        let was_busy = self.rqs[ci].curr.is_some();
         let changed = self.rqs[ci].context_switch(&mut self.tasks, next);
         if changed {
             self.trace_pelt(cpu);
+        }
+        if was_busy != next.is_some() {
+            self.smt_busy_changed(cpu, next.is_some());
         }
         changed
     }

@@ -90,6 +90,9 @@ pub(crate) struct CpuState {
     pub(crate) resched: Option<EventKey>,
     /// The capacity (`arch_scale_cpu_capacity`).
     pub(crate) capacity: u64,
+    /// How fast the current task's work advances, in units per ns: the capacity, or less
+    /// while SMT siblings share the core ([`crate::smt`]).
+    pub(crate) speed: u64,
     /// The pinned background kernel thread, if background noise is on.
     pub(crate) kworker: Option<u32>,
     /// In `__schedule()`'s newly idle balance: the previous task and how it left.

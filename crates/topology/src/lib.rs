@@ -24,6 +24,7 @@ pub mod dump;
 pub mod flags;
 pub mod machine;
 pub mod params;
+pub mod smt;
 pub mod spec;
 
 pub use cpumask::{CpuId, Cpumask, CpumaskParseError};
@@ -37,4 +38,5 @@ pub use flags::{SdFlag, SdFlags};
 pub use lbsim_kernel::params::ParamError;
 pub use machine::{CpuDesc, CpuTopology, Machine, MachineError};
 pub use params::SdParams;
+pub use smt::SmtThroughput;
 pub use spec::{MachineSpec, Preset, SpecError, parse_machine, presets};

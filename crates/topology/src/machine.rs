@@ -22,6 +22,7 @@
 //! anything but the distance table.
 
 use crate::cpumask::{CpuId, Cpumask};
+use crate::smt::SmtThroughput;
 
 /// The largest machine lbsim builds (x86 `MAXSMP`'s `NR_CPUS`).
 pub const MAX_CPUS: usize = 8192;
@@ -190,6 +191,7 @@ pub struct Machine {
     llc_masks: Vec<Cpumask>,
     package_masks: Vec<Cpumask>,
     node_masks: Vec<Cpumask>,
+    smt_throughput: SmtThroughput,
 }
 
 /// Maps labels to dense ids in order of first appearance.
@@ -354,6 +356,7 @@ impl Machine {
         };
         let count = |ids: &[u32]| ids.iter().max().map_or(0, |m| *m as usize + 1);
         Ok(Machine {
+            smt_throughput: SmtThroughput::default_table(),
             core_masks: masks(&|c| c.core, count(&core)),
             cluster_masks: masks(&|c| c.cluster, count(&cluster)),
             llc_masks: masks(&|c| c.llc, count(&llc)),
@@ -390,6 +393,18 @@ impl Machine {
     /// `arch_scale_cpu_capacity(cpu)`.
     pub fn capacity(&self, cpu: CpuId) -> u32 {
         self.cpus[cpu.index()].capacity
+    }
+
+    /// How a core's throughput is shared by its busy hardware threads ([`crate::smt`]).
+    pub fn smt_throughput(&self) -> &SmtThroughput {
+        &self.smt_throughput
+    }
+
+    /// The same machine with another SMT throughput table.
+    #[must_use]
+    pub fn with_smt_throughput(mut self, t: SmtThroughput) -> Machine {
+        self.smt_throughput = t;
+        self
     }
 
     /// The SMT siblings of `cpu`, itself included (`topology_sibling_cpumask()`, `cpu_smt_mask()`).

@@ -25,6 +25,8 @@
 //!      or `spread` (all first threads, then all second threads: siblings
 //!      `N/threads` apart, as x86 servers number them);
 //!    - `node_reclaim_distance`: the kernel's `node_reclaim_distance` (default 30);
+//!    - `smt_throughput`: a core's total throughput with 2, 3, ... busy threads relative to
+//!      one (`1.2`, `1.6,1.9`), or `ideal` (see [`crate::smt`]; default 1.2 at two threads);
 //!    - `preset`: start from a preset; the other keys override its keys.
 //! 3. **A preset name** from [`presets()`] (`lbsim topology --list`).
 //! 4. **A file path** (anything containing `/` or ending in `.toml` or
@@ -43,6 +45,7 @@
 //! distance = [[10, 21], [21, 10]] # or "10,21;21,10", or 21
 //! numbering = "spread"
 //! node_reclaim_distance = 30
+//! smt_throughput = "1.2"          # or "ideal"
 //! # preset = "hikey"              # optional starting point
 //! ```
 //!
@@ -74,6 +77,7 @@ use std::path::Path;
 use crate::machine::{
     CpuDesc, MAX_CPU_CAPACITY, MAX_CPUS, Machine, MachineError, RECLAIM_DISTANCE,
 };
+use crate::smt::SmtThroughput;
 
 /// Why a machine spec could not be turned into a machine.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -194,6 +198,14 @@ pub enum SpecError {
         /// The parser's message, on one line.
         message: String,
     },
+    /// An `smt_throughput` value that is not a valid table.
+    #[error("smt_throughput `{value}`: {reason}")]
+    BadSmtThroughput {
+        /// The value or element given.
+        value: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The machine described is invalid.
     #[error(transparent)]
     Machine(#[from] MachineError),
@@ -241,6 +253,8 @@ pub struct MachineSpec {
     pub numbering: Numbering,
     /// `node_reclaim_distance`.
     pub node_reclaim_distance: u32,
+    /// Core throughput by busy threads (`None`: [`SmtThroughput::default_table`]).
+    pub smt_throughput: Option<SmtThroughput>,
 }
 
 impl Default for MachineSpec {
@@ -256,6 +270,7 @@ impl Default for MachineSpec {
             distance: None,
             numbering: Numbering::Topology,
             node_reclaim_distance: RECLAIM_DISTANCE,
+            smt_throughput: None,
         }
     }
 }
@@ -290,22 +305,22 @@ const PRESETS: &[Preset] = &[
     Preset {
         name: "power8-22c",
         description: "IBM POWER8: 22 cores x SMT8 = 176 CPUs on 2 sockets/nodes (distance 40), L3 per core (seed 004)",
-        spec: "nodes=2,llcs=11,cores=1,threads=8,distance=40",
+        spec: "nodes=2,llcs=11,cores=1,threads=8,distance=40,smt_throughput=1.6",
     },
     Preset {
         name: "x86-4c-smt2",
         description: "x86: 4 cores x SMT2 = 8 CPUs, one LLC, siblings numbered 4 apart (seed 004's small machine)",
-        spec: "cores=4,threads=2,numbering=spread",
+        spec: "cores=4,threads=2,numbering=spread,smt_throughput=1.2",
     },
     Preset {
         name: "xeon-4s",
         description: "4-socket Xeon: 4 nodes x 24 cores x SMT2 = 192 CPUs, one LLC per socket, SLIT 10/21 (seed 003)",
-        spec: "nodes=4,cores=24,threads=2,distance=21,numbering=spread",
+        spec: "nodes=4,cores=24,threads=2,distance=21,numbering=spread,smt_throughput=1.2",
     },
     Preset {
         name: "epyc-2s",
         description: "2-socket AMD EPYC: 2 nodes x 8 LLCs x 8 cores x SMT2 = 256 CPUs, SLIT 10/32, node_reclaim_distance 32",
-        spec: "nodes=2,llcs=8,cores=8,threads=2,distance=32,node_reclaim_distance=32,numbering=spread",
+        spec: "nodes=2,llcs=8,cores=8,threads=2,distance=32,node_reclaim_distance=32,numbering=spread,smt_throughput=1.36",
     },
 ];
 
@@ -338,6 +353,7 @@ const KEYS: &[&str] = &[
     "distance",
     "numbering",
     "node_reclaim_distance",
+    "smt_throughput",
     "preset",
 ];
 
@@ -484,7 +500,10 @@ impl MachineSpec {
             match token.split_once('=') {
                 Some((k, v)) => pairs.push((k.trim().to_owned(), v.trim().to_owned())),
                 None => match pairs.last_mut() {
-                    Some((k, v)) if (k == "capacity" || k == "distance") && !token.is_empty() => {
+                    Some((k, v))
+                        if (k == "capacity" || k == "distance" || k == "smt_throughput")
+                            && !token.is_empty() =>
+                    {
                         v.push(',');
                         v.push_str(token);
                     }
@@ -547,6 +566,7 @@ impl MachineSpec {
             "distance" => self.distance = Some(parse_distance(value)?),
             "numbering" => self.numbering = parse_numbering(value)?,
             "node_reclaim_distance" => self.node_reclaim_distance = parse_u32(key, value)?,
+            "smt_throughput" => self.smt_throughput = Some(SmtThroughput::parse(value)?),
             "preset" => {}
             other => {
                 return Err(SpecError::UnknownKey {
@@ -653,11 +673,11 @@ impl MachineSpec {
             }
         }
         let table = distance_table(self.distance.as_ref(), self.nodes as usize)?;
-        Ok(Machine::new(
-            &descs,
-            table.as_deref(),
-            self.node_reclaim_distance,
-        )?)
+        let machine = Machine::new(&descs, table.as_deref(), self.node_reclaim_distance)?;
+        Ok(match &self.smt_throughput {
+            Some(t) => machine.with_smt_throughput(t.clone()),
+            None => machine,
+        })
     }
 }
 
@@ -721,6 +741,9 @@ impl fmt::Display for MachineSpec {
         if self.node_reclaim_distance != RECLAIM_DISTANCE {
             write!(f, ",node_reclaim_distance={}", self.node_reclaim_distance)?;
         }
+        if let Some(t) = &self.smt_throughput {
+            write!(f, ",smt_throughput={t}")?;
+        }
         Ok(())
     }
 }
@@ -765,6 +788,7 @@ struct FileSpec {
     distance: Option<DistanceField>,
     numbering: Option<String>,
     node_reclaim_distance: Option<u32>,
+    smt_throughput: Option<String>,
     cpus: Option<Vec<FileCpu>>,
 }
 
@@ -872,11 +896,15 @@ fn machine_from_file(file: FileSpec) -> Result<Machine, SpecError> {
                 DistanceSpec::Matrix(m) => Some(m),
             },
         };
-        return Ok(Machine::new(
+        let machine = Machine::new(
             &descs,
             table.as_deref(),
             reclaim.unwrap_or(RECLAIM_DISTANCE),
-        )?);
+        )?;
+        return Ok(match &file.smt_throughput {
+            Some(t) => machine.with_smt_throughput(SmtThroughput::parse(t)?),
+            None => machine,
+        });
     }
     let mut spec = match &file.preset {
         Some(name) => match preset(name) {
@@ -927,6 +955,9 @@ fn machine_from_file(file: FileSpec) -> Result<Machine, SpecError> {
     }
     if let Some(r) = reclaim {
         spec.node_reclaim_distance = r;
+    }
+    if let Some(t) = &file.smt_throughput {
+        spec.smt_throughput = Some(SmtThroughput::parse(t)?);
     }
     spec.build()
 }
