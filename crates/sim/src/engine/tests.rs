@@ -115,3 +115,58 @@ fn wakeup_on_idle_cpu_waits_only_the_modelled_costs() {
     assert_eq!(r.wakeup_latency.max, want, "{:?}", r.wakeup_latency);
     assert_eq!(r.wakeup_latency.min, want);
 }
+
+#[test]
+fn busy_smt_siblings_each_progress_at_the_tables_share() {
+    // Rule (crates/topology/src/smt.rs): with both threads of a core busy, each progresses at
+    // total(2) / 2 of a whole core: 1.2 / 2 = 0.6 (614/1024 in fixed point). Alone, a thread
+    // has the whole core. The kernel's view is unchanged: both run the whole time.
+    let shared = run(config(
+        "cores=1,threads=2,smt_throughput=1.2",
+        &["hogs:cpus=0-1,per_cpu=1"],
+        100,
+        1,
+    ));
+    for t in &shared.tasks {
+        assert!(t.runtime_ns > 99_000_000, "{t:?}");
+        let ratio = t.work_ns as f64 / t.runtime_ns as f64;
+        assert!(
+            (ratio - 614.0 / 1024.0).abs() < 0.005,
+            "{} did {ratio:.4}",
+            t.name
+        );
+    }
+    let alone = run(config(
+        "cores=1,threads=2,smt_throughput=1.2",
+        &["hogs:cpus=0,per_cpu=1"],
+        100,
+        1,
+    ));
+    let t = &alone.tasks[0];
+    assert!(t.work_ns as f64 / t.runtime_ns as f64 > 0.995, "{t:?}");
+}
+
+#[test]
+fn a_loop_of_wakes_makes_the_kth_wakee_runnable_k_wake_costs_later() {
+    // Rule (crates/core/src/syscalls.rs): a system call that wakes several tasks issues the
+    // wakes one after another, each after the previous one's cost; schbench's message thread
+    // stamps one time for its batch, so its k-th worker's measured wake-up latency includes
+    // the k - 1 wake costs before its own. With 8 workers on 16 CPUs every worker has a CPU:
+    // the latencies of one batch are spread by at least 7 wake costs (600 ns each).
+    let r = run(config(
+        "16",
+        &["schbench:m=1,t=8,cputime=1ms,sleeptime=1ms,runtime=1"],
+        50,
+        1,
+    ));
+    let lat: Vec<u64> = r
+        .observations
+        .probes
+        .iter()
+        .filter(|p| p.tag == lbsim_workload::ProbeTag::Wakeup)
+        .map(|p| p.value)
+        .collect();
+    assert!(!lat.is_empty());
+    let (min, max) = (lat.iter().min().unwrap(), lat.iter().max().unwrap());
+    assert!(max - min >= 7 * 600, "latencies {min}..{max} ns");
+}
