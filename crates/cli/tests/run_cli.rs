@@ -305,3 +305,48 @@ fn the_largest_allowed_tunables_run_and_check_clean() {
         assert!(!err.contains("invariant"), "{setting}: {err}");
     }
 }
+
+#[test]
+fn schbench_auto_mode_stops_when_a_round_measures_no_wakeup() {
+    // Issue 18, finding 4: in 50 ms schbench records no wake-up latency sample ("0 total
+    // samples"), the p99 of nothing is 0, which is under the limit, and the search added
+    // workers forever. The run is killed after a minute so that a regression fails rather
+    // than hangs (it takes well under a second).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lbsim"))
+        .args([
+            "run",
+            "--topology",
+            "4",
+            "--workload",
+            "schbench:m=1,t=1,auto=1,runtime=1",
+            "--duration",
+            "50ms",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the lbsim binary runs");
+    // About a minute of 50 ms polls (no wall clock in this workspace's code).
+    let mut polls = 0;
+    while child.try_wait().expect("wait for lbsim").is_none() {
+        polls += 1;
+        if polls > 1200 {
+            child.kill().expect("kill lbsim");
+            child.wait().expect("reap lbsim");
+            panic!("schbench auto mode did not end within a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("lbsim's output");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rounds = text
+        .lines()
+        .filter(|l| l.starts_with("cputime 30000 threads"))
+        .count();
+    assert_eq!(rounds, 1, "{text}");
+}
