@@ -19,7 +19,9 @@
 //! - `cost_lb_redo_ns` 800: one more pass after LBF_ALL_PINNED or NEED_BREAK (dropping and
 //!   retaking the busiest rq lock, recomputing the group statistics' bookkeeping).
 //!
-//! Each is a tunable (`--set cost_lb_task_ns=200`); 0 switches a cost off.
+//! Each is a tunable (`--set cost_lb_task_ns=200`); 0 switches a cost off. Each is at most
+//! [`MAX_COST_NS`] (1 s), so that a cost times a count of scheduler work stays far inside
+//! `u64` ([`CostModel::charge`] saturates besides).
 
 use std::fmt;
 
@@ -52,6 +54,10 @@ impl WorkAccount {
     }
 }
 
+/// The largest value of each cost, 1 s: lbsim's own bound (no kernel value), which keeps
+/// a cost times a `u32` count of work (at most about 4.3e18 ns) inside `u64`.
+pub const MAX_COST_NS: u64 = 1_000_000_000;
+
 lbsim_kernel::int_params! {
     /// The cost of each unit of scheduler work, in nanoseconds. Each field is a parameter
     /// (`--set cost_lb_task_ns=200`) declared here once: name, unit, default, range, doc.
@@ -61,31 +67,38 @@ lbsim_kernel::int_params! {
     pub const COST_PARAMS;
     owner = Owner::CostModel;
     /// Switching from one task to another on a CPU.
-    pub context_switch_ns: u64 = "cost_context_switch_ns", Ns, 1200, 0..=u64::MAX, Origin::LbsimModel;
+    pub context_switch_ns: u64 = "cost_context_switch_ns", Ns, 1200, 0..=MAX_COST_NS, Origin::LbsimModel;
     /// A wake-up on the waking CPU.
-    pub wakeup_ns: u64 = "cost_wakeup_ns", Ns, 600, 0..=u64::MAX, Origin::LbsimModel;
+    pub wakeup_ns: u64 = "cost_wakeup_ns", Ns, 600, 0..=MAX_COST_NS, Origin::LbsimModel;
     /// An inter-processor interrupt's delivery latency.
-    pub ipi_ns: u64 = "cost_ipi_ns", Ns, 1500, 0..=u64::MAX, Origin::LbsimModel;
+    pub ipi_ns: u64 = "cost_ipi_ns", Ns, 1500, 0..=MAX_COST_NS, Origin::LbsimModel;
     /// Entering one domain in a balancing pass.
-    pub lb_domain_ns: u64 = "cost_lb_domain_ns", Ns, 200, 0..=u64::MAX, Origin::LbsimModel;
+    pub lb_domain_ns: u64 = "cost_lb_domain_ns", Ns, 200, 0..=MAX_COST_NS, Origin::LbsimModel;
     /// Reading one CPU's runqueue in a balancing pass.
-    pub lb_cpu_ns: u64 = "cost_lb_cpu_ns", Ns, 60, 0..=u64::MAX, Origin::LbsimModel;
+    pub lb_cpu_ns: u64 = "cost_lb_cpu_ns", Ns, 60, 0..=MAX_COST_NS, Origin::LbsimModel;
     /// Examining one task in detach_tasks.
-    pub lb_task_ns: u64 = "cost_lb_task_ns", Ns, 120, 0..=u64::MAX, Origin::LbsimModel;
+    pub lb_task_ns: u64 = "cost_lb_task_ns", Ns, 120, 0..=MAX_COST_NS, Origin::LbsimModel;
     /// Moving one task between runqueues.
-    pub lb_migrate_ns: u64 = "cost_lb_migrate_ns", Ns, 1500, 0..=u64::MAX, Origin::LbsimModel;
+    pub lb_migrate_ns: u64 = "cost_lb_migrate_ns", Ns, 1500, 0..=MAX_COST_NS, Origin::LbsimModel;
     /// One extra load_balance pass.
-    pub lb_redo_ns: u64 = "cost_lb_redo_ns", Ns, 800, 0..=u64::MAX, Origin::LbsimModel;
+    pub lb_redo_ns: u64 = "cost_lb_redo_ns", Ns, 800, 0..=MAX_COST_NS, Origin::LbsimModel;
 }
 
 impl CostModel {
-    /// The simulated time `work` takes.
+    /// The simulated time `work` takes (saturating: with every cost at its largest,
+    /// [`MAX_COST_NS`], and every count at `u32::MAX` the exact sum would pass `u64`).
     pub fn charge(&self, work: &WorkAccount) -> u64 {
-        self.lb_domain_ns * u64::from(work.domains)
-            + self.lb_cpu_ns * u64::from(work.cpus_scanned)
-            + self.lb_task_ns * u64::from(work.tasks_examined)
-            + self.lb_migrate_ns * u64::from(work.tasks_moved)
-            + self.lb_redo_ns * u64::from(work.redo_passes)
+        [
+            (self.lb_domain_ns, work.domains),
+            (self.lb_cpu_ns, work.cpus_scanned),
+            (self.lb_task_ns, work.tasks_examined),
+            (self.lb_migrate_ns, work.tasks_moved),
+            (self.lb_redo_ns, work.redo_passes),
+        ]
+        .iter()
+        .fold(0u64, |sum, &(cost_ns, count)| {
+            sum.saturating_add(cost_ns.saturating_mul(u64::from(count)))
+        })
     }
 }
 
@@ -121,9 +134,33 @@ mod tests {
         );
         assert_eq!(
             c.set("cost_ipi_ns", "-3").unwrap_err().to_string(),
-            "invalid value `-3` for `cost_ipi_ns`: expected an integer (0.. ns)"
+            "invalid value `-3` for `cost_ipi_ns`: expected an integer (0..=1000000000 ns)"
         );
         assert_eq!(c.entries().len(), COST_PARAMS.len());
         assert_eq!(CostModel::default().ipi_ns, 1500);
+    }
+
+    #[test]
+    fn costs_are_at_most_one_second_and_charge_saturates() {
+        let mut c = CostModel::default();
+        for def in COST_PARAMS {
+            c.set(def.name, "1000000000").unwrap();
+            assert!(
+                c.set(def.name, "1000000001")
+                    .unwrap_err()
+                    .to_string()
+                    .contains("out of range"),
+                "{}",
+                def.name
+            );
+        }
+        let w = WorkAccount {
+            domains: u32::MAX,
+            cpus_scanned: u32::MAX,
+            tasks_examined: u32::MAX,
+            tasks_moved: u32::MAX,
+            redo_passes: u32::MAX,
+        };
+        assert_eq!(c.charge(&w), u64::MAX);
     }
 }

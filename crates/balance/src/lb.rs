@@ -191,7 +191,7 @@ impl Pass {
 
     /// The pass's clock: when the work done so far is finished.
     pub fn now_ns(&self, ctx: &BalanceCtx<'_>) -> u64 {
-        self.start_ns + ctx.cost.charge(&self.work)
+        self.start_ns.saturating_add(ctx.cost.charge(&self.work))
     }
 }
 

@@ -213,6 +213,13 @@ fn bad_input_is_one_line_and_exit_2() {
         fails(&["topology", "hikey", "--cpus", "8"]),
         "lbsim: error: --cpus: CPU 8 is out of range (the mask has 8 CPUs)"
     );
+    // An empty filter printed nothing and exited 0 (issue 18, finding 9).
+    for cpus in [&["--cpus="][..], &["--cpus", ""], &["--cpus", " "]] {
+        assert_eq!(
+            fails(&[&["topology"][..], cpus, &["hikey"]].concat()),
+            "lbsim: error: --cpus: the CPU list is empty (give CPUs such as `0,5-7`, or leave --cpus out for every CPU)"
+        );
+    }
     assert!(
         fails(&["topology", "no/such/machine.toml"])
             .starts_with("lbsim: error: cannot read machine file `no/such/machine.toml`: ")

@@ -118,11 +118,17 @@ pub fn pelt_bound(n: u64, weight_units: u64, slack: f64) -> u64 {
 /// shape with `sysctl_sched_latency` in place of the slice (a sleeper is placed at most
 /// half a latency behind `min_vruntime`; the running task is preempted at the tick after
 /// its ideal runtime or a latency-sized vruntime lead).
+///
+/// The arithmetic is in `u128` (saturating there), and the result saturates at `u64::MAX`:
+/// no input, the largest tunables included, wraps the bound.
 pub fn wait_bound(w_max: u64, w_p: u64, n_max: u64, r: u64, q: u64) -> u64 {
-    let share = (w_max as u128).div_ceil(w_p.max(1) as u128);
-    let lag = share * u128::from(3 * r + 3 * q);
-    let picks = u128::from(2 * n_max) * u128::from(r + q);
-    (lag + picks + u128::from(2 * q)).min(u128::from(u64::MAX)) as u64
+    let (r, q) = (u128::from(r), u128::from(q));
+    let share = u128::from(w_max).div_ceil(u128::from(w_p.max(1)));
+    let lag = share.saturating_mul(3 * r + 3 * q);
+    let picks = (2 * u128::from(n_max)).saturating_mul(r + q);
+    lag.saturating_add(picks)
+        .saturating_add(2 * q)
+        .min(u128::from(u64::MAX)) as u64
 }
 
 /// What the engine's checks saw, for the "sometimes" side of the invariants.
@@ -747,5 +753,28 @@ impl<B: Balancer> Core<B> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wait_bound;
+
+    #[test]
+    fn wait_bound_saturates_instead_of_wrapping() {
+        // NICE_0 tasks, 4 queued, a 3 ms slice at HZ=250: 3 (r + q) + 8 (r + q) + 2 q.
+        assert_eq!(
+            wait_bound(1024, 1024, 4, 3_000_000, 4_000_000),
+            11 * 7_000_000 + 8_000_000
+        );
+        // The largest slice the registry allows, and far beyond it: never smaller than the
+        // slice itself (a wrapped bound would be).
+        let r = u64::from(u32::MAX);
+        assert!(wait_bound(1024, 1024, 1, r, 4_000_000) > r);
+        assert_eq!(
+            wait_bound(u64::MAX, 1, u64::MAX, u64::MAX, u64::MAX),
+            u64::MAX
+        );
+        assert_eq!(wait_bound(1024, 1024, 1, u64::MAX, 4_000_000), u64::MAX);
     }
 }

@@ -154,7 +154,10 @@ impl<B: Balancer> Core<B> {
         // -ln(u) * mean, with u in (0, 1].
         let mean = 1_000_000_000 / self.cfg.engine.background_wakeups_hz.max(1);
         let u = (below(&mut self.bg_rng, 1 << 53) + 1) as f64 / (1u64 << 53) as f64;
-        self.now + ((-u.ln()) * mean as f64) as u64
+        // `mean` is at least 1000 ns (`background_wakeups_hz` is at most 1,000,000) and
+        // `-ln(u)` at most 53 ln 2, so the gap is under 37 s; the sum saturates at the end
+        // of time.
+        self.now.saturating_add(((-u.ln()) * mean as f64) as u64)
     }
 
     pub(crate) fn create_kworker(&mut self, cpu: CpuId) -> u32 {

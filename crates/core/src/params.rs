@@ -42,12 +42,16 @@ lbsim_kernel::int_params! {
     /// briefly); 0 turns the noise off. The default, 1, is the rate of the most regular
     /// per-CPU kernel work on a quiet server (vmstat_update runs once a second per CPU):
     /// seed 004's `perf stat` saw about one context switch per ebizzy thread per second.
-    pub background_wakeups_hz: u64 = "background_wakeups_hz", Hz, 1, 0..=u64::MAX, Origin::LbsimModel;
-    /// How long each background wake-up runs (work at capacity 1024), ns.
-    pub background_run_ns: u64 = "background_run_ns", Ns, 20_000, 0..=u64::MAX, Origin::LbsimModel;
+    /// At most 1,000,000 (a mean gap of 1 us), so that the gap between wake-ups is never 0
+    /// and simulated time advances.
+    pub background_wakeups_hz: u64 = "background_wakeups_hz", Hz, 1, 0..=1_000_000, Origin::LbsimModel;
+    /// How long each background wake-up runs (work at capacity 1024), ns; at most 1 s, so
+    /// that the work scaled to a CPU's capacity and added to the clock stays inside `u64`.
+    pub background_run_ns: u64 = "background_run_ns", Ns, 20_000, 0..=1_000_000_000, Origin::LbsimModel;
     /// Largest per-CPU tick phase offset, ns: each CPU's tick fires at
     /// `k * TICK_NSEC + phase`, `phase` drawn from the seed in `[0, tick_jitter_ns)`.
     /// Kernel ticks are aligned across CPUs up to interrupt jitter (no `skew_tick`), so the
-    /// default is small.
-    pub tick_jitter_ns: u64 = "tick_jitter_ns", Ns, 20_000, 0..=u64::MAX, Origin::LbsimModel;
+    /// default is small. At most 1 s, so that a tick's time (`k * TICK_NSEC + phase`)
+    /// stays inside `u64` for any run.
+    pub tick_jitter_ns: u64 = "tick_jitter_ns", Ns, 20_000, 0..=1_000_000_000, Origin::LbsimModel;
 }

@@ -1,5 +1,6 @@
 //! A whole workload: tasks, their sync objects, and how to report on them.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -117,6 +118,25 @@ pub struct WorkloadSpec {
     pub duration_ns: Option<u64>,
     /// Remarks for the user.
     pub warnings: Vec<Warning>,
+    /// `cpusets` indexed by their CPU lists, for [`WorkloadSpec::add_cpuset`].
+    cpuset_index: CpusetIndex,
+}
+
+/// A cache of `WorkloadSpec::cpusets`: each CPU list's first id, so that interning a cpuset
+/// is O(log n) rather than a linear search (`hogs:cpus=0-39999` adds 40,000 of them). It
+/// covers `cpusets[..indexed]`; [`WorkloadSpec::add_cpuset`] indexes the rest first (the
+/// sets [`WorkloadSpec::combine`] appended). Derived data: it never makes two workloads
+/// unequal.
+#[derive(Clone, Debug, Default)]
+struct CpusetIndex {
+    ids: BTreeMap<Vec<u32>, u32>,
+    indexed: usize,
+}
+
+impl PartialEq for CpusetIndex {
+    fn eq(&self, _: &CpusetIndex) -> bool {
+        true
+    }
 }
 
 /// An invalid workload specification (a bug in a generator or an rt-app file the parser let
@@ -285,18 +305,28 @@ impl WorkloadSpec {
             parts: Vec::new(),
             duration_ns: None,
             warnings: Vec::new(),
+            cpuset_index: CpusetIndex::default(),
         }
     }
 
-    /// Interns a CPU set (sorted, deduplicated), returning its id.
+    /// Interns a CPU set (sorted, deduplicated), returning its id: the first cpuset with
+    /// these CPUs, or a new one. O(log n) in the number of cpusets.
     pub fn add_cpuset(&mut self, mut cpus: Vec<u32>) -> CpusetId {
         cpus.sort_unstable();
         cpus.dedup();
-        if let Some(i) = self.cpusets.iter().position(|c| *c == cpus) {
-            return CpusetId(i as u32);
+        let index = &mut self.cpuset_index;
+        for (i, c) in self.cpusets.iter().enumerate().skip(index.indexed) {
+            index.ids.entry(c.clone()).or_insert(i as u32);
         }
+        index.indexed = self.cpusets.len();
+        if let Some(&i) = index.ids.get(&cpus) {
+            return CpusetId(i);
+        }
+        let id = len32(&self.cpusets);
+        index.ids.insert(cpus.clone(), id);
         self.cpusets.push(cpus);
-        CpusetId(len32(&self.cpusets) - 1)
+        index.indexed = self.cpusets.len();
+        CpusetId(id)
     }
 
     /// The CPUs of a cpuset.

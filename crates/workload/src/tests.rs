@@ -1125,3 +1125,25 @@ fn a_phase_looped_zero_times_is_skipped() {
     let run3 = Action::Run { work_ns: 3 };
     assert_eq!(got, [run3.clone(), run3, Action::Exit, Action::Exit]);
 }
+
+#[test]
+fn add_cpuset_interns_many_lists_by_value() {
+    // Issue 18, finding 5: `hogs:cpus=0-39999` interns 40,000 one-CPU sets; each lookup was
+    // a linear search (10.9 s). The same list gets the same id, a different list a new one.
+    let mut spec = WorkloadSpec::empty();
+    let ids: Vec<CpusetId> = (0..40_000).map(|c| spec.add_cpuset(vec![c])).collect();
+    assert!(ids.iter().enumerate().all(|(i, id)| id.index() == i));
+    assert_eq!(spec.add_cpuset(vec![39_999]), ids[39_999]);
+    assert_eq!(spec.add_cpuset(vec![7, 3, 7]), spec.add_cpuset(vec![3, 7]));
+    let pair = spec.add_cpuset(vec![3, 7]);
+    assert_eq!(pair.index(), 40_000);
+    assert_eq!(spec.cpuset(pair), &[3, 7]);
+    assert_eq!(spec.cpusets.len(), 40_001);
+    // After combining, the appended sets are found too (each part keeps its own ids).
+    let mut other = WorkloadSpec::empty();
+    other.add_cpuset(vec![1, 2]);
+    let mut both = WorkloadSpec::combine(vec![spec, other]);
+    assert_eq!(both.add_cpuset(vec![1, 2]).index(), 40_001);
+    assert_eq!(both.add_cpuset(vec![5]), CpusetId(5));
+    assert_eq!(both.add_cpuset(vec![0, 1, 2]).index(), 40_002);
+}

@@ -73,6 +73,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let machine = parse_machine(spec)?;
     let topo = Topology::build(&machine, &params)?;
     let cpus = match &args.cpus {
+        // A cpulist may be empty (the empty set), but a filter that prints no CPU only ever
+        // printed nothing and exited 0, hiding a mistyped or unset variable (`--cpus=$X`).
+        Some(list) if list.trim().is_empty() => anyhow::bail!(
+            "--cpus: the CPU list is empty (give CPUs such as `0,5-7`, or leave --cpus out for every CPU)"
+        ),
         Some(list) => Cpumask::parse_cpulist(list, topo.nr_cpus()).context("--cpus")?,
         None => Cpumask::full(topo.nr_cpus()),
     };

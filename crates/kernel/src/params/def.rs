@@ -331,7 +331,8 @@ impl IntDef {
         (self.min..=self.max).contains(&v) && (self.allowed.is_empty() || self.allowed.contains(&v))
     }
 
-    /// `100..=10000 percent`, `one of 100, 250, 300, 1000 Hz`, `0.. ns`.
+    /// `100..=10000 percent`, `one of 100, 250, 300, 1000 Hz`, `1..=4294967295 ns`; `0.. ns`
+    /// only for a parameter with no bound below `u64::MAX`.
     pub fn describe_range(&self) -> String {
         let unit = self.unit.name();
         if !self.allowed.is_empty() {
@@ -343,7 +344,6 @@ impl IntDef {
         }
         let max = match self.max {
             u64::MAX => String::new(),
-            m if m == u64::from(u32::MAX) => String::new(),
             m => format!("={m}"),
         };
         format!("{}..{max} {unit}", self.min)

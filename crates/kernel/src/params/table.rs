@@ -188,7 +188,7 @@ macro_rules! __feature_modelled {
 ///     pub const COST_PARAMS;
 ///     owner = Owner::CostModel;
 ///     /// Switching from one task to another on a CPU.
-///     pub context_switch_ns: u64 = "cost_context_switch_ns", Ns, 1200, 0..=u64::MAX,
+///     pub context_switch_ns: u64 = "cost_context_switch_ns", Ns, 1200, 0..=1_000_000_000,
 ///         Origin::LbsimModel;
 /// }
 /// ```

@@ -57,6 +57,17 @@ const PLIST: [f64; 5] = [20.0, 50.0, 90.0, 99.0, 99.9];
 /// p99 (us) below which `schbench -a` adds a worker and runs again.
 pub const AUTO_P99_LIMIT_US: u64 = 2000;
 
+/// The most worker threads per message thread (`t`) a schbench workload may have.
+pub const MAX_WORKERS: u32 = 100_000;
+
+/// The most threads (message threads and their workers) a schbench workload may have.
+pub const MAX_THREADS: u64 = 1_000_000;
+
+/// The threads `p` makes: each message thread and its `t` workers.
+fn threads(p: &Params) -> u64 {
+    u64::from(p.m) * (u64::from(p.t) + 1)
+}
+
 impl Generator for Schbench {
     type Params = Params;
     const NAME: &'static str = "schbench";
@@ -87,17 +98,17 @@ impl Generator for Schbench {
     fn parse(mut a: Args) -> Result<Params, WorkloadError> {
         let p = Params {
             m: a.u32_in("m", 1, 100_000)?,
-            t: a.u32_in("t", 1, 100_000)?,
+            t: a.u32_in("t", 1, MAX_WORKERS)?,
             cputime_ns: a.duration("cputime", Unit::Us, 0)?,
             sleeptime_ns: a.duration("sleeptime", Unit::Us, 0)?,
             runtime_ns: a.duration("runtime", Unit::S, 1_000_000_000)?,
             auto: a.flag("auto")?,
         };
         a.finish()?;
-        if u64::from(p.m) * (u64::from(p.t) + 1) > 1_000_000 {
+        if threads(&p) > MAX_THREADS {
             return Err(WorkloadError::Invalid {
                 workload: "schbench".into(),
-                message: "more than 1000000 threads".into(),
+                message: format!("more than {MAX_THREADS} threads"),
             });
         }
         Ok(p)
@@ -262,9 +273,17 @@ impl Generator for Schbench {
 
     /// `schbench -a`: the next round (one more worker per message thread) if this round's
     /// wake-up p99 (the report's `wakeup_latency_p99` metric) is below [`AUTO_P99_LIMIT_US`];
-    /// `None` when auto mode is off or the search is over. The label spells every key out.
+    /// `None` when auto mode is off or the search is over. The search is also over when the
+    /// round recorded no wake-up at all (`wakeup_samples` is 0, e.g. a run shorter than one
+    /// message period): its p99 of 0 measured nothing, and a round with another worker would
+    /// be measured no better, so it would add workers forever. It also stops before a round
+    /// would pass the generator's own limits ([`MAX_WORKERS`] workers per message thread,
+    /// [`MAX_THREADS`] threads). The label spells every key out.
     fn next_round(p: &Params, report: &Report) -> Option<(String, Params)> {
         if !p.auto {
+            return None;
+        }
+        if report.metric("wakeup_samples")?.value == 0.0 {
             return None;
         }
         let p99 = report.metric("wakeup_latency_p99")?.value;
@@ -272,9 +291,12 @@ impl Generator for Schbench {
             return None;
         }
         let next = Params {
-            t: p.t + 1,
+            t: p.t.checked_add(1).filter(|&t| t <= MAX_WORKERS)?,
             ..p.clone()
         };
+        if threads(&next) > MAX_THREADS {
+            return None;
+        }
         let label = format!(
             "schbench:m={},t={},cputime={}us,sleeptime={}us,runtime={}s,auto=1",
             next.m,
@@ -284,5 +306,59 @@ impl Generator for Schbench {
             next.runtime_ns / 1_000_000_000
         );
         Some((label, next))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(samples: u64, p99_us: u64) -> Report {
+        Report {
+            workload: "schbench".into(),
+            text: String::new(),
+            metrics: vec![
+                Metric::new("wakeup_latency_p99", "us", p99_us as f64, false),
+                Metric::new("wakeup_samples", "count", samples as f64, true),
+            ],
+        }
+    }
+
+    fn params(m: u32, t: u32) -> Params {
+        Params {
+            m,
+            t,
+            cputime_ns: 30_000_000,
+            sleeptime_ns: 30_000_000,
+            runtime_ns: 1_000_000_000,
+            auto: true,
+        }
+    }
+
+    #[test]
+    fn auto_mode_adds_a_worker_while_p99_is_under_the_limit() {
+        let (label, next) = Schbench::next_round(&params(1, 1), &report(10, 100)).unwrap();
+        assert_eq!(next.t, 2);
+        assert_eq!(
+            label,
+            "schbench:m=1,t=2,cputime=30000us,sleeptime=30000us,runtime=1s,auto=1"
+        );
+        assert!(Schbench::next_round(&params(1, 1), &report(10, AUTO_P99_LIMIT_US)).is_none());
+    }
+
+    #[test]
+    fn auto_mode_stops_when_nothing_was_measured() {
+        // Issue 18, finding 4: a p99 of 0 from no samples is not a measurement.
+        assert!(Schbench::next_round(&params(1, 1), &report(0, 0)).is_none());
+    }
+
+    #[test]
+    fn auto_mode_stops_before_the_thread_limits() {
+        // 10 x (99_999 + 1) = 1,000,000 threads is the limit; one more worker each passes it.
+        assert!(Schbench::next_round(&params(10, 99_998), &report(10, 0)).is_some());
+        assert!(Schbench::next_round(&params(10, 99_999), &report(10, 0)).is_none());
+        // One message thread: t stops at its own limit, MAX_WORKERS.
+        assert!(Schbench::next_round(&params(1, MAX_WORKERS - 1), &report(10, 0)).is_some());
+        assert!(Schbench::next_round(&params(1, MAX_WORKERS), &report(10, 0)).is_none());
     }
 }
