@@ -21,8 +21,9 @@ pub(crate) enum Cur {
     /// issued, each after the previous one's cost; then the task blocks in `then_block`, or
     /// goes on with its program.
     Waking {
-        /// The tasks still to wake (run indices) and whether with `WF_SYNC`, in order.
-        wakes: std::collections::VecDeque<(u32, bool)>,
+        /// The tasks still to wake (run indices) and whether with `WF_SYNC`, last first (the
+        /// next one is popped from the end; no allocation for up to four wakes).
+        wakes: smallvec::SmallVec<[(u32, bool); 4]>,
         /// The action the task blocks in once the wakes are issued, if it blocks.
         then_block: Option<Action>,
     },

@@ -149,6 +149,7 @@ impl<B: Balancer> Core<B> {
                     }
                     let wakes = wakes
                         .iter()
+                        .rev()
                         .map(|w| (self.by_ref[w.task.index()], w.sync))
                         .collect();
                     self.runs[ri].cur = Cur::Waking { wakes, then_block };
@@ -177,7 +178,7 @@ impl<B: Balancer> Core<B> {
             let Cur::Waking { wakes, then_block } = &mut self.runs[ri].cur else {
                 unreachable!("issue_wakes outside a waking system call")
             };
-            let Some((target, sync)) = wakes.pop_front() else {
+            let Some((target, sync)) = wakes.pop() else {
                 let then_block = then_block.take();
                 self.runs[ri].cur = Cur::Idle;
                 if let Some(a) = then_block {
