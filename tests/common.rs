@@ -21,6 +21,7 @@ pub fn config(machine: &str, workloads: &[&str], duration_ms: u64, seed: u64) ->
         tunables: Tunables::new(nr),
         cost: CostModel::default(),
         engine: EngineTunables::default(),
+        machine: Default::default(),
         duration_ns: duration_ms * 1_000_000,
         seed,
         check: true,

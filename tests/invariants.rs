@@ -107,6 +107,7 @@ impl Case {
             tunables,
             cost,
             engine,
+            machine,
             ..
         } = settings;
         SimConfig {
@@ -116,6 +117,7 @@ impl Case {
             tunables,
             cost,
             engine,
+            machine,
             duration_ns: self.duration_ms * 1_000_000,
             seed: self.seed,
             check,

@@ -77,6 +77,11 @@ lbsim_kernel::int_params! {
     pub wakeup_ns: u64 = "cost_wakeup_ns", Ns, 600, 0..=MAX_COST_NS, Origin::LbsimModel;
     /// An inter-processor interrupt's delivery latency.
     pub ipi_ns: u64 = "cost_ipi_ns", Ns, 1500, 0..=MAX_COST_NS, Origin::LbsimModel;
+    /// A wake-up signal to an idle CPU that polls its thread flags (a polling state, the
+    /// idle loop, an MWAIT state): one cache-line transfer instead of an IPI
+    /// (`set_nr_and_not_polling()`). An estimate of 0.1-0.3 us (../shared/MACHINE-MODEL.md
+    /// 5.3, unverified).
+    pub poll_wake_ns: u64 = "cost_poll_wake_ns", Ns, 200, 0..=MAX_COST_NS, Origin::LbsimModel;
     /// Entering one domain in a balancing pass.
     pub lb_domain_ns: u64 = "cost_lb_domain_ns", Ns, 200, 0..=MAX_COST_NS, Origin::LbsimModel;
     /// Reading one CPU's runqueue in a balancing pass.

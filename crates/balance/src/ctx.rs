@@ -254,10 +254,13 @@ pub trait Balancer {
     /// active_load_balance_cpu_stop().
     fn active_balance(&mut self, ctx: &mut BalanceCtx<'_>, req: StopperRequest) -> BalanceOutcome;
 
-    /// `cpu` stops its tick and enters nohz idle: nohz_balance_enter_idle(), and the
-    /// idle-core bookkeeping of __update_idle_core(). (Leaving nohz idle is the balancer's
-    /// own business: nohz_balancer_kick() calls nohz_balance_exit_idle() on the first busy
-    /// tick, inside [`Balancer::tick`].)
+    /// `cpu` switches to its idle task: the idle-core bookkeeping of `__update_idle_core()`
+    /// (called from `set_next_task_idle()`), whether or not the tick then stops.
+    fn idle_enter(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId);
+
+    /// `cpu` stops its tick in the idle loop and enters nohz idle: nohz_balance_enter_idle().
+    /// (Leaving nohz idle is the balancer's own business: nohz_balancer_kick() calls
+    /// nohz_balance_exit_idle() on the first busy tick, inside [`Balancer::tick`].)
     fn nohz_enter_idle(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId);
 
     /// `p` starts running on `cpu` (set_next_task): lets IDLE_RESERVE release a reservation.
@@ -311,6 +314,9 @@ impl<B: Balancer + ?Sized> Balancer for Box<B> {
     }
     fn active_balance(&mut self, ctx: &mut BalanceCtx<'_>, req: StopperRequest) -> BalanceOutcome {
         (**self).active_balance(ctx, req)
+    }
+    fn idle_enter(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) {
+        (**self).idle_enter(ctx, cpu)
     }
     fn nohz_enter_idle(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) {
         (**self).nohz_enter_idle(ctx, cpu)

@@ -15,9 +15,12 @@
 //! The group classification, `adjust_numa_imbalance()` and the load getters are the load
 //! balancer's ([`crate::lb`]): the kernel shares them between both paths, and so do we.
 //!
+//! Idle depth comes from the core model: `rq->idle_state` ([`lbsim_rq::Rq::idle_get_state`])
+//! is the state the cpuidle governor put the CPU in.
+//!
 //! Deliberately left out: uclamp (`uclamp_is_used()` is false, so `util_fits_cpu()` is
-//! `fits_capacity(util, capacity_of(cpu))` and never returns -1), cpuidle governors
-//! (every idle CPU is in one idle state, see [`IDLE_STATE_EXIT_LATENCY`]), core scheduling cookies (always match), NUMA balancing
+//! `fits_capacity(util, capacity_of(cpu))` and never returns -1), core scheduling cookies
+//! (always match), NUMA balancing
 //! (`p->numa_preferred_nid` is `NUMA_NO_NODE`), and group scheduling (`task_h_load()` is the
 //! task's `load_avg`).
 
@@ -333,25 +336,16 @@ pub fn sched_balance_find_dst_group(
     Some(idlest)
 }
 
-/// The exit latency of the one idle state lbsim's idle CPUs are in (`idle_get_state(rq)`).
-///
-/// lbsim does not model cpuidle governors: every idle CPU is taken to sit in the same idle
-/// state, as on a machine with a cpuidle driver whose idle CPUs are equally deep. (Without a
-/// cpuidle driver `idle_get_state()` is NULL, and then an idle CPU that never went newly idle,
-/// `idle_stamp == 0`, would never be chosen; with a driver, the first idle CPU always
-/// qualifies.)
-pub const IDLE_STATE_EXIT_LATENCY: u32 = 0;
-
 /// Follows fair.c: sched_balance_find_dst_group_cpu() (v6.10-v6.12; find_idlest_group_cpu()
 /// in v6.6): the idlest allowed CPU of `group`.
 ///
 /// A one-CPU group answers its CPU without looking. Otherwise, over the allowed CPUs in order:
 /// a CPU running only SCHED_IDLE tasks is taken at once; an idle CPU in a shallower idle state
-/// than any seen becomes the candidate, and one in an equally deep state replaces it if it
-/// went idle more recently (larger `idle_stamp`); with every idle CPU in one state
-/// ([`IDLE_STATE_EXIT_LATENCY`]) that is the first idle CPU, replaced by any later one with a
-/// strictly larger stamp. If no CPU is idle, the least loaded one (the kernel starts from
-/// `this_cpu`, which a group of busy CPUs always beats).
+/// (`idle_get_state()`, the declared `exit_latency`) than any seen becomes the candidate, and
+/// one in an equally deep state, or in none (NULL: not inside `cpuidle_enter_state()`, or no
+/// cpuidle driver), replaces it if it went idle more recently (larger `idle_stamp`). If no CPU
+/// is idle, the least loaded one (the kernel starts from `this_cpu`, which a group of busy
+/// CPUs always beats).
 pub fn sched_balance_find_dst_group_cpu(
     ctx: &BalanceCtx<'_>,
     group: &SchedGroup,
@@ -375,14 +369,18 @@ pub fn sched_balance_find_dst_group_cpu(
             return i;
         }
         if available_idle_cpu(ctx, i) {
-            let exit_latency = IDLE_STATE_EXIT_LATENCY;
+            let idle = ctx.rqs[i.index()].idle_get_state();
             let idle_stamp = ctx.rqs[i.index()].idle_stamp().unwrap_or(0);
-            if exit_latency < min_exit_latency {
+            if let Some(exit_latency) = idle
+                && exit_latency < min_exit_latency
+            {
                 // The shallowest idle state wins, whatever its idle_stamp.
                 min_exit_latency = exit_latency;
                 latest_idle_timestamp = idle_stamp;
                 shallowest_idle_cpu = Some(i);
-            } else if exit_latency == min_exit_latency && idle_stamp > latest_idle_timestamp {
+            } else if idle.is_none_or(|e| e == min_exit_latency)
+                && idle_stamp > latest_idle_timestamp
+            {
                 // Equally deep: the most recently idled CPU may have a warmer cache.
                 latest_idle_timestamp = idle_stamp;
                 shallowest_idle_cpu = Some(i);

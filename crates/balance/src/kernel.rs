@@ -14,7 +14,8 @@
 //!   ([`crate::newidle`]); the per-CPU state between steps is kept here. `newidle` is the
 //!   trait's default: the steps back to back;
 //! - `active_balance`: active_load_balance_cpu_stop();
-//! - `nohz_enter_idle`: nohz_balance_enter_idle() and __update_idle_core().
+//! - `idle_enter`: __update_idle_core();
+//! - `nohz_enter_idle`: nohz_balance_enter_idle().
 //!
 //! One modelling shortcut: the kernel sets `rd->overloaded` in add_nr_running() whenever a
 //! runqueue reaches two tasks, which the engine does not report to the balancer; lbsim sets
@@ -189,10 +190,14 @@ impl Balancer for KernelBalancer {
         self.outcome(ctx, pass, false)
     }
 
-    /// Follows fair.c: nohz_balance_enter_idle() and __update_idle_core() (v6.6-v6.12).
+    /// Follows fair.c: __update_idle_core() (v6.6-v6.12).
+    fn idle_enter(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) {
+        wake::update_idle_core(ctx, &mut self.state, cpu);
+    }
+
+    /// Follows fair.c: nohz_balance_enter_idle() (v6.6-v6.12).
     fn nohz_enter_idle(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) {
         nohz_balance_enter_idle(ctx, &mut self.state, cpu);
-        wake::update_idle_core(ctx, &mut self.state, cpu);
     }
 
     fn task_running(&mut self, _ctx: &mut BalanceCtx<'_>, p: TaskId, cpu: CpuId) {

@@ -73,5 +73,6 @@ impl Balancer for TrivialBalancer {
         BalanceOutcome::default()
     }
 
+    fn idle_enter(&mut self, _ctx: &mut BalanceCtx<'_>, _cpu: CpuId) {}
     fn nohz_enter_idle(&mut self, _ctx: &mut BalanceCtx<'_>, _cpu: CpuId) {}
 }

@@ -89,6 +89,7 @@ impl Scenario {
             sd,
             cost,
             engine,
+            machine: model,
         } = settings(machine.nr_cpus() as u32, &self.features, &self.sets)?;
         let topology = Topology::build(&machine, &sd)
             .with_context(|| format!("--topology `{}`", self.topology))?;
@@ -104,6 +105,7 @@ impl Scenario {
                 tunables,
                 cost,
                 engine,
+                machine: model,
                 duration_ns: self.duration_ns,
                 seed: 0,
                 check: false,

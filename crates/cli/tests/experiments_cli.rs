@@ -508,6 +508,7 @@ fn features_default_output() {
         cost_context_switch_ns  1200
         cost_wakeup_ns          600
         cost_ipi_ns             1500
+        cost_poll_wake_ns       200
         cost_lb_domain_ns       200
         cost_lb_cpu_ns          60
         cost_lb_task_ns         120
@@ -515,9 +516,13 @@ fn features_default_output() {
         cost_lb_redo_ns         800
 
         # engine tunables
-        background_wakeups_hz  1
-        background_run_ns      20000
-        tick_jitter_ns         20000
+        background_wakeups_hz   1
+        background_run_ns       20000
+        tick_jitter_ns          20000
+        cpuidle                 menu
+        smt_throughput          machine
+        idle_exit_spread_pct    20
+        wakeup_cost_spread_pct  20
     "#]]
     .assert_eq(rest);
 }

@@ -58,6 +58,21 @@ fn text_dump_of_one_cpu() {
           groups: 5:{ span=5 }, 6:{ span=6 }, 7:{ span=7 }, 4:{ span=4 }
           domain-1: span=0-7 level=PKG
            groups: 4:{ span=4-7 cap=4096 }, 0:{ span=0-3 cap=4096 }
+        cpu5/cpuidle/state0/name: WFI
+        cpu5/cpuidle/state0/latency: 1
+        cpu5/cpuidle/state0/residency: 1
+        cpu5/cpuidle/state0/lbsim_exit_ns: 1000
+        cpu5/cpuidle/state0/lbsim_flags:
+        cpu5/cpuidle/state1/name: cpu-sleep
+        cpu5/cpuidle/state1/latency: 950
+        cpu5/cpuidle/state1/residency: 1000
+        cpu5/cpuidle/state1/lbsim_exit_ns: 950000
+        cpu5/cpuidle/state1/lbsim_flags: TIMER_STOP
+        cpu5/cpuidle/state2/name: cluster-sleep
+        cpu5/cpuidle/state2/latency: 1500
+        cpu5/cpuidle/state2/residency: 2700
+        cpu5/cpuidle/state2/lbsim_exit_ns: 1500000
+        cpu5/cpuidle/state2/lbsim_flags: TIMER_STOP
     "#]]
     .assert_eq(&ok(&["topology", "hikey", "--cpus", "5"]));
 }
@@ -176,7 +191,10 @@ fn list_prints_presets() {
             "epyc-2s"
         ]
     );
-    assert!(out.contains("  = llcs=2,cores=4\n"), "{out}");
+    assert!(
+        out.contains("  = llcs=2,cores=4,idle_states=hi6220\n"),
+        "{out}"
+    );
 }
 
 #[test]

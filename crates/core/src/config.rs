@@ -8,7 +8,7 @@ use lbsim_rq::{Features, Tunables};
 use lbsim_topology::Topology;
 use lbsim_workload::WorkloadSpec;
 
-pub use crate::params::EngineTunables;
+pub use crate::params::{EngineTunables, Governor, MachineModel};
 
 /// Everything a run needs.
 #[derive(Clone, Debug)]
@@ -25,6 +25,8 @@ pub struct SimConfig {
     pub cost: CostModel,
     /// Engine tunables.
     pub engine: EngineTunables,
+    /// The machine model's knobs (cpuidle governor, SMT sharing, cost spreads).
+    pub machine: MachineModel,
     /// How long to simulate, ns (the workload may end earlier).
     pub duration_ns: u64,
     /// The master seed.

@@ -36,6 +36,12 @@ pub struct Core<B: Balancer> {
     pub(crate) iwo: IwoSummary,
     /// Busy threads per core, when SMT siblings share their core's throughput.
     pub(crate) smt: Option<crate::smt::SmtCores>,
+    /// CPUs whose idle state an interrupt ended during this event (the idle loop runs again
+    /// for them after it).
+    pub(crate) idle_reentry: Vec<u32>,
+    /// Idle-state exit times and per-wake-up costs are drawn from these.
+    pub(crate) idle_rng: Pcg64Mcg,
+    pub(crate) wake_rng: Pcg64Mcg,
 }
 
 impl<B: Balancer> Core<B> {
@@ -97,6 +103,13 @@ impl<B: Balancer> Core<B> {
                 idle_ns: 0,
                 nr_running_ns: 0,
                 stat: CpuSchedstat::default(),
+                idle: crate::cpuidle::IdleCpu::Out,
+                menu: Default::default(),
+                poll_limit: None,
+                timers: Default::default(),
+                idle_usage: vec![(0, 0); machine.idle_states(cpu).states.len()],
+                stats_idle_calls: 0,
+                stats_idle_sleeps: 0,
             });
         }
         let sync = cfg.workload.new_sync_state();
@@ -125,15 +138,26 @@ impl<B: Balancer> Core<B> {
             error: None,
             checker,
             iwo: IwoSummary::new(nr_cpus),
-            smt: crate::smt::SmtCores::new(machine),
+            smt: if cfg.machine.smt_ideal {
+                None
+            } else {
+                crate::smt::SmtCores::new(machine)
+            },
+            idle_reentry: Vec::new(),
+            idle_rng: streams.rng(Stream::IdleExit, 0),
+            wake_rng: streams.rng(Stream::WakeCost, 0),
             cfg,
         };
         // Every CPU starts idle with its tick stopped (the idle loop's
-        // tick_nohz_idle_stop_tick() -> nohz_balance_enter_idle()); a tick starts when work
-        // arrives.
+        // tick_nohz_idle_stop_tick() -> nohz_balance_enter_idle()), in the idle state its
+        // governor picks; a tick starts when work arrives.
         for c in 0..nr_cpus {
             let cpu = CpuId(c as u32);
-            sim.ctx_call(|b, ctx| b.nohz_enter_idle(ctx, cpu));
+            sim.ctx_call(|b, ctx| {
+                b.nohz_enter_idle(ctx, cpu);
+                b.idle_enter(ctx, cpu);
+            });
+            sim.enter_idle_task(cpu);
         }
         for (i, spec) in sim.cfg.workload.tasks.iter().enumerate() {
             sim.fx.at(spec.start_ns, Ev::Start(i as u32));
@@ -186,6 +210,7 @@ impl<B: Balancer> Core<B> {
             block_pending: false,
             exit_pending: false,
             timer: None,
+            timer_at: None,
             wake_ns: None,
             on_cpu_since: 0,
             runtime_ns: 0,
@@ -240,6 +265,7 @@ impl<B: Balancer> Core<B> {
         self.now = t_ns;
         let touched = ev.cpus();
         self.dispatch(ev);
+        self.idle_loop_again();
         for c in touched.into_iter().flatten() {
             self.iwo.mark(CpuId(c));
         }
@@ -292,14 +318,24 @@ impl<B: Balancer> Core<B> {
             }
             Ev::Timer { run } => {
                 self.runs[run as usize].timer = None;
+                if let Some((c, at)) = self.runs[run as usize].timer_at.take() {
+                    self.cpus[c as usize].timers.remove(&(at, run));
+                }
                 self.timer(run);
             }
             Ev::Tick { cpu } => self.tick(CpuId(cpu)),
             Ev::Ipi { cpu } => self.ipi(CpuId(cpu)),
             Ev::Resched { cpu } => {
                 self.cpus[cpu as usize].resched = None;
+                if let Some(at) = self.idle_exit_deferral(CpuId(cpu), false) {
+                    // The reschedule waits for the CPU to leave its idle state.
+                    let key = self.fx.at(at, Ev::Resched { cpu });
+                    self.cpus[cpu as usize].resched = Some(key);
+                    return;
+                }
                 self.schedule(CpuId(cpu));
             }
+            Ev::PollLimit { cpu } => self.poll_limit(CpuId(cpu)),
             Ev::Stopper(req) => self.stopper(req),
             Ev::Kick(kick) => self.kick(kick),
             Ev::Background { cpu } => self.background(CpuId(cpu)),
@@ -397,7 +433,7 @@ impl<B: Balancer> Core<B> {
         let at = if cpu == from {
             self.now
         } else {
-            self.now + self.cfg.cost.ipi_ns
+            self.now + self.signal_ns(cpu)
         };
         self.cpus[cpu.index()].resched = Some(self.fx.at(at, Ev::Resched { cpu: cpu.0 }));
     }

@@ -29,6 +29,8 @@ pub enum Ev {
     NewidleStep { cpu: u32 },
     /// `cpu`'s newly idle balance has finished its last step: complete the schedule.
     NewidleDone { cpu: u32 },
+    /// `cpu`'s polling idle state reaches its time limit (`cpuidle_poll_time()`).
+    PollLimit { cpu: u32 },
 }
 
 impl Ev {
@@ -43,7 +45,8 @@ impl Ev {
             | Ev::Resched { cpu }
             | Ev::Background { cpu }
             | Ev::NewidleStep { cpu }
-            | Ev::NewidleDone { cpu } => [Some(cpu), None],
+            | Ev::NewidleDone { cpu }
+            | Ev::PollLimit { cpu } => [Some(cpu), None],
             Ev::Stopper(r) => [Some(r.busiest.0), Some(r.push_cpu.0)],
             Ev::Kick(k) => [Some(k.ilb_cpu.0), None],
         }
@@ -62,6 +65,7 @@ impl Ev {
             Ev::Background { cpu } => (9, cpu.into()),
             Ev::NewidleStep { cpu } => (10, cpu.into()),
             Ev::NewidleDone { cpu } => (11, cpu.into()),
+            Ev::PollLimit { cpu } => (12, cpu.into()),
         }
     }
 }

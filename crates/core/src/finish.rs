@@ -85,6 +85,7 @@ impl<B: Balancer> Core<B> {
                     s.nr_running_ns as f64 / self.now as f64
                 },
                 nr_switches: self.rqs[c].nr_switches,
+                cpuidle: self.cpuidle_stats(CpuId(c as u32)),
             })
             .collect();
         let jiffies = self.now / self.tick_nsec;

@@ -20,6 +20,8 @@
 //!   stopped while the CPU is idle (nohz) and restarted on the next tick boundary when work
 //!   arrives; then the balancer's trigger (SCHED_SOFTIRQ runs at once on the same CPU) and
 //!   nohz kick.
+//! - [`cpuidle`]: the idle loop: the menu governor picks each idle CPU's state and whether
+//!   its tick stops; a wake-up of a CPU in a state waits for the state's exit time.
 //! - `stopper.rs`: the active-balance stopper preempts the busiest CPU's task,
 //!   runs the balancer's `active_load_balance_cpu_stop()`, then the CPU schedules again.
 //! - `fork.rs` and `syscalls.rs`: task creation, and what each
@@ -49,6 +51,7 @@ pub mod rng;
 pub mod trace;
 
 mod account;
+pub mod cpuidle;
 mod finish;
 mod fork;
 mod progress;
@@ -61,7 +64,7 @@ mod tick;
 mod tracepoints;
 mod ttwu;
 
-pub use crate::config::{EngineTunables, SimConfig, SimError};
+pub use crate::config::{EngineTunables, Governor, MachineModel, SimConfig, SimError};
 pub use crate::core::Core;
 pub use crate::effects::{Effect, Effects, Ev, EventKey};
 pub use crate::result::{CpuResult, GroupFairness, RunResult, TaskResult};

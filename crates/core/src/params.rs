@@ -1,8 +1,11 @@
 //! The parameters the core.c model declares: the sched features it reads (and the ones lbsim
-//! lists but does not model), and the engine's knobs ([`EngineTunables`]). The registry that
+//! lists but does not model), the engine's knobs ([`EngineTunables`]) and the machine model's
+//! ([`MachineModel`]). The registry that
 //! assembles every layer's lists is `lbsim_sim::params::REGISTRY`.
 
-use lbsim_kernel::params::{CORE_FEATURE_BASE, Origin, Owner};
+use lbsim_kernel::params::{
+    CORE_FEATURE_BASE, ChoiceDef, IntDef, IntDefault, Kind, Origin, Owner, ParamDef, Params, Unit,
+};
 
 lbsim_kernel::sched_features! {
     /// A sched feature the core.c model reads, or one lbsim lists but
@@ -54,4 +57,128 @@ lbsim_kernel::int_params! {
     /// default is small. At most 1 s, so that a tick's time (`k * TICK_NSEC + phase`)
     /// stays inside `u64` for any run.
     pub tick_jitter_ns: u64 = "tick_jitter_ns", Ns, 20_000, 0..=1_000_000_000, Origin::LbsimModel;
+}
+
+/// The cpuidle governor (`cpuidle.governor=`), or none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Governor {
+    /// drivers/cpuidle/governors/menu.c, the default of tickless kernels (rating 20).
+    Menu,
+    /// lbsim's ideal machine: every idle CPU sits in one zero-latency state, its tick stops
+    /// the moment it goes idle, and a wake-up costs only the IPI (lbsim before the machine
+    /// model; not what a kernel with a cpuidle driver does).
+    Off,
+}
+
+/// The machine-model knobs: how the hardware under the scheduler behaves (idle states, SMT
+/// sharing, the spread of per-event costs). Set with `--set NAME=VALUE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MachineModel {
+    /// `cpuidle`: the governor that picks idle states.
+    pub cpuidle: Governor,
+    /// `smt_throughput`: `machine` uses the machine's table; `ideal` gives every busy SMT
+    /// sibling a whole core.
+    pub smt_ideal: bool,
+    /// `idle_exit_spread_pct`: each idle exit takes the state's exit time times a factor
+    /// drawn uniformly from `[1 - s, 1 + s]`, `s` this percentage.
+    pub idle_exit_spread_pct: u64,
+    /// `wakeup_cost_spread_pct`: likewise for each wake-up's cost to the waker
+    /// (`cost_wakeup_ns`).
+    pub wakeup_cost_spread_pct: u64,
+}
+
+impl Default for MachineModel {
+    fn default() -> MachineModel {
+        MachineModel {
+            cpuidle: Governor::Menu,
+            smt_ideal: false,
+            idle_exit_spread_pct: 20,
+            wakeup_cost_spread_pct: 20,
+        }
+    }
+}
+
+const fn model_param(name: &'static str, kind: Kind, doc: &'static str) -> ParamDef {
+    ParamDef {
+        name,
+        aliases: &[],
+        kind,
+        doc,
+        owner: Owner::Engine,
+        origin: Origin::LbsimModel,
+    }
+}
+
+/// The declarations of [`MachineModel`].
+pub const MACHINE_PARAMS: &[ParamDef] = &[
+    model_param(
+        "cpuidle",
+        Kind::Choice(ChoiceDef {
+            values: &["menu", "off"],
+            default: 0,
+            numbered: false,
+        }),
+        "The cpuidle governor: menu (drivers/cpuidle/governors/menu.c, v6.12) picks each idle CPU's state from the machine's table and decides whether its tick stops; off is lbsim's ideal machine (no idle states, the tick stops at once). teo is not modelled.",
+    ),
+    model_param(
+        "smt_throughput",
+        Kind::Choice(ChoiceDef {
+            values: &["machine", "ideal"],
+            default: 0,
+            numbered: false,
+        }),
+        "How busy SMT siblings share their core: machine uses the machine's smt_throughput table (a machine-spec key); ideal gives each busy sibling a whole core.",
+    ),
+    model_param(
+        "idle_exit_spread_pct",
+        Kind::Int(IntDef {
+            unit: Unit::Percent,
+            default: IntDefault::Value(20),
+            min: 0,
+            max: 100,
+            allowed: &[],
+        }),
+        "Per-wake spread of an idle state's exit time, from the run's seed: uniform within plus or minus this percentage (an assumption: no published distribution was found).",
+    ),
+    model_param(
+        "wakeup_cost_spread_pct",
+        Kind::Int(IntDef {
+            unit: Unit::Percent,
+            default: IntDefault::Value(20),
+            min: 0,
+            max: 100,
+            allowed: &[],
+        }),
+        "Per-wake spread of cost_wakeup_ns, from the run's seed: uniform within plus or minus this percentage (an assumption: the LKML figures range 420-710 ns around their mean).",
+    ),
+];
+
+impl Params for MachineModel {
+    const DEFS: &'static [ParamDef] = MACHINE_PARAMS;
+
+    fn store(&mut self, def: &'static ParamDef, value: u64) {
+        match def.name {
+            "cpuidle" => {
+                self.cpuidle = if value == 0 {
+                    Governor::Menu
+                } else {
+                    Governor::Off
+                }
+            }
+            "smt_throughput" => self.smt_ideal = value == 1,
+            "idle_exit_spread_pct" => self.idle_exit_spread_pct = value,
+            "wakeup_cost_spread_pct" => self.wakeup_cost_spread_pct = value,
+            other => unreachable!("{other} is not a machine-model parameter"),
+        }
+    }
+
+    fn load(&self, def: &'static ParamDef) -> u64 {
+        match def.name {
+            "cpuidle" => u64::from(self.cpuidle == Governor::Off),
+            "smt_throughput" => u64::from(self.smt_ideal),
+            "idle_exit_spread_pct" => self.idle_exit_spread_pct,
+            "wakeup_cost_spread_pct" => self.wakeup_cost_spread_pct,
+            other => unreachable!("{other} is not a machine-model parameter"),
+        }
+    }
 }

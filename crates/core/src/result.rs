@@ -17,6 +17,9 @@ pub struct CpuResult {
     pub avg_nr_running: f64,
     /// `rq->nr_switches`.
     pub nr_switches: u64,
+    /// Idle-state usage and tick stops, when a cpuidle governor ran on the CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpuidle: Option<crate::cpuidle::CpuidleStats>,
 }
 
 /// Per-task results of a run.

@@ -21,6 +21,10 @@ pub enum Stream {
     Background = 3,
     /// Per-workload draws (index: the workload's position on the command line).
     Workload = 4,
+    /// Idle-state exit times.
+    IdleExit = 5,
+    /// Per-wake-up costs.
+    WakeCost = 6,
 }
 
 /// The master seed of one run, from which every stream is derived.

@@ -201,6 +201,7 @@ impl<B: Balancer> Core<B> {
         }
         match next {
             Some(n) => {
+                self.rqs[ci].sched_idle_set_state(None);
                 let ri = self.run_of[n] as usize;
                 if changed {
                     let r = &mut self.runs[ri];
@@ -223,12 +224,8 @@ impl<B: Balancer> Core<B> {
             }
             None => {
                 self.cancel_segment(cpu);
-                if !self.cpus[ci].tick_stopped {
-                    // The idle loop stops the tick: tick_nohz_idle_stop_tick() ->
-                    // nohz_balance_enter_idle().
-                    self.cpus[ci].tick_stopped = true;
-                    self.ctx_call(|b, ctx| b.nohz_enter_idle(ctx, cpu));
-                }
+                // The idle task runs: the idle loop (do_idle()).
+                self.enter_idle_task(cpu);
             }
         }
         if self.rqs[ci].need_resched() || (next.is_none() && self.rqs[ci].nr_running > 0) {

@@ -54,6 +54,8 @@ pub(crate) struct TaskRun {
     pub(crate) exit_pending: bool,
     /// The task's pending sleep timer (cancelled when a wake-up makes it moot).
     pub(crate) timer: Option<EventKey>,
+    /// Where the pending sleep timer is queued: its CPU and expiry.
+    pub(crate) timer_at: Option<(u32, u64)>,
     /// When it was last woken (for the wake-up latency), until it runs.
     pub(crate) wake_ns: Option<u64>,
     /// When it last started running (context-switched in).
@@ -108,6 +110,19 @@ pub(crate) struct CpuState {
     pub(crate) nr_running_ns: u128,
     /// The `cpu<N>` line of /proc/schedstat.
     pub(crate) stat: CpuSchedstat,
+    /// Where the CPU is in the idle loop.
+    pub(crate) idle: crate::cpuidle::IdleCpu,
+    /// The menu governor's state (`struct menu_device`).
+    pub(crate) menu: crate::cpuidle::menu::MenuDevice,
+    /// The polling state's time limit, while the CPU polls.
+    pub(crate) poll_limit: Option<EventKey>,
+    /// The sleep timers queued on this CPU: (expiry, run index).
+    pub(crate) timers: std::collections::BTreeSet<(u64, u32)>,
+    /// Per idle state: entries and time in it, ns.
+    pub(crate) idle_usage: Vec<(u64, u64)>,
+    /// `ts->idle_calls` and `ts->idle_sleeps` (/proc/timer_list).
+    pub(crate) stats_idle_calls: u64,
+    pub(crate) stats_idle_sleeps: u64,
 }
 
 /// The view of pending wake-ups the balancer's passes consult.

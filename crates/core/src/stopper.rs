@@ -10,7 +10,7 @@ impl<B: Balancer> Core<B> {
     pub(crate) fn stopper(&mut self, req: StopperRequest) {
         let cpu = req.busiest;
         let ci = cpu.index();
-        if let Some(at) = self.irq_deferral(cpu) {
+        if let Some(at) = self.irq_deferral(cpu, false) {
             // The stopper's IPI waits for the CPU to enable interrupts.
             self.fx.at(at, Ev::Stopper(req));
             return;

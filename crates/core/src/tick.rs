@@ -27,8 +27,9 @@ impl<B: Balancer> Core<B> {
         if self.cpus[ci].tick_stopped {
             return;
         }
-        if let Some(at) = self.irq_deferral(cpu) {
-            // The tick interrupt waits for interrupts to be enabled again.
+        if let Some(at) = self.irq_deferral(cpu, true) {
+            // The tick interrupt waits for interrupts to be enabled again, or for the CPU
+            // to leave its idle state.
             self.cpus[ci].tick = Some(self.fx.at(at, Ev::Tick { cpu: cpu.0 }));
             return;
         }
@@ -50,12 +51,20 @@ impl<B: Balancer> Core<B> {
         if resched || self.rqs[ci].need_resched() {
             self.resched_cpu(cpu, cpu);
         }
-        // Keep ticking while busy; an idle CPU stopped its tick when it went idle.
+        // Keep ticking while busy. An idle CPU under a cpuidle governor goes round the idle
+        // loop, where the governor decides whether the tick stops; on the ideal machine an
+        // idle CPU stops its tick at once.
         if self.rqs[ci].curr.is_some() || self.rqs[ci].nr_running > 0 {
             self.restart_tick(cpu);
+        } else if self.cpuidle_on(cpu) {
+            self.restart_tick(cpu);
+            self.idle_reentry.push(cpu.0);
         } else if !self.cpus[ci].tick_stopped {
             self.cpus[ci].tick_stopped = true;
-            self.ctx_call(|b, ctx| b.nohz_enter_idle(ctx, cpu));
+            self.ctx_call(|b, ctx| {
+                b.nohz_enter_idle(ctx, cpu);
+                b.idle_enter(ctx, cpu);
+            });
         }
     }
 
@@ -73,7 +82,7 @@ impl<B: Balancer> Core<B> {
 
     pub(crate) fn kick(&mut self, kick: IlbKick) {
         let cpu = kick.ilb_cpu;
-        if let Some(at) = self.irq_deferral(cpu) {
+        if let Some(at) = self.irq_deferral(cpu, false) {
             self.fx.at(at, Ev::Kick(kick));
             return;
         }

@@ -21,7 +21,7 @@ impl<B: Balancer> Core<B> {
         let id = self.runs[ri].id;
         // The hrtimer fires on the CPU the task slept on; it waits for interrupts to be on.
         let cpu = self.tasks[id].cpu;
-        if let Some(at) = self.irq_deferral(cpu) {
+        if let Some(at) = self.irq_deferral(cpu, false) {
             self.arm_timer(ri, at);
             return;
         }
@@ -29,6 +29,11 @@ impl<B: Balancer> Core<B> {
     }
 
     pub(crate) fn background(&mut self, cpu: CpuId) {
+        if let Some(at) = self.idle_exit_deferral(cpu, false) {
+            // The interrupt behind the kernel work waits for the CPU to leave its idle state.
+            self.fx.at(at, Ev::Background { cpu: cpu.0 });
+            return;
+        }
         let next = self.next_background_delay();
         self.fx.at(next, Ev::Background { cpu: cpu.0 });
         let Some(ri) = self.cpus[cpu.index()].kworker else {
@@ -77,7 +82,12 @@ impl<B: Balancer> Core<B> {
         {
             return;
         }
-        self.charge(this_cpu, self.cfg.cost.wakeup_ns);
+        let cost = crate::cpuidle::spread(
+            &mut self.wake_rng,
+            self.cfg.cost.wakeup_ns,
+            self.cfg.machine.wakeup_cost_spread_pct,
+        );
+        self.charge(this_cpu, cost);
         self.cpus[this_cpu.index()].stat.ttwu_count += 1;
         let prev_cpu = self.tasks[id].cpu;
         if self.tasks[id].on_rq_queued() {
@@ -147,8 +157,10 @@ impl<B: Balancer> Core<B> {
     }
 
     /// When an interrupt for `cpu` can be taken, if not now: interrupts are off while a
-    /// newly idle balance runs in `__schedule()` (and for the last step's cost after it).
-    pub(crate) fn irq_deferral(&self, cpu: CpuId) -> Option<u64> {
+    /// newly idle balance runs in `__schedule()` (and for the last step's cost after it), and
+    /// a CPU in an idle state first has to leave it ([`Core::idle_exit_deferral`]; `by_tick`:
+    /// the interrupt is the tick).
+    pub(crate) fn irq_deferral(&mut self, cpu: CpuId, by_tick: bool) -> Option<u64> {
         let c = &self.cpus[cpu.index()];
         if c.irq_off_until > self.now {
             Some(c.irq_off_until)
@@ -156,7 +168,7 @@ impl<B: Balancer> Core<B> {
             // A zero-length step is due now; look again just after it.
             Some(self.now + 1)
         } else {
-            None
+            self.idle_exit_deferral(cpu, by_tick)
         }
     }
 
@@ -167,14 +179,15 @@ impl<B: Balancer> Core<B> {
         self.cpus[cpu.index()].wakelist.push((p, migrated, now));
         self.rqs[cpu.index()].set_ttwu_pending();
         if self.cpus[cpu.index()].ipi.is_none() {
-            let at = now + self.cfg.cost.ipi_ns;
+            // set_nr_if_polling(): a polling idle CPU needs no IPI.
+            let at = now + self.signal_ns(cpu);
             self.cpus[cpu.index()].ipi = Some(self.fx.at(at, Ev::Ipi { cpu: cpu.0 }));
         }
     }
 
     /// The wake-list IPI: `sched_ttwu_pending()`.
     pub(crate) fn ipi(&mut self, cpu: CpuId) {
-        if let Some(at) = self.irq_deferral(cpu) {
+        if let Some(at) = self.irq_deferral(cpu, false) {
             // Interrupts are off in __schedule(): the IPI is taken when it completes.
             self.cpus[cpu.index()].ipi = Some(self.fx.at(at, Ev::Ipi { cpu: cpu.0 }));
             return;

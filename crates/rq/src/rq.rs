@@ -119,6 +119,9 @@ pub struct Rq {
     /// `rq->idle_stamp`: `rq_clock` when newidle balancing started (the kernel uses 0 for
     /// none). Set by the balancer, consumed by the next wakeup (`ttwu_do_activate()`).
     pub(crate) idle_stamp: Option<u64>,
+    /// `rq->idle_state`: the exit latency (us) of the idle state the CPU is in, while it is
+    /// in one (`None`: not in an idle state, or no cpuidle driver).
+    pub(crate) idle_state: Option<u32>,
     /// `rq->max_idle_balance_cost`: starts at `migration_cost`.
     pub(crate) max_idle_balance_cost: u64,
     /// `rq->ttwu_pending`: a queued remote wakeup (wake-up IPI) has not been processed.
@@ -164,6 +167,7 @@ impl Rq {
             avg_irq: SchedAvg::default(),
             avg_idle: 2 * params.migration_cost_ns,
             idle_stamp: None,
+            idle_state: None,
             max_idle_balance_cost: params.migration_cost_ns,
             ttwu_pending: false,
             next_balance: 0,

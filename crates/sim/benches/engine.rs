@@ -35,6 +35,7 @@ fn config() -> SimConfig {
         tunables: Tunables::new(8),
         cost: CostModel::default(),
         engine: EngineTunables::default(),
+        machine: Default::default(),
         duration_ns: 500_000_000,
         seed: 1,
         check: false,

@@ -12,7 +12,8 @@ use lbsim_core::{Core, Effect};
 
 pub use lbsim_core::check;
 pub use lbsim_core::{
-    CpuResult, EngineTunables, GroupFairness, RunResult, SimConfig, SimError, TaskResult,
+    CpuResult, EngineTunables, Governor, GroupFairness, MachineModel, RunResult, SimConfig,
+    SimError, TaskResult,
 };
 
 use crate::queue::EventQueue;

@@ -10,7 +10,7 @@
 //! code that reads it, its unit test) and nothing here.
 
 use lbsim_balance::cost::{COST_PARAMS, CostModel};
-use lbsim_core::params::{ENGINE_PARAMS, EngineTunables, FEATURES};
+use lbsim_core::params::{ENGINE_PARAMS, EngineTunables, FEATURES, MACHINE_PARAMS, MachineModel};
 use lbsim_kernel::params::{Features, ParamDef, ParamError, Params, Registry};
 use lbsim_rq::Tunables;
 use lbsim_topology::SdParams;
@@ -26,6 +26,7 @@ const TABLES: &[&[ParamDef]] = &[
     lbsim_topology::params::SD_INIT_PARAMS,
     COST_PARAMS,
     ENGINE_PARAMS,
+    MACHINE_PARAMS,
 ];
 
 /// The assembled registry of every parameter.
@@ -67,6 +68,8 @@ pub struct Settings {
     pub cost: CostModel,
     /// Engine tunables.
     pub engine: EngineTunables,
+    /// Machine-model knobs.
+    pub machine: MachineModel,
 }
 
 /// Stores `value` into `p` if `def` is one of its parameters.
@@ -95,6 +98,7 @@ impl Settings {
             sd: SdParams::default(),
             cost: CostModel::default(),
             engine: EngineTunables::default(),
+            machine: MachineModel::default(),
         }
     }
 
@@ -110,7 +114,8 @@ impl Settings {
         let stored = store_into(&mut self.tunables, def, v)
             || store_into(&mut self.sd, def, v)
             || store_into(&mut self.cost, def, v)
-            || store_into(&mut self.engine, def, v);
+            || store_into(&mut self.engine, def, v)
+            || store_into(&mut self.machine, def, v);
         assert!(stored, "{} is declared but has no storage", def.name);
         Ok(())
     }
@@ -128,6 +133,7 @@ impl Settings {
             .or_else(|| load_from(&self.sd, def))
             .or_else(|| load_from(&self.cost, def))
             .or_else(|| load_from(&self.engine, def))
+            .or_else(|| load_from(&self.machine, def))
             .expect("every declared value has storage");
         Ok(def.format(v))
     }

@@ -66,8 +66,38 @@ pub fn debugfs_text(topo: &Topology, cpus: &Cpumask) -> String {
             let _ = writeln!(out, "{p}/cache_nice_tries: {}", sd.cache_nice_tries);
         }
         sched_domain_debug(topo, cpu, &mut out);
+        cpuidle_text(topo, cpu, &mut out);
     }
     out
+}
+
+/// The CPU's idle states as sysfs shows them (`/sys/devices/system/cpu/cpuN/cpuidle/stateM/`
+/// `name`, `latency` and `residency`, in us), with lbsim's measured exit time
+/// (`lbsim_exit_ns`, which the kernel does not have) and the flags that matter to the model.
+pub fn cpuidle_text(topo: &Topology, cpu: CpuId, out: &mut String) {
+    let table = topo.machine().idle_states(cpu);
+    if !table.has_driver() {
+        let _ = writeln!(out, "cpu{cpu}/cpuidle: no cpuidle driver");
+        return;
+    }
+    for (i, s) in table.states.iter().enumerate() {
+        let p = format!("cpu{cpu}/cpuidle/state{i}");
+        let _ = writeln!(out, "{p}/name: {}", s.name);
+        let _ = writeln!(out, "{p}/latency: {}", s.exit_latency_ns / 1000);
+        let _ = writeln!(out, "{p}/residency: {}", s.target_residency_ns / 1000);
+        let _ = writeln!(out, "{p}/lbsim_exit_ns: {}", s.exit_ns);
+        let mut flags = Vec::new();
+        if s.polling {
+            flags.push("POLLING");
+        }
+        if s.timer_stop {
+            flags.push("TIMER_STOP");
+        }
+        if s.wake_by_store {
+            flags.push("wake_by_store");
+        }
+        line(out, &p, "lbsim_flags", &flags.join(" "));
+    }
 }
 
 /// `prefix/file: value`, without a trailing space when the value is empty.
@@ -125,6 +155,39 @@ pub struct TopologyDump {
     pub cpus: usize,
     /// One entry per CPU per domain, CPUs ascending, levels bottom-up.
     pub domains: Vec<DomainDump>,
+    /// Each CPU's idle states, CPUs ascending (empty states: no cpuidle driver).
+    #[serde(default)]
+    pub cpuidle: Vec<CpuIdleDump>,
+}
+
+/// One CPU's cpuidle driver.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuIdleDump {
+    /// The CPU.
+    pub cpu: u32,
+    /// The table's name (`bdw`, `custom`, ...).
+    pub table: String,
+    /// The states, state 0 first.
+    pub states: Vec<IdleStateDump>,
+}
+
+/// One idle state.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdleStateDump {
+    /// sysfs `name`.
+    pub name: String,
+    /// sysfs `latency`: the declared exit latency, us.
+    pub latency: u64,
+    /// sysfs `residency`: the target residency, us.
+    pub residency: u64,
+    /// lbsim's measured exit time, ns.
+    pub exit_ns: u64,
+    /// `CPUIDLE_FLAG_POLLING`.
+    pub polling: bool,
+    /// A wake-up is a store, not an IPI.
+    pub wake_by_store: bool,
 }
 
 /// One CPU's domain at one level.
@@ -195,9 +258,33 @@ impl TopologyDump {
                 });
             }
         }
+        let cpuidle = cpus
+            .iter()
+            .filter(|c| c.index() < topo.nr_cpus())
+            .map(|cpu| {
+                let t = topo.machine().idle_states(cpu);
+                CpuIdleDump {
+                    cpu: cpu.0,
+                    table: t.name.clone(),
+                    states: t
+                        .states
+                        .iter()
+                        .map(|s| IdleStateDump {
+                            name: s.name.clone(),
+                            latency: s.exit_latency_ns / 1000,
+                            residency: s.target_residency_ns / 1000,
+                            exit_ns: s.exit_ns,
+                            polling: s.polling,
+                            wake_by_store: s.wake_by_store,
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
         TopologyDump {
             cpus: topo.nr_cpus(),
             domains,
+            cpuidle,
         }
     }
 

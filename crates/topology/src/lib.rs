@@ -3,7 +3,8 @@
 //! This crate models what the load balancer stands on: CPU masks
 //! ([`cpumask`]: include/linux/cpumask.h, lib/bitmap.c), a machine's CPUs with
 //! their SMT siblings, clusters, last-level caches, packages, NUMA nodes,
-//! capacities and node distances ([`machine`]), the text a user types to name a
+//! capacities and node distances ([`machine`]), the idle states their cpuidle drivers
+//! expose ([`cpuidle`]), the text a user types to name a
 //! machine ([`spec`]), and the sched domains and groups built from it
 //! ([`domains`]: kernel/sched/topology.c, with include/linux/sched/sd_flags.h
 //! in [`flags`]), printed as debugfs and sched_domain_debug() show them
@@ -18,6 +19,7 @@
 //! runtime state the balancer changes (it keeps that itself, indexed by CPU and
 //! level, [`SgcId`] or [`SharedId`]).
 
+pub mod cpuidle;
 pub mod cpumask;
 pub mod domains;
 pub mod dump;
@@ -27,6 +29,7 @@ pub mod params;
 pub mod smt;
 pub mod spec;
 
+pub use cpuidle::{IdleState, IdleStates};
 pub use cpumask::{CpuId, Cpumask, CpumaskParseError};
 pub use domains::{
     CpuShortcuts, DomainName, GroupId, NumaTopologyType, SchedDomain, SchedDomainShared,

@@ -21,6 +21,7 @@
 //! domain), isolated CPUs (`isolcpus=`), and memory-only nodes' effect on
 //! anything but the distance table.
 
+use crate::cpuidle::IdleStates;
 use crate::cpumask::{CpuId, Cpumask};
 use crate::smt::SmtThroughput;
 
@@ -192,6 +193,9 @@ pub struct Machine {
     package_masks: Vec<Cpumask>,
     node_masks: Vec<Cpumask>,
     smt_throughput: SmtThroughput,
+    /// The distinct cpuidle tables, and each CPU's index into them.
+    idle_tables: Vec<IdleStates>,
+    idle_of: Vec<u16>,
 }
 
 /// Maps labels to dense ids in order of first appearance.
@@ -357,6 +361,8 @@ impl Machine {
         let count = |ids: &[u32]| ids.iter().max().map_or(0, |m| *m as usize + 1);
         Ok(Machine {
             smt_throughput: SmtThroughput::default_table(),
+            idle_tables: vec![IdleStates::none()],
+            idle_of: vec![0; n],
             core_masks: masks(&|c| c.core, count(&core)),
             cluster_masks: masks(&|c| c.cluster, count(&cluster)),
             llc_masks: masks(&|c| c.llc, count(&llc)),
@@ -405,6 +411,56 @@ impl Machine {
     pub fn with_smt_throughput(mut self, t: SmtThroughput) -> Machine {
         self.smt_throughput = t;
         self
+    }
+
+    /// `cpu`'s cpuidle driver states (empty: no driver).
+    pub fn idle_states(&self, cpu: CpuId) -> &IdleStates {
+        &self.idle_tables[usize::from(self.idle_of[cpu.index()])]
+    }
+
+    /// The same machine with other cpuidle tables: `runs` of `(table, count)` in CPU order
+    /// (one run with count 0: every CPU).
+    ///
+    /// # Errors
+    /// The counts do not add up to the number of CPUs.
+    pub fn with_idle_states(
+        mut self,
+        runs: &[(IdleStates, usize)],
+    ) -> Result<Machine, crate::spec::SpecError> {
+        let n = self.cpus.len();
+        let mut tables: Vec<IdleStates> = Vec::new();
+        let mut of = Vec::with_capacity(n);
+        for (t, count) in runs {
+            let count = if *count == 0 && runs.len() == 1 {
+                n
+            } else {
+                *count
+            };
+            let i = match tables.iter().position(|x| x == t) {
+                Some(i) => i,
+                None => {
+                    tables.push(t.clone());
+                    tables.len() - 1
+                }
+            };
+            of.extend(std::iter::repeat_n(i as u16, count.min(n + 1)));
+            if of.len() > n {
+                break;
+            }
+        }
+        if of.len() != n {
+            return Err(crate::spec::SpecError::BadIdleStates {
+                value: runs
+                    .iter()
+                    .map(|(t, c)| format!("{t}x{c}"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+                reason: format!("the runs cover {} CPUs; the machine has {n}", of.len()),
+            });
+        }
+        self.idle_tables = tables;
+        self.idle_of = of;
+        Ok(self)
     }
 
     /// The SMT siblings of `cpu`, itself included (`topology_sibling_cpumask()`, `cpu_smt_mask()`).

@@ -27,6 +27,10 @@
 //!    - `node_reclaim_distance`: the kernel's `node_reclaim_distance` (default 30);
 //!    - `smt_throughput`: a core's total throughput with 2, 3, ... busy threads relative to
 //!      one (`1.2`, `1.6,1.9`), or `ideal` (see [`crate::smt`]; default 1.2 at two threads);
+//!    - `idle_states`: the cpuidle driver's states (see [`crate::cpuidle`]): a built-in
+//!      table (`bdw`, `skx`, `skl`, `zen2`, `hi6220`, `hi3660-a53`, `power8`, `tx2`,
+//!      `none`), runs of tables in CPU order (`hi3660-a53x4,hi3660-a73x4`), or a custom
+//!      table `POLL:0:0:poll/C1:2:2:store/C6:133:600:exit_ns=40000` (default: `none`);
 //!    - `preset`: start from a preset; the other keys override its keys.
 //! 3. **A preset name** from [`presets()`] (`lbsim topology --list`).
 //! 4. **A file path** (anything containing `/` or ending in `.toml` or
@@ -46,6 +50,7 @@
 //! numbering = "spread"
 //! node_reclaim_distance = 30
 //! smt_throughput = "1.2"          # or "ideal"
+//! idle_states = "bdw"             # or runs, or a custom table
 //! # preset = "hikey"              # optional starting point
 //! ```
 //!
@@ -74,6 +79,7 @@
 use std::fmt;
 use std::path::Path;
 
+use crate::cpuidle::IdleStates;
 use crate::machine::{
     CpuDesc, MAX_CPU_CAPACITY, MAX_CPUS, Machine, MachineError, RECLAIM_DISTANCE,
 };
@@ -206,6 +212,14 @@ pub enum SpecError {
         /// What is wrong.
         reason: String,
     },
+    /// An `idle_states` value that is not a valid table or list of runs.
+    #[error("idle_states `{value}`: {reason}")]
+    BadIdleStates {
+        /// The value or element given.
+        value: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The machine described is invalid.
     #[error(transparent)]
     Machine(#[from] MachineError),
@@ -255,6 +269,8 @@ pub struct MachineSpec {
     pub node_reclaim_distance: u32,
     /// Core throughput by busy threads (`None`: [`SmtThroughput::default_table`]).
     pub smt_throughput: Option<SmtThroughput>,
+    /// The cpuidle tables, as runs in CPU order (`None`: no cpuidle driver).
+    pub idle_states: Option<Vec<(IdleStates, usize)>>,
 }
 
 impl Default for MachineSpec {
@@ -271,6 +287,7 @@ impl Default for MachineSpec {
             numbering: Numbering::Topology,
             node_reclaim_distance: RECLAIM_DISTANCE,
             smt_throughput: None,
+            idle_states: None,
         }
     }
 }
@@ -290,37 +307,37 @@ const PRESETS: &[Preset] = &[
     Preset {
         name: "hikey",
         description: "arm64 HiKey: 2 clusters of 4 identical cores, each cluster its own LLC (seeds 000, 001)",
-        spec: "llcs=2,cores=4",
+        spec: "llcs=2,cores=4,idle_states=hi6220",
     },
     Preset {
         name: "hikey960",
         description: "arm64 HiKey960 big.LITTLE: 4 cores of capacity 462 + 4 of 1024, one LLC per cluster",
-        spec: "llcs=2,cores=4,capacity=462x4,1024x4",
+        spec: "llcs=2,cores=4,capacity=462x4,1024x4,idle_states=hi3660-a53x4,hi3660-a73x4",
     },
     Preset {
         name: "tx2-2n",
         description: "ThunderX2: 2 nodes x 28 cores x SMT4 = 224 CPUs, one LLC per node (seed 001's large machine)",
-        spec: "nodes=2,cores=28,threads=4",
+        spec: "nodes=2,cores=28,threads=4,idle_states=tx2",
     },
     Preset {
         name: "power8-22c",
         description: "IBM POWER8: 22 cores x SMT8 = 176 CPUs on 2 sockets/nodes (distance 40), L3 per core (seed 004)",
-        spec: "nodes=2,llcs=11,cores=1,threads=8,distance=40,smt_throughput=1.6",
+        spec: "nodes=2,llcs=11,cores=1,threads=8,distance=40,smt_throughput=1.6,idle_states=power8",
     },
     Preset {
         name: "x86-4c-smt2",
         description: "x86: 4 cores x SMT2 = 8 CPUs, one LLC, siblings numbered 4 apart (seed 004's small machine)",
-        spec: "cores=4,threads=2,numbering=spread,smt_throughput=1.2",
+        spec: "cores=4,threads=2,numbering=spread,smt_throughput=1.2,idle_states=skl",
     },
     Preset {
         name: "xeon-4s",
         description: "4-socket Xeon: 4 nodes x 24 cores x SMT2 = 192 CPUs, one LLC per socket, SLIT 10/21 (seed 003)",
-        spec: "nodes=4,cores=24,threads=2,distance=21,numbering=spread,smt_throughput=1.2",
+        spec: "nodes=4,cores=24,threads=2,distance=21,numbering=spread,smt_throughput=1.2,idle_states=bdw",
     },
     Preset {
         name: "epyc-2s",
         description: "2-socket AMD EPYC: 2 nodes x 8 LLCs x 8 cores x SMT2 = 256 CPUs, SLIT 10/32, node_reclaim_distance 32",
-        spec: "nodes=2,llcs=8,cores=8,threads=2,distance=32,node_reclaim_distance=32,numbering=spread,smt_throughput=1.36",
+        spec: "nodes=2,llcs=8,cores=8,threads=2,distance=32,node_reclaim_distance=32,numbering=spread,smt_throughput=1.36,idle_states=zen2",
     },
 ];
 
@@ -354,6 +371,7 @@ const KEYS: &[&str] = &[
     "numbering",
     "node_reclaim_distance",
     "smt_throughput",
+    "idle_states",
     "preset",
 ];
 
@@ -501,7 +519,10 @@ impl MachineSpec {
                 Some((k, v)) => pairs.push((k.trim().to_owned(), v.trim().to_owned())),
                 None => match pairs.last_mut() {
                     Some((k, v))
-                        if (k == "capacity" || k == "distance" || k == "smt_throughput")
+                        if (k == "capacity"
+                            || k == "distance"
+                            || k == "smt_throughput"
+                            || k == "idle_states")
                             && !token.is_empty() =>
                     {
                         v.push(',');
@@ -567,6 +588,7 @@ impl MachineSpec {
             "numbering" => self.numbering = parse_numbering(value)?,
             "node_reclaim_distance" => self.node_reclaim_distance = parse_u32(key, value)?,
             "smt_throughput" => self.smt_throughput = Some(SmtThroughput::parse(value)?),
+            "idle_states" => self.idle_states = Some(crate::cpuidle::parse_per_cpu(value)?),
             "preset" => {}
             other => {
                 return Err(SpecError::UnknownKey {
@@ -673,11 +695,14 @@ impl MachineSpec {
             }
         }
         let table = distance_table(self.distance.as_ref(), self.nodes as usize)?;
-        let machine = Machine::new(&descs, table.as_deref(), self.node_reclaim_distance)?;
-        Ok(match &self.smt_throughput {
-            Some(t) => machine.with_smt_throughput(t.clone()),
-            None => machine,
-        })
+        let mut machine = Machine::new(&descs, table.as_deref(), self.node_reclaim_distance)?;
+        if let Some(t) = &self.smt_throughput {
+            machine = machine.with_smt_throughput(t.clone());
+        }
+        if let Some(runs) = &self.idle_states {
+            machine = machine.with_idle_states(runs)?;
+        }
+        Ok(machine)
     }
 }
 
@@ -744,6 +769,19 @@ impl fmt::Display for MachineSpec {
         if let Some(t) = &self.smt_throughput {
             write!(f, ",smt_throughput={t}")?;
         }
+        if let Some(runs) = &self.idle_states {
+            let runs: Vec<String> = runs
+                .iter()
+                .map(|(t, c)| {
+                    if *c == 0 {
+                        t.to_string()
+                    } else {
+                        format!("{t}x{c}")
+                    }
+                })
+                .collect();
+            write!(f, ",idle_states={}", runs.join(","))?;
+        }
         Ok(())
     }
 }
@@ -789,6 +827,7 @@ struct FileSpec {
     numbering: Option<String>,
     node_reclaim_distance: Option<u32>,
     smt_throughput: Option<String>,
+    idle_states: Option<String>,
     cpus: Option<Vec<FileCpu>>,
 }
 
@@ -901,10 +940,14 @@ fn machine_from_file(file: FileSpec) -> Result<Machine, SpecError> {
             table.as_deref(),
             reclaim.unwrap_or(RECLAIM_DISTANCE),
         )?;
-        return Ok(match &file.smt_throughput {
+        let mut machine = match &file.smt_throughput {
             Some(t) => machine.with_smt_throughput(SmtThroughput::parse(t)?),
             None => machine,
-        });
+        };
+        if let Some(t) = &file.idle_states {
+            machine = machine.with_idle_states(&crate::cpuidle::parse_per_cpu(t)?)?;
+        }
+        return Ok(machine);
     }
     let mut spec = match &file.preset {
         Some(name) => match preset(name) {
@@ -958,6 +1001,9 @@ fn machine_from_file(file: FileSpec) -> Result<Machine, SpecError> {
     }
     if let Some(t) = &file.smt_throughput {
         spec.smt_throughput = Some(SmtThroughput::parse(t)?);
+    }
+    if let Some(t) = &file.idle_states {
+        spec.idle_states = Some(crate::cpuidle::parse_per_cpu(t)?);
     }
     spec.build()
 }

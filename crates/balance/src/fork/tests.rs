@@ -241,7 +241,20 @@ fn find_idlest_group_cpu_prefers_sched_idle_then_recent_idle_then_least_loaded()
     // the first idle CPU (6).
     b.rqs[6].set_idle_stamp(None);
     b.rqs[7].set_idle_stamp(None);
+    b.rqs[6].sched_idle_set_state(Some(1));
+    b.rqs[7].sched_idle_set_state(Some(1));
     assert_eq!(idlest_cpu_of_llc1(&mut b, p), CpuId(6));
+    // Rule: a shallower idle state wins whatever the stamps (WFI at 1 us beats cpu-sleep at
+    // 950 us).
+    b.rqs[6].sched_idle_set_state(Some(950));
+    assert_eq!(idlest_cpu_of_llc1(&mut b, p), CpuId(7));
+    // Rule: with no idle state (NULL, outside cpuidle_enter_state()) and no idle_stamp, an
+    // idle CPU is never the candidate: the least loaded busy CPU is taken.
+    b.rqs[6].sched_idle_set_state(None);
+    b.rqs[7].sched_idle_set_state(None);
+    assert_eq!(idlest_cpu_of_llc1(&mut b, p), CpuId(5));
+    b.rqs[6].sched_idle_set_state(Some(1));
+    b.rqs[7].sched_idle_set_state(Some(1));
     b.idle_since(6, 9_000);
     b.idle_since(7, 9_000);
     assert_eq!(

@@ -55,6 +55,7 @@ fn engine(w: &mut World, b: &mut KernelBalancer, ticks: u64, log: &mut Log) {
         for c in 0..n {
             if w.rqs[c].idle_cpu() && !b.state.cpus[c].nohz_tick_stopped {
                 let (mut ctx, _) = w.split();
+                b.idle_enter(&mut ctx, CpuId(c as u32));
                 b.nohz_enter_idle(&mut ctx, CpuId(c as u32));
             }
         }
@@ -99,6 +100,7 @@ fn idle_load_balancer_pulls_for_idle_cpus() {
     // CPUs 1-7 stop their ticks at once.
     for c in 1..8 {
         let (mut ctx, _) = w.split();
+        b.idle_enter(&mut ctx, CpuId(c));
         b.nohz_enter_idle(&mut ctx, CpuId(c));
     }
     assert_eq!(b.state.nohz.nr_cpus, 7);

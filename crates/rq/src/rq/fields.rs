@@ -16,6 +16,18 @@ impl Rq {
         self.idle_stamp = stamp;
     }
 
+    /// `idle_get_state(rq)->exit_latency`: the declared exit latency (us) of the idle state
+    /// the CPU is in (`None`: NULL, the CPU is not inside `cpuidle_enter_state()`).
+    pub fn idle_get_state(&self) -> Option<u32> {
+        self.idle_state
+    }
+
+    /// core.c's `sched_idle_set_state()`, called by `cpuidle_enter_state()` on entry
+    /// (`Some(exit_latency_us)`) and on exit (`None`).
+    pub fn sched_idle_set_state(&mut self, exit_latency_us: Option<u32>) {
+        self.idle_state = exit_latency_us;
+    }
+
     /// `rq->max_idle_balance_cost`: the longest newly idle balance seen, decayed.
     pub fn max_idle_balance_cost(&self) -> u64 {
         self.max_idle_balance_cost

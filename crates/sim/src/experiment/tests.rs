@@ -20,6 +20,7 @@ fn config(machine: &str, workloads: &[&str], duration_ns: u64) -> SimConfig {
         tunables: Tunables::new(nr),
         cost: CostModel::default(),
         engine: EngineTunables::default(),
+        machine: Default::default(),
         duration_ns,
         seed: 0,
         check: false,

@@ -143,7 +143,7 @@ fn every_bad_input_kind_gets_a_one_line_error_naming_it() {
         ("0", "`cpus=0`: a count must be at least 1"),
         (
             "cores=4,sockts=2",
-            "unknown key `sockts` in machine spec (known: nodes, sockets, llcs, clusters, cores, threads, capacity, distance, numbering, node_reclaim_distance, smt_throughput, preset)",
+            "unknown key `sockts` in machine spec (known: nodes, sockets, llcs, clusters, cores, threads, capacity, distance, numbering, node_reclaim_distance, smt_throughput, idle_states, preset)",
         ),
         (
             "hikey961",
