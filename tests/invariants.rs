@@ -19,7 +19,12 @@
 //!    for an idle destination;
 //! 8. simulated time never goes backwards; a waiting task runs within its bound;
 //! 9. determinism: same inputs and seed, same event hash (checks on or off); results
-//!    independent of the experiment runner's thread count.
+//!    independent of the experiment runner's thread count;
+//! 10. the machine model: a CPU inside an idle state runs no task and its `rq->idle_state`
+//!    is that state's exit latency; an idle CPU that kept its tick has a tick pending.
+//!
+//! Random machines carry one of the presets' idle-state tables (or none), so the cpuidle
+//! model runs in most cases.
 //!
 //! Each "always" is paired with "sometimes" counters summed over the suite's cases and
 //! asserted at the end, so the suite cannot pass without reaching the states the
@@ -150,12 +155,20 @@ fn machine() -> impl Strategy<Value = (String, u32)> {
         1..=2u32,
         prop_oneof![Just(20u32), Just(21), Just(31)],
         prop_oneof![1 => Just(None), 1 => (1..4u32).prop_map(Some)],
+        prop_oneof![
+            Just("none"),
+            Just("bdw"),
+            Just("skl"),
+            Just("zen2"),
+            Just("hi6220"),
+            Just("power8")
+        ],
     )
-        .prop_filter("2 to max CPUs", move |&(n, l, c, k, t, _, asym)| {
+        .prop_filter("2 to max CPUs", move |&(n, l, c, k, t, _, asym, _)| {
             let t = if asym.is_some() { 1 } else { t };
             (2..=max_cpus).contains(&(n * l * c * k * t))
         })
-        .prop_map(|(nodes, llcs, clusters, cores, threads, distance, asym)| {
+        .prop_map(|(nodes, llcs, clusters, cores, threads, distance, asym, idle)| {
             // Asymmetric capacities (big.LITTLE) come without SMT, where siblings would
             // have to share a capacity.
             let threads = if asym.is_some() { 1 } else { threads };
@@ -174,6 +187,7 @@ fn machine() -> impl Strategy<Value = (String, u32)> {
                 let cap = 1024 - 256 * step;
                 spec.push_str(&format!(",capacity=1024x{},{cap}x{little}", nr - little));
             }
+            spec.push_str(&format!(",idle_states={idle}"));
             (spec, nr)
         })
 }
@@ -623,6 +637,10 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
             "newly idle balances holding the previous task",
             e.newidle_prev,
         ),
+        // 10: CPUs sit in idle states, leave them, and keep their tick on short idles.
+        ("CPUs in a non-polling idle state", e.in_idle_state),
+        ("CPUs leaving an idle state", e.idle_exiting),
+        ("idle CPUs that kept their tick", e.idle_tick_kept),
         // 4: PELT sums are compared, and entities leave cfs_rqs.
         ("cfs_rq sums compared", e.pelt_sums_checked),
         ("entities detached or removed", e.pelt_departures),

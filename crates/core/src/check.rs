@@ -156,6 +156,14 @@ pub struct EngineCounts {
     pub max_pelt_per_mille: u64,
     /// Entities that left a cfs_rq (detach, removal, exit).
     pub pelt_departures: u64,
+    /// (check, CPU) pairs where a CPU sat in a non-polling idle state.
+    pub in_idle_state: u64,
+    /// (check, CPU) pairs where a CPU was leaving an idle state (an interrupt waiting for
+    /// the exit).
+    pub idle_exiting: u64,
+    /// (check, CPU) pairs where an idle CPU in a state kept its tick (the governor
+    /// predicted an idle shorter than a tick).
+    pub idle_tick_kept: u64,
 }
 
 impl EngineCounts {
@@ -172,6 +180,9 @@ impl EngineCounts {
         self.pelt_sums_checked += other.pelt_sums_checked;
         self.max_pelt_per_mille = self.max_pelt_per_mille.max(other.max_pelt_per_mille);
         self.pelt_departures += other.pelt_departures;
+        self.in_idle_state += other.in_idle_state;
+        self.idle_exiting += other.idle_exiting;
+        self.idle_tick_kept += other.idle_tick_kept;
     }
 }
 
@@ -328,7 +339,68 @@ impl<B: Balancer> Core<B> {
         self.check_places()?;
         self.check_pinned()?;
         self.check_pelt()?;
+        self.check_idle_states()?;
         self.check_waits()
+    }
+
+    /// Invariant 10 (the machine model): a CPU inside an idle state runs no task and its
+    /// `rq->idle_state` is that state's exit latency; a CPU running a task has none; a CPU
+    /// in a state with its tick kept has a tick on its way.
+    fn check_idle_states(&mut self) -> Result<(), SimError> {
+        use crate::cpuidle::IdleCpu;
+        let topo = self.cfg.topology.clone();
+        for (c, cpu) in self.cpus.iter().enumerate() {
+            let rq = &self.rqs[c];
+            let err = |detail: String| {
+                Err(SimError::Invariant {
+                    time_ns: self.now,
+                    cpu: c as u32,
+                    task: String::new(),
+                    detail,
+                })
+            };
+            let state = match cpu.idle {
+                IdleCpu::Out => {
+                    if rq.curr.is_some() && rq.idle_get_state().is_some() {
+                        return err(format!(
+                            "runs a task but rq->idle_state is {:?}",
+                            rq.idle_get_state()
+                        ));
+                    }
+                    continue;
+                }
+                IdleCpu::In { state, .. } => state,
+                IdleCpu::Exiting { state, .. } => {
+                    self.checker.counts.idle_exiting += 1;
+                    state
+                }
+            };
+            let s = &topo.machine().idle_states(CpuId(c as u32)).states[usize::from(state)];
+            if rq.curr.is_some() || cpu.newidle.is_some() {
+                return err(format!("is in idle state {} but runs a task", s.name));
+            }
+            if rq.idle_get_state() != Some(s.exit_latency_us()) {
+                return err(format!(
+                    "is in idle state {} (exit latency {} us) but rq->idle_state is {:?}",
+                    s.name,
+                    s.exit_latency_us(),
+                    rq.idle_get_state()
+                ));
+            }
+            if !s.polling {
+                self.checker.counts.in_idle_state += 1;
+            }
+            if !cpu.tick_stopped {
+                if cpu.tick.is_none() {
+                    return err(format!(
+                        "is in idle state {} with its tick kept but no tick pending",
+                        s.name
+                    ));
+                }
+                self.checker.counts.idle_tick_kept += 1;
+            }
+        }
+        Ok(())
     }
 
     /// What the checks saw (with `check` on).
