@@ -11,8 +11,9 @@
 //!
 //! The experiment switches of ../shared/EXPERIMENTS.md that live here:
 //! - `LB_UTIL_SKIP_SINGLE` ([`find_busiest_queue`], migrate_util);
-//! - `LB_RELAX_BY_FAILED` ([`detach_tasks`]: off means `load/2 > imbalance` whatever
-//!   `nr_balance_failed`, the v5.5-v5.9 rule; see [`load_too_big`], [`util_too_big`]);
+//! - `LB_RELAX_BY_FAILED` ([`detach_tasks`]: off means the v5.5-v5.9 rule, `load/2 >
+//!   imbalance` while `nr_balance_failed <= cache_nice_tries`; see [`load_too_big`],
+//!   [`util_too_big`]);
 //! - `NEWIDLE_BAIL_ON_PENDING` ([`should_we_balance`]);
 //! - `LB_TIP_AVG_HIGH` ([`cpu_load`]);
 //! - `PREFER_SIBLING_NR_DIFF` ([`find_busiest_group`] and [`calculate_imbalance`], see

@@ -146,21 +146,23 @@ pub const fn shr_bound(val: u64, shift: u32) -> u64 {
 /// The size test of detach_tasks() for migrate_load: is a task of load `load` too big for
 /// the remaining imbalance?
 ///
-/// With `LB_RELAX_BY_FAILED` (v5.10, seed 001): `shr_bound(load, nr_balance_failed) >
-/// imbalance`, so each failed balance halves the effective size. Without it, the v5.5-v5.9
-/// rule: `load / 2 > imbalance`, whatever the failures.
+/// With `LB_RELAX_BY_FAILED` (v5.10, seed 001, fair.c: detach_tasks() of v5.10-v6.12):
+/// `shr_bound(load, nr_balance_failed) > imbalance`, so each failed balance halves the
+/// effective size. Without it, the v5.5-v5.9 rule: `load / 2 > imbalance &&
+/// nr_balance_failed <= cache_nice_tries`, so once the domain has failed more than
+/// `cache_nice_tries` times the size test no longer applies.
 pub fn load_too_big(
     relax_by_failed: bool,
     load: u64,
     nr_balance_failed: u32,
+    cache_nice_tries: u32,
     imbalance: i64,
 ) -> bool {
-    let eff = if relax_by_failed {
-        shr_bound(load, nr_balance_failed)
+    if relax_by_failed {
+        shr_bound(load, nr_balance_failed) as i64 > imbalance
     } else {
-        load / 2
-    };
-    eff as i64 > imbalance
+        (load / 2) as i64 > imbalance && nr_balance_failed <= cache_nice_tries
+    }
 }
 
 /// The size test of detach_tasks() for migrate_util: is a task of utilization `util` too
@@ -228,8 +230,9 @@ pub fn detach_tasks(
             match env.migration_type {
                 MigrationType::Load => {
                     let load = task_h_load(ctx, p).max(1);
+                    let tries = env.sd(ctx.topo).cache_nice_tries;
                     if (lb_min && load < 16 && failed == 0)
-                        || load_too_big(relax, load, failed, env.imbalance)
+                        || load_too_big(relax, load, failed, tries, env.imbalance)
                     {
                         false
                     } else {

@@ -182,7 +182,8 @@ fn hikey_eleven_tasks_imbalance_pct_decides() {
 }
 
 /// Rule (detach_tasks, migrate_load): a task is too big when `(load >> nr_balance_failed) >
-/// imbalance` with LB_RELAX_BY_FAILED, when `load / 2 > imbalance` without it. 9 tasks on
+/// imbalance` with LB_RELAX_BY_FAILED, when `load / 2 > imbalance` (and the domain has not
+/// failed more than cache_nice_tries times) without it. 9 tasks on
 /// hikey split 5/4: the local cluster is only fully busy, the busiest overloaded, and the
 /// load imbalance (about half a task) lies between load/2 and load: the old rule moves the
 /// waiting task at once, the new one only after a failed balance, and further failures
@@ -220,14 +221,24 @@ fn nine_tasks_size_test_and_relax_by_failed() {
         }
         assert_eq!(cluster_counts(&w), (4, 5));
     }
-    // As failures grow, the relaxed test accepts tasks the old rule never would.
-    assert!(load_too_big(false, 1024, 5, 300));
-    assert!(load_too_big(true, 1024, 1, 300));
-    assert!(!load_too_big(true, 1024, 2, 300));
+    // Rule (v5.10-v6.12): shr_bound(load, nr_balance_failed) > imbalance: each failure
+    // halves the task's effective load.
+    assert!(load_too_big(true, 1024, 1, 1, 300));
+    assert!(!load_too_big(true, 1024, 2, 1, 300));
     assert!(
-        !load_too_big(true, 1024, 200, 0),
+        !load_too_big(true, 1024, 200, 1, 0),
         "shr_bound caps the shift"
     );
+    // Rule (v5.5-v5.9): load / 2 > imbalance && nr_balance_failed <= cache_nice_tries: the
+    // size test holds until the domain has failed more than cache_nice_tries times, then
+    // any task may go.
+    assert!(load_too_big(false, 1024, 0, 1, 300));
+    assert!(load_too_big(false, 1024, 1, 1, 300));
+    assert!(
+        !load_too_big(false, 1024, 2, 1, 300),
+        "failed 2 > cache_nice_tries 1"
+    );
+    assert!(!load_too_big(false, 600, 0, 1, 300), "600 / 2 <= 300");
     // migrate_util: before the switch, `util > imbalance`; with it, relaxed like load.
     assert!(util_too_big(false, 600, 3, 500));
     assert!(!util_too_big(false, 500, 0, 500));
