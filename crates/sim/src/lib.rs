@@ -8,6 +8,7 @@
 pub mod engine;
 pub mod experiment;
 pub mod params;
+pub mod profile;
 pub mod queue;
 pub mod stats;
 pub mod time;

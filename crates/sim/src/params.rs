@@ -15,6 +15,8 @@ use lbsim_kernel::params::{Features, ParamDef, ParamError, Params, Registry};
 use lbsim_rq::Tunables;
 use lbsim_topology::SdParams;
 
+use crate::profile::{Profile, ProfileError};
+
 /// Every layer's declaration lists: the features (printed in features.h order whatever the
 /// list order), then the kernel tunables, the `sd_init()` inputs, the cost model and the
 /// engine, in the order `lbsim features` prints them.
@@ -70,6 +72,22 @@ pub struct Settings {
     pub engine: EngineTunables,
     /// Machine-model knobs.
     pub machine: MachineModel,
+    /// The kernel profile the values started from (`--kernel`), if one was asked for:
+    /// without one, every parameter is at the registry's default (the v6.12 model, with the
+    /// legacy-CFS features at their v6.1 defaults for `sched_policy=cfs`).
+    pub kernel: Option<Profile>,
+}
+
+/// Why a parameter setting was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// A bad name or value.
+    #[error(transparent)]
+    Param(#[from] ParamError),
+    /// A feature the chosen kernel does not have.
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
 }
 
 /// Stores `value` into `p` if `def` is one of its parameters.
@@ -99,7 +117,25 @@ impl Settings {
             cost: CostModel::default(),
             engine: EngineTunables::default(),
             machine: MachineModel::default(),
+            kernel: None,
         }
+    }
+
+    /// Every parameter as kernel `profile` has it, for a machine of `nr_cpus` CPUs: its
+    /// features.h defaults (a kernel feature it lacks is off), lbsim's switches for the
+    /// changes it has, and its tunables' defaults ([`crate::profile`]).
+    pub fn for_kernel(nr_cpus: u32, profile: Profile) -> Settings {
+        let mut s = Settings::new(nr_cpus);
+        let names: Vec<&'static str> = REGISTRY.features().iter().map(|(d, _)| d.name).collect();
+        for (name, on) in profile.feature_values(&names) {
+            let (_, f) = REGISTRY.feature(name).expect("a registry feature");
+            s.features.set(f.bit, on);
+        }
+        for (k, v) in profile.tunables() {
+            s.set(k, v).expect("a profile's tunables are valid");
+        }
+        s.kernel = Some(profile);
+        s
     }
 
     /// Sets parameter `name` (any layer's) from its text.
@@ -139,11 +175,29 @@ impl Settings {
     }
 
     /// Applies a kernel-style features list (`NO_X,Y`); see [`Registry::apply_features`].
+    /// With a kernel profile, switching on a kernel feature that release does not have is
+    /// refused (lbsim's switches for later changes may be set on any release).
     ///
     /// # Errors
-    /// An unknown feature, with the nearest spellings; nothing changes.
-    pub fn apply_features(&mut self, list: &str) -> Result<(), ParamError> {
-        REGISTRY.apply_features(&mut self.features, list)
+    /// An unknown feature, with the nearest spellings, or one the profile's release lacks;
+    /// nothing changes.
+    pub fn apply_features(&mut self, list: &str) -> Result<(), SettingsError> {
+        let mut f = self.features;
+        REGISTRY.apply_features(&mut f, list)?;
+        if let Some(p) = self.kernel {
+            for item in list.split(|c: char| c == ',' || c.is_whitespace()) {
+                if item.is_empty() {
+                    continue;
+                }
+                let (on, name) = match item.strip_prefix("NO_") {
+                    Some(rest) => (false, rest),
+                    None => (true, item),
+                };
+                p.check_feature(name, on)?;
+            }
+        }
+        self.features = f;
+        Ok(())
     }
 }
 

@@ -156,3 +156,42 @@ fn behaviour_switches_skip_the_unmodelled() {
     assert!(names.contains(&"LB_UTIL_SKIP_SINGLE") && names.contains(&"TTWU_QUEUE"));
     assert!(!names.contains(&"HRTICK") && !names.contains(&"SIS_PROP"));
 }
+
+/// Rule (crate::profile): a kernel profile's settings are that release's: its features.h
+/// defaults, lbsim's switches for the changes it has, its tunables' defaults; a feature the
+/// release lacks cannot be switched on, lbsim's switches can.
+#[test]
+fn kernel_profiles_set_the_releases_values() {
+    use crate::profile::Profile;
+    let mut s = Settings::for_kernel(8, Profile::parse("5.9").unwrap());
+    assert_eq!(s.sd.imbalance_pct, 125);
+    assert_eq!(s.sd.busy_factor, 32);
+    assert_eq!(s.get("sched_policy").unwrap(), "cfs");
+    assert!(!s.features.enabled(LbFeat::LbRelaxByFailed));
+    assert!(
+        !s.features.enabled(LbFeat::SisUtil),
+        "SIS_UTIL came in v6.0"
+    );
+    assert!(
+        s.features.enabled(LbFeat::LbUtilSkipSingle),
+        "merged in v5.7"
+    );
+    assert!(!s.features.enabled(RqFeat::DelayDequeue));
+    assert_eq!(
+        s.apply_features("SIS_UTIL").unwrap_err().to_string(),
+        "SIS_UTIL does not exist in v5.9 (it first appears in the v6.1 profile)"
+    );
+    s.apply_features("NO_SIS_UTIL,LB_RELAX_BY_FAILED").unwrap();
+    assert!(
+        s.features.enabled(LbFeat::LbRelaxByFailed),
+        "a switch is allowed"
+    );
+    let modern = Settings::for_kernel(8, Profile::parse("6.12").unwrap());
+    let plain = Settings::new(8);
+    assert_eq!(modern.sd, plain.sd);
+    assert_eq!(modern.tunables, plain.tunables);
+    assert!(
+        !modern.features.enabled(RqFeat::AltPeriod),
+        "v6.12 has no ALT_PERIOD"
+    );
+}
