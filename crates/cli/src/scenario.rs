@@ -90,6 +90,7 @@ impl Scenario {
             cost,
             engine,
             machine: model,
+            ..
         } = settings(machine.nr_cpus() as u32, &self.features, &self.sets)?;
         let topology = Topology::build(&machine, &sd)
             .with_context(|| format!("--topology `{}`", self.topology))?;
