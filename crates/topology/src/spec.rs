@@ -618,6 +618,14 @@ impl MachineSpec {
             }
         }
         let n = self.nr_cpus()?;
+        if self.nodes as usize > crate::machine::MAX_NUMNODES {
+            return Err(MachineError::TooManyNodes {
+                what: format!("`nodes={}`: the last", self.nodes),
+                node: u64::from(self.nodes) - 1,
+                max: crate::machine::MAX_NUMNODES,
+            }
+            .into());
+        }
         if let Some(c) = &self.capacity
             && c.len() != n
         {
@@ -880,6 +888,7 @@ fn machine_from_file(file: FileSpec) -> Result<Machine, SpecError> {
                 }
             })
             .collect();
+        crate::machine::check_nodes(&descs, None)?;
         let max_node = descs.iter().map(|d| d.node).max().unwrap_or(0) as usize;
         let table = match &file.distance {
             None => None,
