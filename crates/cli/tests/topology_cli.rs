@@ -284,3 +284,13 @@ fn node_ids_are_bounded_before_anything_is_sized_by_them() {
     let text = ok(&["topology", path.to_str().unwrap()]);
     assert!(text.contains("NUMA"), "{text}");
 }
+
+#[cfg(unix)]
+#[test]
+fn an_endless_machine_file_is_refused_by_its_size() {
+    // `/dev/zero` has no end: reading it whole exhausted memory (issue 18, finding 8).
+    assert_eq!(
+        fails(&["topology", "/dev/zero"]),
+        "lbsim: error: cannot read machine file `/dev/zero`: the file is larger than lbsim's 16777216-byte limit for input files"
+    );
+}

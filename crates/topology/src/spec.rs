@@ -800,13 +800,15 @@ struct FileSpec {
     cpus: Option<Vec<FileCpu>>,
 }
 
-/// Reads a TOML or JSON machine file (schema in the module docs).
+/// Reads a TOML or JSON machine file (schema in the module docs), of at most
+/// [`lbsim_kernel::input::MAX_INPUT_BYTES`].
 pub fn load_file(path: &Path) -> Result<Machine, SpecError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| SpecError::ReadFile {
-        path: shown.clone(),
-        message: e.to_string(),
-    })?;
+    let text =
+        lbsim_kernel::input::read_to_string_capped(path).map_err(|e| SpecError::ReadFile {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?;
     let one_line = |m: String| m.split_whitespace().collect::<Vec<_>>().join(" ");
     let is_json =
         shown.to_ascii_lowercase().ends_with(".json") || text.trim_start().starts_with('{');
