@@ -6,6 +6,7 @@
 //! it on one line and exits with code 2.
 
 pub mod balancer;
+pub mod budget;
 pub mod commands;
 pub mod format;
 pub mod repro;

@@ -441,7 +441,8 @@ fn example_scenarios_carry_the_builtin_definitions_switches() {
     };
     for exp in lbsim::repro::defs::all() {
         let path = dir.join(format!("{}.toml", exp.name));
-        let f = lbsim::scenario::ScenarioFile::load(&path).unwrap();
+        let f =
+            lbsim::scenario::ScenarioFile::load(&path, &lbsim::budget::Budget::default()).unwrap();
         assert_eq!(f.topology.as_deref(), Some(exp.topology), "{}", exp.name);
         assert_eq!(
             items(&f.features),

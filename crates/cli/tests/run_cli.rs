@@ -167,6 +167,125 @@ fn trace_writes_ftrace_text_and_never_overwrites_a_file() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
 }
 
+/// A directory of its own for one test, empty.
+fn fresh_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("run_cli")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn dir_names(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn a_trace_past_its_record_limit_stops_the_run_and_writes_nothing() {
+    let dir = fresh_dir("limit");
+    let path = dir.join("trace.txt");
+    let p = path.to_str().unwrap();
+    let args = [
+        "run",
+        "--topology",
+        "hikey",
+        "--workload",
+        "busy:threads=9",
+        "--duration",
+        "200ms",
+        "--trace",
+        p,
+    ];
+    let out = lbsim(&[&args[..], &["--max-trace-records", "100"]].concat());
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "lbsim: error: --trace {p}: the trace passed 100 records at 0.0"
+        )) && err.ends_with(
+            " s of simulated time (--max-trace-records N raises it); no file was written\n"
+        ),
+        "{err}"
+    );
+    assert!(dir_names(&dir).is_empty());
+    // The default limit holds this run's trace.
+    assert!(lbsim(&args).status.success());
+    assert_eq!(dir_names(&dir), ["trace.txt"]);
+}
+
+/// Runs `lbsim ARGS`, expecting exit 2 and one line on stderr; returns it without the newline.
+fn fails(args: &[&str]) -> String {
+    let out = lbsim(args);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(out.stdout.is_empty(), "{args:?}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    err.trim_end().to_owned()
+}
+
+/// One flag used to exhaust memory (issue 18, finding 2): the run's budget is checked before
+/// anything is built, each limit naming the flag that raises it.
+#[test]
+fn the_budget_is_checked_before_anything_is_built() {
+    fn run<'a>(topology: &'a str, workloads: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec!["run", "--topology", topology, "--duration", "1ns"];
+        for w in workloads {
+            args.extend(["--workload", w]);
+        }
+        args.extend(extra);
+        args
+    }
+    let busy = "busy:threads=1000000";
+    for (args, expected) in [
+        (
+            run("4", &["hogs:cpus=0-65535,per_cpu=10000"], &[]),
+            "--workload: the run's workloads make 655360000 tasks, more than the limit of 1000000 (--max-tasks N raises it)",
+        ),
+        (
+            run("4", &[busy, busy, busy], &["--max-tasks", "2000000"]),
+            "--workload: the run's workloads make 3000000 tasks, more than the limit of 2000000 (--max-tasks N raises it)",
+        ),
+        (
+            run(
+                "4",
+                &["hogs:cpus=0-3", "busy:threads=1,cpus=0-1"],
+                &["--max-cpusets", "4"],
+            ),
+            "--workload: the run's workloads make 5 cpusets, more than the limit of 4 (--max-cpusets N raises it)",
+        ),
+        (
+            run("2048", &["busy:threads=1"], &[]),
+            "--topology `2048`: the machine has 2048 CPUs, more than the limit of 1024 (--max-cpus N raises it, up to 8192)",
+        ),
+        (
+            run("nodes=65", &["busy:threads=1"], &[]),
+            "--topology `nodes=65`: the machine has 65 NUMA nodes, more than the limit of 64 (--max-nodes N raises it, up to 1024)",
+        ),
+    ] {
+        assert_eq!(fails(&args), format!("lbsim: error: {expected}"));
+    }
+    // Raised, the same machines and workloads run.
+    for args in [
+        run("nodes=65", &["busy:threads=1"], &["--max-nodes", "65"]),
+        run(
+            "4",
+            &["hogs:cpus=0-3", "busy:threads=1,cpus=0-1"],
+            &["--max-cpusets", "5"],
+        ),
+    ] {
+        let out = lbsim(&args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 #[test]
 fn trace_with_a_perfetto_extension_writes_trace_packets() {
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("run_cli");

@@ -281,7 +281,15 @@ fn node_ids_are_bounded_before_anything_is_sized_by_them() {
         "edge.toml",
         "distance = 21\n[[cpus]]\nnode = 0\n[[cpus]]\nnode = 1023\n",
     );
-    let text = ok(&["topology", path.to_str().unwrap()]);
+    let path = path.to_str().unwrap();
+    // 1024 nodes is past the default budget of 64 (`--max-nodes`), not past lbsim's limit.
+    assert_eq!(
+        fails(&["topology", path]),
+        format!(
+            "lbsim: error: topology `{path}`: the machine has 1024 NUMA nodes, more than the limit of 64 (--max-nodes N raises it, up to 1024)"
+        )
+    );
+    let text = ok(&["topology", path, "--max-nodes", "1024"]);
     assert!(text.contains("NUMA"), "{text}");
 }
 

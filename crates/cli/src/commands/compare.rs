@@ -63,6 +63,9 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// The runs' resource budget.
+    #[command(flatten)]
+    pub budget: crate::budget::Budget,
 }
 
 /// The worker threads: `--jobs`, else the host's available parallelism.
@@ -154,11 +157,12 @@ struct Plan {
     patched: String,
     seeds: Vec<u64>,
     duration_ns: u64,
+    budget: crate::budget::Budget,
 }
 
 fn plan(args: &Args) -> anyhow::Result<Plan> {
     let file = match &args.file {
-        Some(p) => ScenarioFile::load(p)?,
+        Some(p) => ScenarioFile::load(p, &args.budget)?,
         None => ScenarioFile::default(),
     };
     let base = args.base.clone().or(file.base.clone());
@@ -181,6 +185,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         seed: args.seed,
         features: args.features.clone(),
         sets: args.sets.clone(),
+        budget: args.budget,
     }
     .merge(file)?;
     let seeds = (0..u64::from(runs))
@@ -197,6 +202,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         patched: patched.unwrap_or_default(),
         seeds,
         duration_ns: scenario.duration_ns,
+        budget: scenario.budget,
     })
 }
 
@@ -210,6 +216,7 @@ fn side_config(plan: &Plan, side: &str, list: &str) -> anyhow::Result<SimConfig>
         features,
         sets: plan.sets.clone(),
         duration_ns: plan.duration_ns,
+        budget: plan.budget,
     };
     Ok(scenario
         .build()

@@ -3,7 +3,7 @@
 use std::io::Write as _;
 
 use anyhow::Context as _;
-use lbsim_sim::engine::{CpuResult, GroupFairness, RunResult, Sim, TaskResult};
+use lbsim_sim::engine::{CpuResult, GroupFairness, RunResult, Sim, SimError, TaskResult};
 use lbsim_workload::Report;
 use serde::Serialize;
 
@@ -60,6 +60,14 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// The run's resource budget.
+    #[command(flatten)]
+    pub budget: crate::budget::Budget,
+    /// Most records (lines) the `--trace` may hold; the run stops with an error, writing no
+    /// file, when its trace would pass it.
+    #[arg(long, value_name = "N", default_value_t = crate::budget::DEFAULT_MAX_TRACE_RECORDS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_trace_records: u64,
 }
 
 /// Runs `lbsim run`.
@@ -73,6 +81,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         seed: args.seed,
         features: args.features.clone(),
         sets: args.sets.clone(),
+        budget: args.budget,
     }
     .resolve()?;
     let built = scenario.build()?;
@@ -100,11 +109,19 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let simulate = |cfg: &lbsim_sim::engine::SimConfig| -> anyhow::Result<_> {
         let sim = Sim::new(cfg.clone(), make_balancer(args.balancer, cfg))?;
         let sim = if args.trace.is_some() {
-            sim.with_trace()
+            sim.with_trace().with_trace_limit(args.max_trace_records)
         } else {
             sim
         };
-        Ok(sim.run()?)
+        sim.run().map_err(|e| match (e, &args.trace) {
+            (SimError::TraceLimit { limit, time_ns }, Some(path)) => anyhow::anyhow!(
+                "--trace {}: the trace passed {limit} records at {:.6} s of simulated time \
+                 (--max-trace-records N raises it); no file was written",
+                path.display(),
+                time_ns as f64 / 1e9
+            ),
+            (e, _) => e.into(),
+        })
     };
     let mut result = simulate(&cfg)?;
     let mut reports = spec.reports(&result.observations);

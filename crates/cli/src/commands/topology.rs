@@ -41,6 +41,10 @@ pub struct Args {
     /// Only print these CPUs (a cpulist such as `0,5-7`).
     #[arg(long, value_name = "CPULIST")]
     pub cpus: Option<String>,
+
+    /// The machine's resource budget.
+    #[command(flatten)]
+    pub budget: crate::budget::MachineBudget,
 }
 
 /// Runs `lbsim topology`.
@@ -71,6 +75,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         params.set_busy_factor(v).context("--busy-factor")?;
     }
     let machine = parse_machine(spec)?;
+    args.budget.check("topology", spec, &machine)?;
     let topo = Topology::build(&machine, &params)?;
     let cpus = match &args.cpus {
         // A cpulist may be empty (the empty set), but a filter that prints no CPU only ever

@@ -1,6 +1,7 @@
 use std::path::Path;
 
 use super::*;
+use crate::budget::Budget;
 
 fn parse(text: &str) -> anyhow::Result<ScenarioFile> {
     ScenarioFile::parse(text, Path::new("dir/s.toml"))
@@ -197,7 +198,7 @@ fn syntax_errors_name_the_line_and_column() {
     assert_eq!(e.lines().count(), 1, "{e}");
     let e = format!(
         "{:#}",
-        ScenarioFile::load(Path::new("/nonexistent/x.toml")).unwrap_err()
+        ScenarioFile::load(Path::new("/nonexistent/x.toml"), &Budget::default()).unwrap_err()
     );
     assert!(
         e.starts_with("/nonexistent/x.toml: cannot read the scenario file: "),
