@@ -9,5 +9,6 @@ pub mod balancer;
 pub mod budget;
 pub mod commands;
 pub mod format;
+pub mod output;
 pub mod repro;
 pub mod scenario;
