@@ -8,7 +8,9 @@
 pub mod balancer;
 pub mod budget;
 pub mod commands;
+pub mod errors;
 pub mod format;
 pub mod output;
 pub mod repro;
 pub mod scenario;
+pub mod stdout;

@@ -51,12 +51,14 @@ pub fn settings(
     sets: &[String],
 ) -> anyhow::Result<Settings> {
     let mut s = Settings::new(nr_cpus);
-    let mut assignments: Vec<(String, String)> = Vec::new();
+    // Each assignment with the flag it came from, for its error.
+    let mut assignments: Vec<(String, String, String)> = Vec::new();
     for list in features_lists {
         let mut names = Vec::new();
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             if let Some((k, v)) = item.split_once('=') {
-                assignments.push((k.trim().to_owned(), v.trim().to_owned()));
+                let (k, v) = (k.trim().to_owned(), v.trim().to_owned());
+                assignments.push((format!("--features `{list}`: {k}={v}"), k, v));
             } else {
                 names.push(item);
             }
@@ -68,10 +70,11 @@ pub fn settings(
         let (k, v) = set
             .split_once('=')
             .with_context(|| format!("--set `{set}`: expected NAME=VALUE"))?;
-        assignments.push((k.trim().to_owned(), v.trim().to_owned()));
+        let (k, v) = (k.trim().to_owned(), v.trim().to_owned());
+        assignments.push((format!("--set {k}={v}"), k, v));
     }
-    for (k, v) in &assignments {
-        s.set(k, v).with_context(|| format!("--set {k}={v}"))?;
+    for (flag, k, v) in &assignments {
+        s.set(k, v).with_context(|| flag.clone())?;
     }
     Ok(s)
 }

@@ -329,6 +329,8 @@ fn the_budget_is_checked_before_anything_is_built() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // A limit beyond what lbsim builds at all is refused by the flag itself.
+    assert!(fails(&run("4", &["busy:threads=1"], &["--max-cpus", "8193"])).contains("--max-cpus"));
 }
 
 #[test]

@@ -136,14 +136,7 @@ impl ProgressBar {
     }
 }
 
-/// Writes `text` to stdout; a closed pipe is not an error.
-pub fn print(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("writing the report"),
-    }
-}
+pub use crate::stdout::print;
 
 /// What `lbsim compare` runs, after the file and the flags are merged.
 #[derive(Debug)]
@@ -210,6 +203,10 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
 fn side_config(plan: &Plan, side: &str, list: &str) -> anyhow::Result<SimConfig> {
     let mut features = plan.common.clone();
     features.push(list.to_owned());
+    // The side's own list, named by its flag (built below among the common lists, its errors
+    // would name --features).
+    crate::scenario::settings(1, std::slice::from_ref(&list.to_owned()), &[])
+        .map_err(|e| anyhow::anyhow!("--{side} `{list}`: {}", e.root_cause()))?;
     let scenario = Scenario {
         topology: plan.topology.clone(),
         workloads: plan.workloads.clone(),

@@ -1,6 +1,6 @@
 //! `lbsim run`: one simulation, reported for a person (text) or a script (JSON).
 
-use std::io::Write as _;
+use std::fmt::Write as _;
 
 use anyhow::Context as _;
 use lbsim_sim::engine::{CpuResult, GroupFairness, RunResult, Sim, SimError, TaskResult};
@@ -148,18 +148,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             }
         })?;
     }
-    let mut out = std::io::stdout().lock();
+    let mut text = String::new();
     if let Some(title) = rounds
         && format == TextOrJson::Text
         && round_lines.len() > 1
     {
-        writeln!(out, "== {title}: one round per line ==")?;
+        let _ = writeln!(text, "== {title}: one round per line ==");
         for l in &round_lines {
-            writeln!(out, "{l}")?;
+            let _ = writeln!(text, "{l}");
         }
-        writeln!(out, "== the last round ==")?;
+        let _ = writeln!(text, "== the last round ==");
     }
-    let text = match format {
+    text += &match format {
         TextOrJson::Json => json_pretty(&RunJson::of(&result, &reports))?,
         TextOrJson::Text if args.schedstat => {
             let mut t = text_report(&result, &reports);
@@ -174,10 +174,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
         TextOrJson::Text => text_report(&result, &reports),
     };
-    match out.write_all(text.as_bytes()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("writing the report"),
-    }
+    crate::stdout::print(&text)
 }
 
 fn first_line(text: &str) -> String {

@@ -240,6 +240,16 @@ fn settings_route_every_kind_of_name() {
         e,
         "--features `NO_WA_BIAZ`: unknown sched feature `NO_WA_BIAZ`; did you mean `NO_WA_BIAS`?"
     );
+    // A tunable in a features list is named with the --features list it came from, not as a
+    // --set (issue 18, finding 8).
+    let e = format!(
+        "{:#}",
+        settings(8, &["NO_WA_BIAS,foo=3".to_owned()], &[]).unwrap_err()
+    );
+    assert_eq!(
+        e,
+        "--features `NO_WA_BIAS,foo=3`: foo=3: unknown parameter `foo`; did you mean `hz`?"
+    );
     // A feature is switched, not set; a value parameter is set, not switched.
     let e = format!(
         "{:#}",
