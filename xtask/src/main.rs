@@ -190,8 +190,13 @@ fn params(args: &[String]) -> Result<(), String> {
     let path = root.join("docs/parameters.md");
     // Whole or not at all: write beside it, then rename over it.
     let tmp = root.join("docs/.parameters.md.tmp");
-    std::fs::write(&tmp, text).map_err(|e| format!("params: {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).map_err(|e| format!("params: {}: {e}", path.display()))?;
+    // A failed write or rename removes the temporary file: nothing half-written is left.
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("params: {}: {e}", path.display())
+        })?;
     eprintln!("    [params] wrote {}", path.display());
     Ok(())
 }

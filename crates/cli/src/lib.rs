@@ -6,7 +6,11 @@
 //! it on one line and exits with code 2.
 
 pub mod balancer;
+pub mod budget;
 pub mod commands;
+pub mod errors;
 pub mod format;
+pub mod output;
 pub mod repro;
 pub mod scenario;
+pub mod stdout;

@@ -4,11 +4,11 @@
 //! user can cause (a malformed spec, flag or file) is reported on stderr as one
 //! clear line naming what is wrong, with exit code 2; nothing panics.
 
-use lbsim::commands;
+use lbsim::{commands, errors};
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 
 /// lbsim: a simulator of the Linux kernel's fair-class load balancer.
 #[derive(Debug, Parser)]
@@ -35,7 +35,10 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_error(&e),
+    };
     let result = match cli.cmd {
         Cmd::Topology(args) => commands::topology::run(&args),
         Cmd::Pelt(args) => commands::pelt::run(&args),
@@ -46,9 +49,34 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("lbsim: error: {e:#}");
-            ExitCode::from(2)
+        Err(e) => fail(&errors::one_line(&e)),
+    }
+}
+
+/// `lbsim: error: MSG` on standard error; exit code 2.
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("lbsim: error: {msg}");
+    ExitCode::from(2)
+}
+
+/// What the argument parser refused: `--help` and `--version` print as clap prints them, with
+/// exit 0; every error is one line with exit 2.
+fn parse_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            // Standard output closed early (`lbsim --help | head`) is not an error.
+            let _ = e.print();
+            ExitCode::SUCCESS
         }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let cmd = Cli::command();
+            let names: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
+            fail(&format!(
+                "a command is needed: one of {} (`lbsim --help` describes them)",
+                names.join(", ")
+            ))
+        }
+        _ => fail(&errors::clap_one_line(&e.render().to_string())),
     }
 }

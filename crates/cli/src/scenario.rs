@@ -8,7 +8,9 @@ use anyhow::{Context as _, anyhow, bail};
 use lbsim_sim::engine::SimConfig;
 pub use lbsim_sim::params::Settings;
 use lbsim_topology::{Topology, parse_machine};
-use lbsim_workload::{WorkloadSpec, parse_workloads};
+use lbsim_workload::{WorkloadSpec, parse_workloads_within};
+
+use crate::budget::Budget;
 
 /// One run's description, before it is built.
 #[derive(Clone, Debug, Default)]
@@ -24,6 +26,8 @@ pub struct Scenario {
     pub sets: Vec<String>,
     /// Duration in ns.
     pub duration_ns: u64,
+    /// The run's resource budget (`--max-cpus`, `--max-tasks`, ...).
+    pub budget: Budget,
 }
 
 /// Built pieces of a scenario that do not depend on the seed.
@@ -47,12 +51,14 @@ pub fn settings(
     sets: &[String],
 ) -> anyhow::Result<Settings> {
     let mut s = Settings::new(nr_cpus);
-    let mut assignments: Vec<(String, String)> = Vec::new();
+    // Each assignment with the flag it came from, for its error.
+    let mut assignments: Vec<(String, String, String)> = Vec::new();
     for list in features_lists {
         let mut names = Vec::new();
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             if let Some((k, v)) = item.split_once('=') {
-                assignments.push((k.trim().to_owned(), v.trim().to_owned()));
+                let (k, v) = (k.trim().to_owned(), v.trim().to_owned());
+                assignments.push((format!("--features `{list}`: {k}={v}"), k, v));
             } else {
                 names.push(item);
             }
@@ -64,10 +70,11 @@ pub fn settings(
         let (k, v) = set
             .split_once('=')
             .with_context(|| format!("--set `{set}`: expected NAME=VALUE"))?;
-        assignments.push((k.trim().to_owned(), v.trim().to_owned()));
+        let (k, v) = (k.trim().to_owned(), v.trim().to_owned());
+        assignments.push((format!("--set {k}={v}"), k, v));
     }
-    for (k, v) in &assignments {
-        s.set(k, v).with_context(|| format!("--set {k}={v}"))?;
+    for (flag, k, v) in &assignments {
+        s.set(k, v).with_context(|| flag.clone())?;
     }
     Ok(s)
 }
@@ -83,6 +90,9 @@ impl Scenario {
         }
         let machine = parse_machine(&self.topology)
             .with_context(|| format!("--topology `{}`", self.topology))?;
+        self.budget
+            .machine
+            .check("--topology", &self.topology, &machine)?;
         let Settings {
             features,
             tunables,
@@ -94,7 +104,8 @@ impl Scenario {
         } = settings(machine.nr_cpus() as u32, &self.features, &self.sets)?;
         let topology = Topology::build(&machine, &sd)
             .with_context(|| format!("--topology `{}`", self.topology))?;
-        let workload = parse_workloads(&self.workloads).context("--workload")?;
+        let workload = parse_workloads_within(&self.workloads, self.budget.workload_limits())
+            .map_err(Budget::workload_error)?;
         if self.duration_ns == 0 {
             bail!("--duration must be greater than 0");
         }
@@ -144,6 +155,8 @@ pub struct RunInputs {
     pub features: Vec<String>,
     /// `--set`.
     pub sets: Vec<String>,
+    /// `--max-cpus`, `--max-tasks`, ...
+    pub budget: Budget,
 }
 
 impl RunInputs {
@@ -153,7 +166,7 @@ impl RunInputs {
     /// A bad file, a bad duration, or no topology at all.
     pub fn resolve(&self) -> anyhow::Result<(Scenario, u64)> {
         let file = match &self.file {
-            Some(p) => ScenarioFile::load(p)?,
+            Some(p) => ScenarioFile::load(p, &self.budget)?,
             None => ScenarioFile::default(),
         };
         self.merge(file)
@@ -190,6 +203,7 @@ impl RunInputs {
                 features,
                 sets,
                 duration_ns,
+                budget: self.budget,
             },
             self.seed.or(file.seed).unwrap_or(1),
         ))
@@ -278,22 +292,31 @@ fn line_col(text: &str, at: usize) -> (usize, usize) {
 }
 
 impl ScenarioFile {
-    /// Reads and checks `path`.
+    /// Reads and checks `path` (at most [`lbsim_kernel::input::MAX_INPUT_BYTES`]); its
+    /// workloads are checked against `budget`.
     ///
     /// # Errors
     /// One line naming the file, the key and what was expected.
-    pub fn load(path: &Path) -> anyhow::Result<ScenarioFile> {
-        let text = std::fs::read_to_string(path)
+    pub fn load(path: &Path, budget: &Budget) -> anyhow::Result<ScenarioFile> {
+        let text = lbsim_kernel::input::read_to_string_capped(path)
             .map_err(|e| anyhow!("{}: cannot read the scenario file: {e}", path.display()))?;
-        Self::parse(&text, path)
+        Self::parse_within(&text, path, budget)
     }
 
-    /// Parses and checks the text of scenario file `path`; paths inside it are taken
-    /// relative to `path`'s directory.
+    /// Parses and checks the text of scenario file `path` within the default [`Budget`].
     ///
     /// # Errors
     /// One line naming the file, the key and what was expected.
     pub fn parse(text: &str, path: &Path) -> anyhow::Result<ScenarioFile> {
+        Self::parse_within(text, path, &Budget::default())
+    }
+
+    /// Parses and checks the text of scenario file `path`; paths inside it are taken
+    /// relative to `path`'s directory, and its workloads are checked against `budget`.
+    ///
+    /// # Errors
+    /// One line naming the file, the key and what was expected.
+    pub fn parse_within(text: &str, path: &Path, budget: &Budget) -> anyhow::Result<ScenarioFile> {
         let file = path.display().to_string();
         let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
             let msg = e.message().trim_end().replace('\n', "; ");
@@ -351,8 +374,8 @@ impl ScenarioFile {
                     let mut resolved = Vec::new();
                     for (i, w) in list.iter().enumerate() {
                         let w = resolve_workload(dir, w);
-                        parse_workloads(std::slice::from_ref(&w))
-                            .map_err(|e| err(&format!("{key}[{i}]"), e.to_string()))?;
+                        parse_workloads_within(std::slice::from_ref(&w), budget.workload_limits())
+                            .map_err(|e| err(&format!("{key}[{i}]"), Budget::describe(&e)))?;
                         resolved.push(w);
                     }
                     out.workloads = Some(resolved);

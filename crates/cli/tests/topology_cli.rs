@@ -256,3 +256,67 @@ fn clap_usage_errors_exit_2() {
         assert!(!out.stderr.is_empty());
     }
 }
+
+/// A machine file in a fresh directory of its own under the test's target directory.
+fn machine_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("topology_cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn node_ids_are_bounded_before_anything_is_sized_by_them() {
+    // A 60-byte file asked for a 103 GB distance table (issue 18, finding 1): node ids index
+    // the distance table, so they are checked against MAX_NUMNODES (1024) first.
+    for (name, text, expected) in [
+        (
+            "remote.toml",
+            "distance = 21\n[[cpus]]\nnode = 0\n[[cpus]]\nnode = 4294967295\n",
+            "cpu 1 is node 4294967295; lbsim supports nodes 0..1024",
+        ),
+        (
+            "nodist.toml",
+            "[[cpus]]\nnode = 30000\n",
+            "cpu 0 is node 30000; lbsim supports nodes 0..1024",
+        ),
+        (
+            "shape.toml",
+            "nodes = 2048\ncores = 1\n",
+            "`nodes=2048`: the last is node 2047; lbsim supports nodes 0..1024",
+        ),
+    ] {
+        let path = machine_file(name, text);
+        assert_eq!(
+            fails(&["topology", path.to_str().unwrap()]),
+            format!("lbsim: error: {expected}"),
+            "{text}"
+        );
+    }
+    // The limit itself is a valid node: a machine with a memory-only gap up to node 1023.
+    let path = machine_file(
+        "edge.toml",
+        "distance = 21\n[[cpus]]\nnode = 0\n[[cpus]]\nnode = 1023\n",
+    );
+    let path = path.to_str().unwrap();
+    // 1024 nodes is past the default budget of 64 (`--max-nodes`), not past lbsim's limit.
+    assert_eq!(
+        fails(&["topology", path]),
+        format!(
+            "lbsim: error: topology `{path}`: the machine has 1024 NUMA nodes, more than the limit of 64 (--max-nodes N raises it, up to 1024)"
+        )
+    );
+    let text = ok(&["topology", path, "--max-nodes", "1024"]);
+    assert!(text.contains("NUMA"), "{text}");
+}
+
+#[cfg(unix)]
+#[test]
+fn an_endless_machine_file_is_refused_by_its_size() {
+    // `/dev/zero` has no end: reading it whole exhausted memory (issue 18, finding 8).
+    assert_eq!(
+        fails(&["topology", "/dev/zero"]),
+        "lbsim: error: cannot read machine file `/dev/zero`: the file is larger than lbsim's 16777216-byte limit for input files"
+    );
+}

@@ -50,6 +50,14 @@ pub enum SimError {
     /// The workload could not be run (a fork beyond the limit, an unsupported action).
     #[error("workload: {0}")]
     Workload(String),
+    /// The trace grew past the number of records the caller allowed (`Sim::with_trace_limit`).
+    #[error("the trace passed {limit} records at {time_ns} ns")]
+    TraceLimit {
+        /// The limit.
+        limit: u64,
+        /// Simulated time when it passed.
+        time_ns: u64,
+    },
     /// An invariant broke (a model bug); `--check` stops here.
     #[error("invariant violated at {time_ns} ns on cpu {cpu}{task}: {detail}")]
     Invariant {

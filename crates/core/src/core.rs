@@ -241,6 +241,11 @@ impl<B: Balancer> Core<B> {
         self
     }
 
+    /// Records in the trace so far (0 without one).
+    pub fn trace_records(&self) -> usize {
+        self.trace.as_ref().map_or(0, |t| t.records.len())
+    }
+
     /// When the run ends at the latest, ns: `--duration`, or the workload's own duration if
     /// shorter.
     pub fn end_ns(&self) -> u64 {

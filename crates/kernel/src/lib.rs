@@ -8,6 +8,7 @@
 //! - [`capacity`]: `fits_capacity()` and `capacity_greater()` (kernel/sched/fair.c).
 //! - [`policy`]: the fair class's scheduling policies (`SCHED_NORMAL`, `SCHED_BATCH`,
 //!   `SCHED_IDLE`), as workloads ask for them and runqueues apply them.
+//! - [`input`]: reading a file a user names, at most 16 MiB of it.
 //! - [`params`]: what a parameter is (a sched feature, an integer with a unit and a range, a
 //!   choice among names), the one `Copy` bitset of sched features, lookup with did-you-mean
 //!   suggestions, and typed errors. Each layer declares its own parameters with this machinery
@@ -18,6 +19,7 @@
 
 pub mod capacity;
 pub mod consts;
+pub mod input;
 pub mod params;
 pub mod policy;
 pub mod weights;

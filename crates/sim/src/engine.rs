@@ -38,6 +38,7 @@ pub struct Sim<B: Balancer> {
     end_ns: u64,
     events: u64,
     hash: u64,
+    max_trace_records: u64,
 }
 
 impl<B: Balancer> Sim<B> {
@@ -51,6 +52,7 @@ impl<B: Balancer> Sim<B> {
             queue: EventQueue::default(),
             events: 0,
             hash: FNV_OFFSET,
+            max_trace_records: u64::MAX,
         };
         sim.apply_effects();
         Ok(sim)
@@ -61,6 +63,14 @@ impl<B: Balancer> Sim<B> {
     #[must_use]
     pub fn with_trace(mut self) -> Self {
         self.core = self.core.with_trace();
+        self
+    }
+
+    /// Stops the run with [`SimError::TraceLimit`] once its trace holds more than `max`
+    /// records (a budget on the trace's memory and file size; no limit by default).
+    #[must_use]
+    pub fn with_trace_limit(mut self, max: u64) -> Self {
+        self.max_trace_records = max;
         self
     }
 
@@ -87,6 +97,12 @@ impl<B: Balancer> Sim<B> {
             let (k, v) = ev.hash_key();
             self.hash = fnv(fnv(fnv(self.hash, t), u64::from(k)), v);
             self.core.handle(t, ev)?;
+            if self.core.trace_records() as u64 > self.max_trace_records {
+                return Err(SimError::TraceLimit {
+                    limit: self.max_trace_records,
+                    time_ns: t,
+                });
+            }
             self.apply_effects();
             if self.core.workload_done() {
                 break;

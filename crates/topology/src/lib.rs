@@ -39,7 +39,7 @@ pub use domains::{
 pub use dump::TopologyDump;
 pub use flags::{SdFlag, SdFlags};
 pub use lbsim_kernel::params::ParamError;
-pub use machine::{CpuDesc, CpuTopology, Machine, MachineError};
+pub use machine::{CpuDesc, CpuTopology, MAX_NUMNODES, Machine, MachineError};
 pub use params::SdParams;
 pub use smt::SmtThroughput;
 pub use spec::{MachineSpec, Preset, SpecError, parse_machine, presets};

@@ -28,6 +28,10 @@ use crate::smt::SmtThroughput;
 /// The largest machine lbsim builds (x86 `MAXSMP`'s `NR_CPUS`).
 pub const MAX_CPUS: usize = 8192;
 
+/// The most NUMA nodes lbsim builds (the kernel's `MAX_NUMNODES` at its largest `NODES_SHIFT`,
+/// 10): node ids are indices into the distance table, so they must be below this.
+pub const MAX_NUMNODES: usize = 1024;
+
 /// The capacity of the biggest CPU, `SCHED_CAPACITY_SCALE` (defined in `lbsim-kernel`), as the
 /// `u32` a [`CpuDesc`] holds.
 pub const MAX_CPU_CAPACITY: u32 = lbsim_kernel::SCHED_CAPACITY_SCALE as u32;
@@ -95,6 +99,16 @@ pub enum MachineError {
         /// CPUs asked for.
         nr_cpus: u64,
         /// The limit.
+        max: usize,
+    },
+    /// A node id of [`MAX_NUMNODES`] or more (a CPU's node, or a distance table's size).
+    #[error("{what} is node {node}; lbsim supports nodes 0..{max}")]
+    TooManyNodes {
+        /// What names the node (`cpu 3`, `the distance table`).
+        what: String,
+        /// The node id (for a table: its last row).
+        node: u64,
+        /// The limit, [`MAX_NUMNODES`].
         max: usize,
     },
     /// A capacity of 0 or above 1024.
@@ -177,6 +191,30 @@ pub enum MachineError {
         /// The conflicting outer label.
         found: u32,
     },
+}
+
+/// Refuses a CPU on node [`MAX_NUMNODES`] or above, or a distance table of more rows, before
+/// anything is sized by them.
+pub fn check_nodes(cpus: &[CpuDesc], table_rows: Option<usize>) -> Result<(), MachineError> {
+    if let Some((i, c)) = cpus
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.node as usize >= MAX_NUMNODES)
+    {
+        return Err(MachineError::TooManyNodes {
+            what: format!("cpu {i}"),
+            node: u64::from(c.node),
+            max: MAX_NUMNODES,
+        });
+    }
+    match table_rows {
+        Some(rows) if rows > MAX_NUMNODES => Err(MachineError::TooManyNodes {
+            what: "the distance table's last row".to_owned(),
+            node: rows as u64 - 1,
+            max: MAX_NUMNODES,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// A machine: CPUs in CPU-number order with their place and capacity, and the NUMA distances.
@@ -265,6 +303,7 @@ impl Machine {
                 });
             }
         }
+        check_nodes(cpus, distance.map(<[Vec<u32>]>::len))?;
         let max_node = cpus.iter().map(|c| c.node).max().unwrap_or(0) as usize;
         let table: Vec<Vec<u32>> = match distance {
             Some(t) => t.to_vec(),

@@ -640,6 +640,14 @@ impl MachineSpec {
             }
         }
         let n = self.nr_cpus()?;
+        if self.nodes as usize > crate::machine::MAX_NUMNODES {
+            return Err(MachineError::TooManyNodes {
+                what: format!("`nodes={}`: the last", self.nodes),
+                node: u64::from(self.nodes) - 1,
+                max: crate::machine::MAX_NUMNODES,
+            }
+            .into());
+        }
         if let Some(c) = &self.capacity
             && c.len() != n
         {
@@ -831,13 +839,15 @@ struct FileSpec {
     cpus: Option<Vec<FileCpu>>,
 }
 
-/// Reads a TOML or JSON machine file (schema in the module docs).
+/// Reads a TOML or JSON machine file (schema in the module docs), of at most
+/// [`lbsim_kernel::input::MAX_INPUT_BYTES`].
 pub fn load_file(path: &Path) -> Result<Machine, SpecError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| SpecError::ReadFile {
-        path: shown.clone(),
-        message: e.to_string(),
-    })?;
+    let text =
+        lbsim_kernel::input::read_to_string_capped(path).map_err(|e| SpecError::ReadFile {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?;
     let one_line = |m: String| m.split_whitespace().collect::<Vec<_>>().join(" ");
     let is_json =
         shown.to_ascii_lowercase().ends_with(".json") || text.trim_start().starts_with('{');
@@ -919,6 +929,7 @@ fn machine_from_file(file: FileSpec) -> Result<Machine, SpecError> {
                 }
             })
             .collect();
+        crate::machine::check_nodes(&descs, None)?;
         let max_node = descs.iter().map(|d| d.node).max().unwrap_or(0) as usize;
         let table = match &file.distance {
             None => None,

@@ -27,7 +27,8 @@
 //! # The engine's contract
 //!
 //! Setting up a run:
-//! 1. `let spec = parse_workloads(&options)?` (or `WorkloadSpec::combine`). Print
+//! 1. `let spec = parse_workloads_within(&options, limits)?` (or `parse_workloads` with the
+//!    default [`Limits`]), or `WorkloadSpec::combine`. (or `WorkloadSpec::combine`). Print
 //!    `spec.warnings`. Check `spec.cpusets` (via [`WorkloadSpec::max_cpu`]) against the
 //!    machine. The run lasts `min(--duration, spec.duration_ns)`, or until no task remains.
 //! 2. `let mut sync = spec.new_sync_state()`.
@@ -78,6 +79,7 @@ pub mod action;
 pub mod generators;
 pub mod ids;
 pub mod interp;
+pub mod limits;
 pub mod obs;
 pub mod program;
 pub mod report;
@@ -88,13 +90,14 @@ pub mod sync;
 pub use action::Action;
 pub use generators::{
     Generator, Key, KeyDefault, WORKLOADS, WorkloadError, WorkloadKind, parse_workload,
-    parse_workloads,
+    parse_workloads, parse_workloads_within,
 };
 pub use ids::{
     BarrierId, ChanId, CondId, CounterId, CpusetId, ListId, MutexId, ProbeTag, SemId, TaskRef,
     TemplateId, TimerId,
 };
 pub use interp::ProgramState;
+pub use limits::{LimitError, Limits, Resource, Room, Size};
 pub use obs::{ProbeRecord, RunObservations, TaskObservation, WakeupSample};
 pub use program::{Event, Loops, Phase, Policy, Program, SchedAttr, SchedChange};
 pub use report::{Metric, PartReport, Report};

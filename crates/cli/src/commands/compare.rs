@@ -63,6 +63,9 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// The runs' resource budget.
+    #[command(flatten)]
+    pub budget: crate::budget::Budget,
 }
 
 /// The worker threads: `--jobs`, else the host's available parallelism.
@@ -133,14 +136,7 @@ impl ProgressBar {
     }
 }
 
-/// Writes `text` to stdout; a closed pipe is not an error.
-pub fn print(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("writing the report"),
-    }
-}
+pub use crate::stdout::print;
 
 /// What `lbsim compare` runs, after the file and the flags are merged.
 #[derive(Debug)]
@@ -154,11 +150,12 @@ struct Plan {
     patched: String,
     seeds: Vec<u64>,
     duration_ns: u64,
+    budget: crate::budget::Budget,
 }
 
 fn plan(args: &Args) -> anyhow::Result<Plan> {
     let file = match &args.file {
-        Some(p) => ScenarioFile::load(p)?,
+        Some(p) => ScenarioFile::load(p, &args.budget)?,
         None => ScenarioFile::default(),
     };
     let base = args.base.clone().or(file.base.clone());
@@ -181,6 +178,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         seed: args.seed,
         features: args.features.clone(),
         sets: args.sets.clone(),
+        budget: args.budget,
     }
     .merge(file)?;
     let seeds = (0..u64::from(runs))
@@ -197,6 +195,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         patched: patched.unwrap_or_default(),
         seeds,
         duration_ns: scenario.duration_ns,
+        budget: scenario.budget,
     })
 }
 
@@ -204,12 +203,17 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
 fn side_config(plan: &Plan, side: &str, list: &str) -> anyhow::Result<SimConfig> {
     let mut features = plan.common.clone();
     features.push(list.to_owned());
+    // The side's own list, named by its flag (built below among the common lists, its errors
+    // would name --features).
+    crate::scenario::settings(1, std::slice::from_ref(&list.to_owned()), &[])
+        .map_err(|e| anyhow::anyhow!("--{side} `{list}`: {}", e.root_cause()))?;
     let scenario = Scenario {
         topology: plan.topology.clone(),
         workloads: plan.workloads.clone(),
         features,
         sets: plan.sets.clone(),
         duration_ns: plan.duration_ns,
+        budget: plan.budget,
     };
     Ok(scenario
         .build()

@@ -150,9 +150,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let (cfg, format) = config(args)?;
     let samples = simulate(&cfg)?;
     let mut out = BufWriter::new(io::stdout().lock());
-    match write_rows(&mut out, samples.map(|s| Row::of(&s)), format) {
-        // A closed pipe (`| head`) ends the output, it is not an error.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.context("writing the output"),
-    }
+    // A closed pipe (`| head`) ends the output, it is not an error.
+    crate::stdout::finish(write_rows(&mut out, samples.map(|s| Row::of(&s)), format))
 }

@@ -1,14 +1,15 @@
 //! `lbsim run`: one simulation, reported for a person (text) or a script (JSON).
 
-use std::io::Write as _;
+use std::fmt::Write as _;
 
 use anyhow::Context as _;
-use lbsim_sim::engine::{CpuResult, GroupFairness, RunResult, Sim, TaskResult};
+use lbsim_sim::engine::{CpuResult, GroupFairness, RunResult, Sim, SimError, TaskResult};
 use lbsim_workload::Report;
 use serde::Serialize;
 
 use crate::balancer::{BalancerKind, make_balancer};
 use crate::format::{Format, TextOrJson, json_pretty};
+use crate::output::OutputFile;
 use crate::scenario::workload_warnings;
 
 const WORKLOAD_HELP: &str = "A workload; repeatable, all run together.";
@@ -54,12 +55,23 @@ pub struct Args {
     /// sched_migrate_task, sched_process_exit, sched_pelt_cfs and lbsim_load_balance): a
     /// Perfetto protobuf trace
     /// if FILE ends in `.pftrace` or `.perfetto-trace`, ftrace text otherwise; ui.perfetto.dev
-    /// opens both. FILE must not exist yet.
+    /// opens both. FILE must not exist yet (see --force); it appears whole or not at all.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
+    /// Overwrite the --trace file if it exists.
+    #[arg(long)]
+    pub force: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// The run's resource budget.
+    #[command(flatten)]
+    pub budget: crate::budget::Budget,
+    /// Most records (lines) the `--trace` may hold; the run stops with an error, writing no
+    /// file, when its trace would pass it.
+    #[arg(long, value_name = "N", default_value_t = crate::budget::DEFAULT_MAX_TRACE_RECORDS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_trace_records: u64,
 }
 
 /// Runs `lbsim run`.
@@ -73,6 +85,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         seed: args.seed,
         features: args.features.clone(),
         sets: args.sets.clone(),
+        budget: args.budget,
     }
     .resolve()?;
     let built = scenario.build()?;
@@ -83,28 +96,28 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     cfg.seed = seed;
     cfg.check = args.check;
     let spec = cfg.workload.clone();
-    // Refuse an existing trace file before simulating (nothing a user wrote is overwritten);
-    // the file is created only once there is a trace to write, so a failed run leaves none.
-    let create_trace = |path: &std::path::Path| {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .with_context(|| format!("--trace {}: cannot create the file", path.display()))
-    };
-    if let Some(path) = &args.trace
-        && path.exists()
-    {
-        create_trace(path)?;
-    }
+    // Refuse an existing trace file before simulating (nothing a user wrote is overwritten
+    // without --force); the file is written only once there is a whole trace to write.
+    let trace_file = args
+        .trace
+        .as_deref()
+        .map(|p| OutputFile::new("--trace", p, args.force))
+        .transpose()?;
     let simulate = |cfg: &lbsim_sim::engine::SimConfig| -> anyhow::Result<_> {
         let sim = Sim::new(cfg.clone(), make_balancer(args.balancer, cfg))?;
-        let sim = if args.trace.is_some() {
-            sim.with_trace()
-        } else {
-            sim
+        let sim = match &trace_file {
+            Some(_) => sim.with_trace().with_trace_limit(args.max_trace_records),
+            None => sim,
         };
-        Ok(sim.run()?)
+        sim.run().map_err(|e| match (e, &trace_file) {
+            (SimError::TraceLimit { limit, time_ns }, Some(f)) => anyhow::anyhow!(
+                "--trace {}: the trace passed {limit} records at {:.6} s of simulated time \
+                 (--max-trace-records N raises it); no file was written",
+                f.path().display(),
+                time_ns as f64 / 1e9
+            ),
+            (e, _) => e.into(),
+        })
     };
     let mut result = simulate(&cfg)?;
     let mut reports = spec.reports(&result.observations);
@@ -122,31 +135,31 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             round_lines.push(first_line(&reports[0].text));
         }
     }
-    if let (Some(path), Some(trace)) = (&args.trace, &result.trace) {
-        let mut w = std::io::BufWriter::new(create_trace(path)?);
-        let perfetto = path
+    if let (Some(file), Some(trace)) = (&trace_file, &result.trace) {
+        let perfetto = file
+            .path()
             .extension()
             .is_some_and(|e| e == "pftrace" || e == "perfetto-trace");
-        if perfetto {
-            trace.write_perfetto(&mut w)
-        } else {
-            trace.write_ftrace(&mut w)
-        }
-        .and_then(|()| w.flush())
-        .with_context(|| format!("--trace {}: writing the trace", path.display()))?;
+        file.write(|w| {
+            if perfetto {
+                trace.write_perfetto(w)
+            } else {
+                trace.write_ftrace(w)
+            }
+        })?;
     }
-    let mut out = std::io::stdout().lock();
+    let mut text = String::new();
     if let Some(title) = rounds
         && format == TextOrJson::Text
         && round_lines.len() > 1
     {
-        writeln!(out, "== {title}: one round per line ==")?;
+        let _ = writeln!(text, "== {title}: one round per line ==");
         for l in &round_lines {
-            writeln!(out, "{l}")?;
+            let _ = writeln!(text, "{l}");
         }
-        writeln!(out, "== the last round ==")?;
+        let _ = writeln!(text, "== the last round ==");
     }
-    let text = match format {
+    text += &match format {
         TextOrJson::Json => json_pretty(&RunJson::of(&result, &reports))?,
         TextOrJson::Text if args.schedstat => {
             let mut t = text_report(&result, &reports);
@@ -161,10 +174,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
         TextOrJson::Text => text_report(&result, &reports),
     };
-    match out.write_all(text.as_bytes()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("writing the report"),
-    }
+    crate::stdout::print(&text)
 }
 
 fn first_line(text: &str) -> String {

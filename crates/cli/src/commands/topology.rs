@@ -4,7 +4,7 @@
 //! sched_domain_debug() lines (see `lbsim_topology::dump`). `--format json`
 //! prints `{"cpus": N, "domains": [...]}`. `--list` prints the presets.
 
-use std::io::Write as _;
+use std::fmt::Write as _;
 
 use anyhow::Context as _;
 use lbsim_topology::{Cpumask, SdParams, Topology, TopologyDump, dump, parse_machine, presets};
@@ -41,19 +41,23 @@ pub struct Args {
     /// Only print these CPUs (a cpulist such as `0,5-7`).
     #[arg(long, value_name = "CPULIST")]
     pub cpus: Option<String>,
+
+    /// The machine's resource budget.
+    #[command(flatten)]
+    pub budget: crate::budget::MachineBudget,
 }
 
 /// Runs `lbsim topology`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let format = args.format.text_or_json("topology")?;
-    let mut out = std::io::stdout().lock();
     if args.list {
         let width = presets().iter().map(|p| p.name.len()).max().unwrap_or(0);
+        let mut text = String::new();
         for p in presets() {
-            writeln!(out, "{:width$}  {}", p.name, p.description)?;
-            writeln!(out, "{:width$}  = {}", "", p.spec)?;
+            let _ = writeln!(text, "{:width$}  {}", p.name, p.description);
+            let _ = writeln!(text, "{:width$}  = {}", "", p.spec);
         }
-        return Ok(());
+        return crate::stdout::print(&text);
     }
     let Some(spec) = &args.spec else {
         anyhow::bail!(
@@ -71,6 +75,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         params.set_busy_factor(v).context("--busy-factor")?;
     }
     let machine = parse_machine(spec)?;
+    args.budget.check("topology", spec, &machine)?;
     let topo = Topology::build(&machine, &params)?;
     let cpus = match &args.cpus {
         // A cpulist may be empty (the empty set), but a filter that prints no CPU only ever
@@ -86,9 +91,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         TextOrJson::Json => TopologyDump::new(&topo, &cpus).to_json(),
         TextOrJson::Text => dump::debugfs_text(&topo, &cpus),
     };
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        // `lbsim topology big | head` closes the pipe early: not an error.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
-    }
+    // `lbsim topology big | head` closes the pipe early: not an error.
+    crate::stdout::print(&text)
 }

@@ -188,6 +188,7 @@ impl Experiment {
             features: vec![self.common.clone(), list.to_owned()],
             sets: Vec::new(),
             duration_ns: self.duration_ns,
+            budget: crate::budget::Budget::default(),
         };
         Ok(scenario
             .build()

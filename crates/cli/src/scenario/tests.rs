@@ -1,6 +1,7 @@
 use std::path::Path;
 
 use super::*;
+use crate::budget::Budget;
 
 fn parse(text: &str) -> anyhow::Result<ScenarioFile> {
     ScenarioFile::parse(text, Path::new("dir/s.toml"))
@@ -197,7 +198,7 @@ fn syntax_errors_name_the_line_and_column() {
     assert_eq!(e.lines().count(), 1, "{e}");
     let e = format!(
         "{:#}",
-        ScenarioFile::load(Path::new("/nonexistent/x.toml")).unwrap_err()
+        ScenarioFile::load(Path::new("/nonexistent/x.toml"), &Budget::default()).unwrap_err()
     );
     assert!(
         e.starts_with("/nonexistent/x.toml: cannot read the scenario file: "),
@@ -238,6 +239,16 @@ fn settings_route_every_kind_of_name() {
     assert_eq!(
         e,
         "--features `NO_WA_BIAZ`: unknown sched feature `NO_WA_BIAZ`; did you mean `NO_WA_BIAS`?"
+    );
+    // A tunable in a features list is named with the --features list it came from, not as a
+    // --set (issue 18, finding 8).
+    let e = format!(
+        "{:#}",
+        settings(8, &["NO_WA_BIAS,foo=3".to_owned()], &[]).unwrap_err()
+    );
+    assert_eq!(
+        e,
+        "--features `NO_WA_BIAS,foo=3`: foo=3: unknown parameter `foo`; did you mean `hz`?"
     );
     // A feature is switched, not set; a value parameter is set, not switched.
     let e = format!(

@@ -262,3 +262,32 @@ fn menu_keeps_the_tick_on_short_idles_and_stops_it_on_long_ones() {
         "the tick stops on every long idle: {l:?}"
     );
 }
+
+#[test]
+fn a_trace_limit_stops_the_run_when_passed_and_only_then() {
+    let cfg = config("4", &["busy:threads=6"], 50, 1);
+    let full = Sim::new(cfg.clone(), TrivialBalancer)
+        .unwrap()
+        .with_trace()
+        .run()
+        .unwrap();
+    let n = full.trace.as_ref().unwrap().records.len() as u64;
+    assert!(n > 10, "{n} records");
+    let at_limit = Sim::new(cfg.clone(), TrivialBalancer)
+        .unwrap()
+        .with_trace()
+        .with_trace_limit(n)
+        .run()
+        .unwrap();
+    assert_eq!(at_limit.event_hash, full.event_hash);
+    let over = Sim::new(cfg, TrivialBalancer)
+        .unwrap()
+        .with_trace()
+        .with_trace_limit(n / 2)
+        .run()
+        .unwrap_err();
+    assert!(
+        matches!(over, SimError::TraceLimit { limit, time_ns } if limit == n / 2 && time_ns < 50_000_000),
+        "{over}"
+    );
+}

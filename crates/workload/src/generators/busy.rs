@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::generators::hogs::HOG_CHUNK_NS;
 use crate::generators::{Args, Builder, Generator, Key, WorkloadError, sched_latency_table};
+use crate::limits::Size;
 use crate::obs::RunObservations;
 use crate::program::{Event, Program};
 use crate::report::Metric;
@@ -42,6 +43,13 @@ impl Generator for Busy {
         };
         a.finish()?;
         Ok(p)
+    }
+
+    fn size(p: &Params) -> Size {
+        Size {
+            tasks: u64::from(p.threads),
+            cpusets: u64::from(p.cpus.is_some()),
+        }
     }
 
     fn build(p: &Params, b: &mut Builder) {

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use crate::generators::{Args, Builder, Generator, Key, Unit, WorkloadError};
 use crate::ids::ProbeTag;
+use crate::limits::Size;
 use crate::obs::RunObservations;
 use crate::program::{Event, Program};
 use crate::report::{Fairness, Metric};
@@ -99,6 +100,10 @@ impl Generator for Ebizzy {
         };
         a.finish()?;
         Ok(p)
+    }
+
+    fn size(p: &Params) -> Size {
+        Size::tasks(u64::from(p.threads))
     }
 
     fn build(p: &Params, b: &mut Builder) {

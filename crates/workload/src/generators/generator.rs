@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use crate::generators::params::Args;
 use crate::generators::{Builder, WorkloadError};
+use crate::limits::{Room, Size};
 use crate::obs::RunObservations;
 use crate::report::{Metric, PartReport, Report};
 use crate::spec::WorkloadSpec;
@@ -111,6 +112,11 @@ pub trait Generator: Sync + 'static {
     /// [`Args::finish`].
     fn parse(args: Args) -> Result<Self::Params, WorkloadError>;
 
+    /// What [`Generator::build`] makes of `p` (the tasks it adds and those its programs fork,
+    /// the cpusets it asks for), computed without building it: the run's budget is checked
+    /// against it first.
+    fn size(p: &Self::Params) -> Size;
+
     /// Adds the tasks, templates and sync objects of `p` to `b` (and the workload's own
     /// length, `b.spec.duration_ns`, when the tool stops by itself).
     fn build(p: &Self::Params, b: &mut Builder);
@@ -138,9 +144,26 @@ pub fn parse_params<G: Generator>(text: &str) -> Result<G::Params, WorkloadError
     G::parse(Args::parse(G::NAME, G::KEYS, text)?)
 }
 
-/// Parses `text` (after `NAME:`) with `G` and builds the one-part workload labelled `label`.
+/// Parses `text` (after `NAME:`) with `G` and builds the one-part workload labelled `label`,
+/// with the default [`crate::Limits`].
 pub fn generate<G: Generator>(text: &str, label: &str) -> Result<WorkloadSpec, WorkloadError> {
-    build::<G>(parse_params::<G>(text)?, label)
+    Ok(generate_within::<G>(text, label, &Room::default())?.0)
+}
+
+/// Parses `text` (after `NAME:`) with `G`, checks its [`Generator::size`] against `room`, and
+/// only then builds the one-part workload labelled `label`; returns it with its size.
+///
+/// # Errors
+/// A bad key or value, or [`WorkloadError::OverLimit`] before anything is built.
+pub fn generate_within<G: Generator>(
+    text: &str,
+    label: &str,
+    room: &Room,
+) -> Result<(WorkloadSpec, Size), WorkloadError> {
+    let p = parse_params::<G>(text)?;
+    let size = G::size(&p);
+    room.admit(size)?;
+    Ok((build::<G>(p, label)?, size))
 }
 
 /// Builds the one-part workload of `p`, labelled `label`.
@@ -162,8 +185,15 @@ pub trait WorkloadKind: Sync {
     fn keys(&self) -> &'static [Key];
     /// A typical option.
     fn example(&self) -> &'static str;
-    /// The workload of `--workload arg`, `rest` being what follows `NAME:`.
-    fn load(&self, rest: &str, arg: &str) -> Result<WorkloadSpec, WorkloadError>;
+    /// The workload of `--workload arg`, `rest` being what follows `NAME:`, and its size;
+    /// refused with [`WorkloadError::OverLimit`] before its tasks are built if it does not fit
+    /// in `room`.
+    fn load(
+        &self,
+        rest: &str,
+        arg: &str,
+        room: &Room,
+    ) -> Result<(WorkloadSpec, Size), WorkloadError>;
 }
 
 impl<G: Generator> WorkloadKind for G {
@@ -183,8 +213,13 @@ impl<G: Generator> WorkloadKind for G {
         G::EXAMPLE
     }
 
-    fn load(&self, rest: &str, arg: &str) -> Result<WorkloadSpec, WorkloadError> {
-        generate::<G>(rest, arg)
+    fn load(
+        &self,
+        rest: &str,
+        arg: &str,
+        room: &Room,
+    ) -> Result<(WorkloadSpec, Size), WorkloadError> {
+        generate_within::<G>(rest, arg, room)
     }
 }
 

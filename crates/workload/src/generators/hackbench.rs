@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use crate::generators::{Args, Builder, Generator, Key, Unit, WorkloadError};
 use crate::ids::{ChanId, ProbeTag};
+use crate::limits::Size;
 use crate::obs::RunObservations;
 use crate::program::{Event, Loops, Phase, Program};
 use crate::report::{Metric, sec_ms};
@@ -137,6 +138,10 @@ impl Generator for Hackbench {
             });
         }
         Ok(p)
+    }
+
+    fn size(p: &Params) -> Size {
+        Size::tasks(u64::from(p.groups) * u64::from(p.fds) * 2)
     }
 
     fn build(p: &Params, b: &mut Builder) {

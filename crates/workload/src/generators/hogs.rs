@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::generators::{Args, Builder, Generator, Key, WorkloadError, sched_latency_table};
+use crate::limits::Size;
 use crate::obs::RunObservations;
 use crate::program::{Event, Program};
 use crate::report::Metric;
@@ -51,6 +52,13 @@ impl Generator for Hogs {
         };
         a.finish()?;
         Ok(p)
+    }
+
+    fn size(p: &Params) -> Size {
+        Size {
+            tasks: p.cpus.len() as u64 * u64::from(p.per_cpu),
+            cpusets: p.cpus.len() as u64,
+        }
     }
 
     fn build(p: &Params, b: &mut Builder) {

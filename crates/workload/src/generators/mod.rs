@@ -23,6 +23,7 @@ use std::sync::Arc;
 use thiserror::Error;
 
 use crate::ids::TaskRef;
+use crate::limits::{LimitError, Limits, Room};
 use crate::program::{Policy, Program};
 use crate::report::PartReport;
 use crate::rtapp::RtappError;
@@ -43,7 +44,8 @@ pub mod sysbench;
 pub mod tbench;
 
 pub use generator::{
-    Generator, GeneratorReport, Key, KeyDefault, WorkloadKind, build, generate, parse_params,
+    Generator, GeneratorReport, Key, KeyDefault, WorkloadKind, build, generate, generate_within,
+    parse_params,
 };
 pub use params::{Args, Unit};
 pub(crate) use sched_latency::sched_latency_table;
@@ -163,26 +165,48 @@ pub enum WorkloadError {
         /// What is wrong.
         message: String,
     },
+    /// The run's workloads make more tasks or cpusets than its limits allow (nothing was built).
+    #[error(transparent)]
+    OverLimit(#[from] LimitError),
     /// An rt-app file could not be loaded.
     #[error(transparent)]
     Rtapp(#[from] RtappError),
     /// The generated workload is inconsistent (a bug in lbsim).
-    #[error("{workload}: {source}")]
+    #[error("{workload}: {error}")]
     Spec {
         /// The workload.
         workload: String,
-        /// The inconsistency.
-        #[source]
-        source: SpecError,
+        /// The inconsistency (shown in the message, so not repeated as a source).
+        error: SpecError,
     },
 }
 
-/// Parses one `--workload` option: `rtapp:PATH` or `NAME[:key=value,...]`.
+impl WorkloadError {
+    /// The limit passed, if this is [`WorkloadError::OverLimit`] (or an rt-app file's).
+    pub fn over_limit(&self) -> Option<&LimitError> {
+        match self {
+            WorkloadError::OverLimit(e)
+            | WorkloadError::Rtapp(RtappError::OverLimit { limit: e, .. }) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Parses one `--workload` option: `rtapp:PATH` or `NAME[:key=value,...]`, within the default
+/// [`Limits`].
 pub fn parse_workload(arg: &str) -> Result<WorkloadSpec, WorkloadError> {
+    Ok(parse_workload_within(arg, &Room::default())?.0)
+}
+
+/// Parses one `--workload` option within what `room` leaves; returns it with its size.
+fn parse_workload_within(
+    arg: &str,
+    room: &Room,
+) -> Result<(WorkloadSpec, crate::Size), WorkloadError> {
     let (name, rest) = arg.split_once(':').unwrap_or((arg, ""));
     let name = name.trim();
     match workload_kind(name) {
-        Some(w) => w.load(rest, arg),
+        Some(w) => w.load(rest, arg, room),
         None => Err(WorkloadError::UnknownWorkload {
             name: name.to_string(),
             valid: workload_names(),
@@ -190,12 +214,28 @@ pub fn parse_workload(arg: &str) -> Result<WorkloadSpec, WorkloadError> {
     }
 }
 
-/// Parses several `--workload` options and combines them into one run.
+/// Parses several `--workload` options and combines them into one run, within the default
+/// [`Limits`].
 pub fn parse_workloads<S: AsRef<str>>(args: &[S]) -> Result<WorkloadSpec, WorkloadError> {
-    let specs = args
-        .iter()
-        .map(|a| parse_workload(a.as_ref()))
-        .collect::<Result<Vec<_>, _>>()?;
+    parse_workloads_within(args, Limits::default())
+}
+
+/// Parses several `--workload` options and combines them into one run. Each workload's size is
+/// checked against what `limits` leaves after the ones before it, before it is built.
+///
+/// # Errors
+/// A bad option, or [`WorkloadError::OverLimit`] naming the run's total.
+pub fn parse_workloads_within<S: AsRef<str>>(
+    args: &[S],
+    limits: Limits,
+) -> Result<WorkloadSpec, WorkloadError> {
+    let mut room = Room::new(limits);
+    let mut specs = Vec::with_capacity(args.len());
+    for a in args {
+        let (spec, size) = parse_workload_within(a.as_ref(), &room)?;
+        room.used = room.used + size;
+        specs.push(spec);
+    }
     Ok(WorkloadSpec::combine(specs))
 }
 
@@ -274,9 +314,9 @@ impl Builder {
             tasks: 0..n,
             templates: 0..t,
         });
-        self.spec.validate().map_err(|source| WorkloadError::Spec {
+        self.spec.validate().map_err(|error| WorkloadError::Spec {
             workload: label.to_string(),
-            source,
+            error,
         })?;
         Ok(self.spec)
     }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::generators::{Args, Builder, Generator, Key, Unit, WorkloadError, sched_latency_table};
 use crate::ids::TimerId;
+use crate::limits::Size;
 use crate::obs::RunObservations;
 use crate::program::{Event, Program};
 use crate::report::Metric;
@@ -54,6 +55,10 @@ impl Generator for Periodic {
         };
         a.finish()?;
         Ok(p)
+    }
+
+    fn size(p: &Params) -> Size {
+        Size::tasks(u64::from(p.threads))
     }
 
     fn build(p: &Params, b: &mut Builder) {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::generators::{Args, Builder, Generator, Key, Unit, WorkloadError};
 use crate::ids::{ProbeTag, TaskRef};
+use crate::limits::Size;
 use crate::obs::RunObservations;
 use crate::program::{Event, Program};
 use crate::report::{Metric, PlatHistogram};
@@ -84,6 +85,13 @@ impl Generator for Pingpong {
             });
         }
         Ok(p)
+    }
+
+    fn size(_: &Params) -> Size {
+        Size {
+            tasks: 2,
+            cpusets: 2,
+        }
     }
 
     fn build(p: &Params, b: &mut Builder) {

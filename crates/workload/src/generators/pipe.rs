@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use crate::generators::{Args, Builder, Generator, Key, Unit, WorkloadError};
+use crate::limits::Size;
 use crate::obs::RunObservations;
 use crate::program::{Event, Loops, Phase, Program};
 use crate::report::{Metric, sec_ms};
@@ -67,6 +68,10 @@ impl Generator for Pipe {
         };
         a.finish()?;
         Ok(p)
+    }
+
+    fn size(_: &Params) -> Size {
+        Size::tasks(2)
     }
 
     fn build(p: &Params, b: &mut Builder) {

@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use crate::generators::{Args, Builder, Generator, Key, Unit, WorkloadError};
 use crate::ids::ProbeTag;
+use crate::limits::Size;
 use crate::obs::RunObservations;
 use crate::program::{Event, Program};
 use crate::report::{Metric, PlatHistogram, Report};
@@ -112,6 +113,10 @@ impl Generator for Schbench {
             });
         }
         Ok(p)
+    }
+
+    fn size(p: &Params) -> Size {
+        Size::tasks(u64::from(p.m) * (1 + u64::from(p.t)))
     }
 
     fn build(p: &Params, b: &mut Builder) {

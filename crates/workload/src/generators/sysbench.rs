@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use crate::generators::{Args, Builder, Generator, Key, Unit, WorkloadError};
 use crate::ids::ProbeTag;
+use crate::limits::Size;
 use crate::obs::RunObservations;
 use crate::program::{Event, Program};
 use crate::report::{Metric, mean_stddev, nearest_rank};
@@ -106,6 +107,11 @@ impl Generator for SysbenchCpu {
             jitter_pct,
             format,
         })
+    }
+
+    fn size(p: &Params) -> Size {
+        // The main thread, and the workers it forks.
+        Size::tasks(1 + u64::from(p.threads))
     }
 
     fn build(p: &Params, b: &mut Builder) {

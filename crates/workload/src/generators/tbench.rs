@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use crate::generators::{Args, Builder, Generator, Key, Unit, WorkloadError};
 use crate::ids::{ProbeTag, TaskRef};
+use crate::limits::Size;
 use crate::obs::RunObservations;
 use crate::program::{Event, Program};
 use crate::report::{Metric, fmt_g};
@@ -115,6 +116,11 @@ impl Generator for Tbench {
         };
         a.finish()?;
         Ok(p)
+    }
+
+    fn size(p: &Params) -> Size {
+        // A client and its server per client.
+        Size::tasks(2 * u64::from(p.clients))
     }
 
     fn build(p: &Params, b: &mut Builder) {

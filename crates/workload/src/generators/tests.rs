@@ -152,3 +152,114 @@ fn help_lists_every_workload_and_key() {
     "#]]
     .assert_eq(&workloads_help());
 }
+
+/// What a built workload holds: its tasks plus the tasks its programs fork (each `fork` event
+/// of a phase run once), and its cpusets.
+fn built_size(spec: &WorkloadSpec) -> crate::Size {
+    let forks: u64 = spec
+        .tasks
+        .iter()
+        .flat_map(|t| &t.program.phases)
+        .filter(|ph| ph.loops == crate::Loops::Count(1))
+        .flat_map(|ph| &ph.events)
+        .filter(|e| matches!(e, crate::Event::Fork(_)))
+        .count() as u64;
+    crate::Size {
+        tasks: spec.tasks.len() as u64 + forks,
+        cpusets: spec.cpusets.len() as u64,
+    }
+}
+
+/// The size a generator declares ([`Generator::size`], what the run's budget is checked
+/// against before building) is what it builds, for every generator.
+#[test]
+fn declared_sizes_are_the_built_ones() {
+    let mut cases: Vec<String> = WORKLOADS
+        .iter()
+        .filter(|w| !w.keys().is_empty())
+        .map(|w| w.example().to_owned())
+        .collect();
+    cases.extend(
+        [
+            "busy:threads=7,cpus=0-3",
+            "hogs:cpus=0-5,per_cpu=3",
+            "hackbench:groups=3,fds=5",
+            "schbench:m=2,t=3",
+            "sysbench-cpu:threads=6,requests=10",
+            "tbench:clients=4",
+            "ebizzy:threads=5",
+            "periodic:threads=3,run=1ms,period=4ms",
+        ]
+        .map(str::to_owned),
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for arg in &cases {
+        let (name, rest) = arg.split_once(':').unwrap();
+        let (spec, declared) = workload_kind(name)
+            .unwrap()
+            .load(rest, arg, &Room::default())
+            .unwrap_or_else(|e| panic!("{arg}: {e}"));
+        assert_eq!(declared, built_size(&spec), "{arg}");
+        assert!(declared.tasks > 0, "{arg}");
+        seen.insert(name);
+    }
+    // Every generator was checked (rtapp, the file-based one, counts its own).
+    assert_eq!(seen.len(), WORKLOADS.len() - 1, "{seen:?}");
+}
+
+/// A workload too big for the run's limits is refused from its parameters, before a task is
+/// built: `hogs` on 65536 CPUs x 10000 used to build 655 M tasks, and three workloads of a
+/// million tasks each were each accepted alone (issue 18, finding 2).
+#[test]
+fn limits_are_checked_over_the_whole_run_before_building() {
+    let check = |args: &[&str], limits: Limits, expected: Option<&str>| {
+        let got = parse_workloads_within(args, limits);
+        match expected {
+            None => assert!(got.is_ok(), "{args:?}: {:?}", got.err()),
+            Some(msg) => {
+                let e = got.expect_err("over the limit");
+                assert!(e.over_limit().is_some(), "{e}");
+                assert_eq!(e.to_string(), msg, "{args:?}");
+            }
+        }
+    };
+    let limits = Limits::default();
+    check(
+        &["hogs:cpus=0-65535,per_cpu=10000"],
+        limits,
+        Some("the run's workloads make 655360000 tasks, more than the limit of 1000000"),
+    );
+    check(
+        &[
+            "busy:threads=1000000",
+            "busy:threads=1000000",
+            "busy:threads=1000000",
+        ],
+        Limits {
+            max_tasks: 2_500_000,
+            ..limits
+        },
+        Some("the run's workloads make 3000000 tasks, more than the limit of 2500000"),
+    );
+    check(
+        &["busy:threads=900000", "sysbench-cpu:threads=100000"],
+        limits,
+        Some("the run's workloads make 1000001 tasks, more than the limit of 1000000"),
+    );
+    check(
+        &["busy:threads=3", "hogs:cpus=0-2"],
+        Limits {
+            max_tasks: 6,
+            max_cpusets: 3,
+        },
+        None,
+    );
+    check(
+        &["busy:threads=3,cpus=0", "hogs:cpus=0-2"],
+        Limits {
+            max_tasks: 6,
+            max_cpusets: 3,
+        },
+        Some("the run's workloads make 4 cpusets, more than the limit of 3"),
+    );
+}

@@ -20,12 +20,12 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::Arc;
 
 use thiserror::Error;
 
 use crate::generators::{Key, WorkloadError, WorkloadKind};
 use crate::ids::{ProbeTag, TaskRef};
+use crate::limits::{LimitError, Room, Size};
 use crate::obs::RunObservations;
 use crate::report::{Fairness, Metric, PartReport};
 use crate::spec::WorkloadSpec;
@@ -49,14 +49,21 @@ pub struct RtappReport {
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum RtappError {
-    /// The file cannot be read.
-    #[error("{path}: {source}")]
+    /// The file cannot be read (or is larger than lbsim reads).
+    #[error("{path}: {message}")]
     Io {
         /// The file.
         path: String,
-        /// Why.
-        #[source]
-        source: Arc<std::io::Error>,
+        /// Why, on one line (the message is not repeated as a source).
+        message: String,
+    },
+    /// The run's workloads, this file's tasks included, pass the run's limits.
+    #[error("{path}: {limit}")]
+    OverLimit {
+        /// The file.
+        path: String,
+        /// The limit passed.
+        limit: LimitError,
     },
     /// The file is not valid JSON.
     #[error("{path}:{line}:{column}: {message}")]
@@ -90,7 +97,7 @@ impl RtappError {
     /// The 1-based line and column, when the error has one.
     pub fn location(&self) -> Option<(usize, usize)> {
         match self {
-            RtappError::Io { .. } => None,
+            RtappError::Io { .. } | RtappError::OverLimit { .. } => None,
             RtappError::Syntax { line, column, .. } | RtappError::Invalid { line, column, .. } => {
                 Some((*line, *column))
             }
@@ -119,8 +126,13 @@ impl WorkloadKind for Rtapp {
         "rtapp:FILE.json"
     }
 
-    fn load(&self, rest: &str, arg: &str) -> Result<WorkloadSpec, WorkloadError> {
-        Ok(load_file(Path::new(rest), arg)?)
+    fn load(
+        &self,
+        rest: &str,
+        arg: &str,
+        room: &Room,
+    ) -> Result<(WorkloadSpec, Size), WorkloadError> {
+        Ok(load_file_within(Path::new(rest), arg, room)?)
     }
 }
 
@@ -143,12 +155,26 @@ impl PartReport for RtappReport {
     }
 }
 
-/// Loads an rt-app file. `label` names the part (the `--workload` option as given).
+/// Loads an rt-app file within the default [`crate::Limits`]. `label` names the part (the
+/// `--workload` option as given).
 pub fn load_file(path: &Path, label: &str) -> Result<WorkloadSpec, RtappError> {
+    Ok(load_file_within(path, label, &Room::default())?.0)
+}
+
+/// Loads an rt-app file (at most [`lbsim_kernel::input::MAX_INPUT_BYTES`]); its tasks'
+/// instances are checked against `room` before they are made. Returns it with its size.
+///
+/// # Errors
+/// The file cannot be read, is not an rt-app description, or does not fit in `room`.
+pub fn load_file_within(
+    path: &Path,
+    label: &str,
+    room: &Room,
+) -> Result<(WorkloadSpec, Size), RtappError> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| RtappError::Io {
+    let bytes = lbsim_kernel::input::read_capped(path).map_err(|e| RtappError::Io {
         path: name.clone(),
-        source: Arc::new(e),
+        message: e.to_string(),
     })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
@@ -161,12 +187,18 @@ pub fn load_file(path: &Path, label: &str) -> Result<WorkloadSpec, RtappError> {
             message: "the file is not UTF-8".into(),
         }
     })?;
-    parse_str(&text, &name, label)
+    let spec = parse::parse(&text, &name, label, room)?;
+    let size = Size {
+        tasks: spec.tasks.len() as u64,
+        cpusets: spec.cpusets.len() as u64,
+    };
+    Ok((spec, size))
 }
 
-/// Parses rt-app JSON text. `path` is used in messages, `label` names the part.
+/// Parses rt-app JSON text within the default [`crate::Limits`]. `path` is used in messages,
+/// `label` names the part.
 pub fn parse_str(text: &str, path: &str, label: &str) -> Result<WorkloadSpec, RtappError> {
-    parse::parse(text, path, label)
+    parse::parse(text, path, label, &Room::default())
 }
 
 struct Iteration {

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::ids::{CondId, CpusetId, MutexId, SemId, TemplateId, TimerId};
+use crate::limits::{Room, Size};
 use crate::program::{Event, Loops, Phase, Policy, Program, SchedChange};
 use crate::rtapp::json::{self, Key, Node, Spanned};
 use crate::rtapp::{RtappError, RtappReport};
@@ -955,7 +956,12 @@ impl<'a> Parser<'a> {
     }
 }
 
-pub(crate) fn parse(text: &str, path: &str, label: &str) -> Result<WorkloadSpec, RtappError> {
+pub(crate) fn parse(
+    text: &str,
+    path: &str,
+    label: &str,
+    room: &Room,
+) -> Result<WorkloadSpec, RtappError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let src = json::blank_comments(text);
     let root = json::parse(&src).map_err(|e| RtappError::Syntax {
@@ -1025,6 +1031,15 @@ pub(crate) fn parse(text: &str, path: &str, label: &str) -> Result<WorkloadSpec,
         let o = p.object(v, &ctx("tasks", &k.name))?;
         defs.push(p.task(&k.name, k, o)?);
     }
+    // The run's budget, before any instance is made.
+    room.admit(Size {
+        tasks: defs.iter().map(|d| u64::from(d.instances)).sum(),
+        cpusets: p.spec.cpusets.len() as u64,
+    })
+    .map_err(|limit| RtappError::OverLimit {
+        path: path.to_string(),
+        limit,
+    })?;
     let mut phases_costs = Vec::new();
     let mut ind = 0u32;
     for def in &defs {

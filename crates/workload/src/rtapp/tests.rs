@@ -417,3 +417,49 @@ fn mutations_reach_both_outcomes() {
     }
     assert!(ok > 50 && bad > 50, "ok {ok}, bad {bad}");
 }
+
+/// Five tasks of a million instances each were accepted one by one and exhausted memory when
+/// instantiated (issue 18, finding 2): the instances are summed and checked against the run's
+/// limits before any is made.
+#[test]
+fn instances_are_checked_against_the_limits_before_they_are_made() {
+    let tasks: Vec<String> = (0..5)
+        .map(|i| format!(r#""t{i}": {{ "instance": 1000000, "run": 1000 }}"#))
+        .collect();
+    let text = format!(r#"{{ "tasks": {{ {} }} }}"#, tasks.join(", "));
+    let e = parse(&text).expect_err("5 M tasks");
+    assert_eq!(
+        e.to_string(),
+        "test.json: the run's workloads make 5000000 tasks, more than the limit of 1000000"
+    );
+    let room = Room::new(crate::Limits {
+        max_tasks: 5_000_000,
+        ..crate::Limits::default()
+    });
+    // Within a raised limit, the same description parses (one task, to keep the test quick).
+    let one = r#"{ "tasks": { "t": { "instance": 3, "run": 1000 } } }"#;
+    let spec = parse::parse(one, "one.json", "x", &room).unwrap();
+    assert_eq!(spec.tasks.len(), 3);
+    let tight = Room {
+        used: crate::Size::tasks(4_999_998),
+        ..room
+    };
+    assert!(parse::parse(one, "one.json", "x", &tight).is_err());
+}
+
+#[cfg(unix)]
+#[test]
+fn an_endless_file_is_refused_with_its_name_once() {
+    let e = load_file(Path::new("/dev/zero"), "rtapp:/dev/zero").expect_err("endless");
+    assert_eq!(
+        e.to_string(),
+        "/dev/zero: the file is larger than lbsim's 16777216-byte limit for input files"
+    );
+    assert!(std::error::Error::source(&e).is_none());
+    let e = load_file(Path::new("no/such.json"), "rtapp").expect_err("missing");
+    assert_eq!(
+        e.to_string(),
+        "no/such.json: No such file or directory (os error 2)"
+    );
+    assert!(std::error::Error::source(&e).is_none());
+}
