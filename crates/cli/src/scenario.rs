@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, anyhow, bail};
 use lbsim_sim::engine::SimConfig;
 pub use lbsim_sim::params::Settings;
+use lbsim_sim::profile::Profile;
 use lbsim_topology::{Topology, parse_machine};
 use lbsim_workload::{WorkloadSpec, parse_workloads_within};
 
@@ -28,6 +29,18 @@ pub struct Scenario {
     pub duration_ns: u64,
     /// The run's resource budget (`--max-cpus`, `--max-tasks`, ...).
     pub budget: Budget,
+    /// The kernel profile (`--kernel 5.9`), if one was asked for.
+    pub kernel: Option<String>,
+}
+
+/// The kernel profile named by `--kernel`.
+///
+/// # Errors
+/// No profile for that release.
+pub fn kernel_profile(kernel: Option<&str>) -> anyhow::Result<Option<Profile>> {
+    kernel
+        .map(|k| Profile::parse(k).map_err(|e| anyhow!("--kernel `{k}`: {e}")))
+        .transpose()
 }
 
 /// Built pieces of a scenario that do not depend on the seed.
@@ -50,7 +63,24 @@ pub fn settings(
     features_lists: &[String],
     sets: &[String],
 ) -> anyhow::Result<Settings> {
-    let mut s = Settings::new(nr_cpus);
+    settings_for(None, nr_cpus, features_lists, sets)
+}
+
+/// [`settings`] starting from kernel `profile`'s values ([`Settings::for_kernel`]) instead
+/// of the registry's defaults.
+///
+/// # Errors
+/// One line: the flag, and the registry's or the profile's error.
+pub fn settings_for(
+    profile: Option<Profile>,
+    nr_cpus: u32,
+    features_lists: &[String],
+    sets: &[String],
+) -> anyhow::Result<Settings> {
+    let mut s = match profile {
+        Some(p) => Settings::for_kernel(nr_cpus, p),
+        None => Settings::new(nr_cpus),
+    };
     // Each assignment with the flag it came from, for its error.
     let mut assignments: Vec<(String, String, String)> = Vec::new();
     for list in features_lists {
@@ -93,6 +123,11 @@ impl Scenario {
         self.budget
             .machine
             .check("--topology", &self.topology, &machine)?;
+        let profile = kernel_profile(self.kernel.as_deref())?;
+        if let Some(p) = profile {
+            p.runnable()
+                .map_err(|e| anyhow!("--kernel `{}`: {e}", p.version()))?;
+        }
         let Settings {
             features,
             tunables,
@@ -101,7 +136,12 @@ impl Scenario {
             engine,
             machine: model,
             ..
-        } = settings(machine.nr_cpus() as u32, &self.features, &self.sets)?;
+        } = settings_for(
+            profile,
+            machine.nr_cpus() as u32,
+            &self.features,
+            &self.sets,
+        )?;
         let topology = Topology::build(&machine, &sd)
             .with_context(|| format!("--topology `{}`", self.topology))?;
         let workload = parse_workloads_within(&self.workloads, self.budget.workload_limits())
@@ -157,6 +197,8 @@ pub struct RunInputs {
     pub sets: Vec<String>,
     /// `--max-cpus`, `--max-tasks`, ...
     pub budget: Budget,
+    /// `--kernel`.
+    pub kernel: Option<String>,
 }
 
 impl RunInputs {
@@ -204,6 +246,7 @@ impl RunInputs {
                 sets,
                 duration_ns,
                 budget: self.budget,
+                kernel: self.kernel.clone().or(file.kernel),
             },
             self.seed.or(file.seed).unwrap_or(1),
         ))
@@ -211,9 +254,10 @@ impl RunInputs {
 }
 
 /// The keys a scenario file may hold, in the order `lbsim` documents them.
-pub const FILE_KEYS: [&str; 10] = [
+pub const FILE_KEYS: [&str; 11] = [
     "description",
     "topology",
+    "kernel",
     "workloads",
     "duration",
     "features",
@@ -232,6 +276,7 @@ pub const FILE_KEYS: [&str; 10] = [
 /// topology = "hikey"                  # --topology
 /// workloads = ["busy:threads=9"]      # --workload, one string or a list
 /// duration = "5s"                     # --duration
+/// kernel = "5.9"                      # --kernel: the release's profile
 /// features = "NO_WA_BIAS"             # --features (both sides), a string or a list
 /// seed = 1                            # --seed (lbsim compare: the first of `runs` seeds)
 /// runs = 20                           # --runs
@@ -268,6 +313,8 @@ pub struct ScenarioFile {
     pub base: Option<String>,
     /// `patched`: one features list (may carry tunables).
     pub patched: Option<String>,
+    /// `kernel`: the kernel profile (`--kernel`).
+    pub kernel: Option<String>,
 }
 
 /// The TOML type of a value, for error messages.
@@ -361,6 +408,11 @@ impl ScenarioFile {
         for (key, v) in &table {
             match key.as_str() {
                 "description" => out.description = Some(string(key, v)?),
+                "kernel" => {
+                    let k = string(key, v)?;
+                    Profile::parse(&k).map_err(|e| err(key, e.to_string()))?;
+                    out.kernel = Some(k);
+                }
                 "topology" => {
                     let spec = resolve_topology(dir, &string(key, v)?);
                     parse_machine(&spec).map_err(|e| err(key, format!("`{spec}`: {e}")))?;

@@ -447,6 +447,7 @@ fn example_scenarios_carry_the_builtin_definitions_switches() {
         let f =
             lbsim::scenario::ScenarioFile::load(&path, &lbsim::budget::Budget::default()).unwrap();
         assert_eq!(f.topology.as_deref(), Some(exp.topology), "{}", exp.name);
+        assert_eq!(f.kernel.as_deref(), exp.kernel, "{}: kernel", exp.name);
         assert_eq!(
             items(&f.features),
             items(std::slice::from_ref(&exp.common)),

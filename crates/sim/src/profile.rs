@@ -171,7 +171,7 @@ pub enum ProfileError {
     },
     /// A release before the v5.5 rework, which lbsim does not run.
     #[error(
-        "kernel {version}: lbsim models the load balancer from v5.5 on (0b0695f2b34a, \
+        "lbsim models the load balancer from v5.5 on (0b0695f2b34a, \
          \"sched/fair: Rework load_balance()\"); the avg_load / load_per_task / cpu_load[] \
          balancer of v4.x-v5.4 is not modelled yet (lbsim features --kernel {version} prints \
          its features)"

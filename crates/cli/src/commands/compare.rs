@@ -45,6 +45,12 @@ pub struct Args {
     /// Set a tunable on both sides (`migration_cost_ns=250000`); repeatable.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub sets: Vec<String>,
+    /// The kernel release whose profile the run starts from (`5.9`, `6.12`; `lbsim features
+    /// --kernel V` lists its features): its sched features and their defaults, lbsim's
+    /// switches for the changes it has, its tunables' defaults. `--features` and `--set`
+    /// still override it [default: lbsim's v6.12 model].
+    #[arg(long, value_name = "VERSION")]
+    pub kernel: Option<String>,
     /// Runs (seeds) per side [default: 10].
     #[arg(long, value_name = "N")]
     pub runs: Option<u32>,
@@ -151,6 +157,7 @@ struct Plan {
     seeds: Vec<u64>,
     duration_ns: u64,
     budget: crate::budget::Budget,
+    kernel: Option<String>,
 }
 
 fn plan(args: &Args) -> anyhow::Result<Plan> {
@@ -179,6 +186,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         features: args.features.clone(),
         sets: args.sets.clone(),
         budget: args.budget,
+        kernel: args.kernel.clone(),
     }
     .merge(file)?;
     let seeds = (0..u64::from(runs))
@@ -196,6 +204,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         seeds,
         duration_ns: scenario.duration_ns,
         budget: scenario.budget,
+        kernel: scenario.kernel,
     })
 }
 
@@ -205,7 +214,8 @@ fn side_config(plan: &Plan, side: &str, list: &str) -> anyhow::Result<SimConfig>
     features.push(list.to_owned());
     // The side's own list, named by its flag (built below among the common lists, its errors
     // would name --features).
-    crate::scenario::settings(1, std::slice::from_ref(&list.to_owned()), &[])
+    let profile = crate::scenario::kernel_profile(plan.kernel.as_deref())?;
+    crate::scenario::settings_for(profile, 1, std::slice::from_ref(&list.to_owned()), &[])
         .map_err(|e| anyhow::anyhow!("--{side} `{list}`: {}", e.root_cause()))?;
     let scenario = Scenario {
         topology: plan.topology.clone(),
@@ -214,6 +224,7 @@ fn side_config(plan: &Plan, side: &str, list: &str) -> anyhow::Result<SimConfig>
         sets: plan.sets.clone(),
         duration_ns: plan.duration_ns,
         budget: plan.budget,
+        kernel: plan.kernel.clone(),
     };
     Ok(scenario
         .build()

@@ -16,7 +16,6 @@ use serde::Serialize;
 
 use crate::commands::compare::{columns, print};
 use crate::format::Format;
-use crate::scenario::settings;
 
 /// Arguments of `lbsim features`.
 #[derive(Debug, clap::Args)]
@@ -31,6 +30,11 @@ pub struct Args {
     /// Set a tunable by its name (`migration_cost_ns=250000`); repeatable.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub sets: Vec<String>,
+    /// A kernel release's profile (`4.18`, `5.9`, `6.12`): the features line is that
+    /// release's sched_features file (its features.h, with `--features` applied), followed by
+    /// lbsim's switches as the release has them, and the values are the release's.
+    #[arg(long, value_name = "VERSION")]
+    pub kernel: Option<String>,
     /// Output format: `text`, `json` (every parameter with its declaration and value), or
     /// `markdown` (the table of `docs/parameters.md`, defaults only).
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -93,7 +97,8 @@ pub fn report(args: &Args) -> anyhow::Result<String> {
     let machine =
         parse_machine(&args.topology).with_context(|| format!("--topology `{}`", args.topology))?;
     let nr_cpus = machine.nr_cpus();
-    let s = settings(nr_cpus as u32, &args.features, &args.sets)?;
+    let profile = crate::scenario::kernel_profile(args.kernel.as_deref())?;
+    let s = crate::scenario::settings_for(profile, nr_cpus as u32, &args.features, &args.sets)?;
     if args.format == Format::Json {
         let parameters = all_params()
             .into_iter()
@@ -113,7 +118,10 @@ pub fn report(args: &Args) -> anyhow::Result<String> {
     let topo = Topology::build(&machine, &s.sd)
         .with_context(|| format!("--topology `{}`", args.topology))?;
 
-    let mut out = REGISTRY.debugfs_text(s.features);
+    let mut out = match profile {
+        None => REGISTRY.debugfs_text(s.features),
+        Some(p) => kernel_features_text(p, &s),
+    };
     let section = |out: &mut String, title: &str, rows: Vec<Vec<String>>| {
         out.push_str(&format!("\n# {title}\n"));
         out.push_str(&columns(&rows, "ll"));
@@ -254,4 +262,38 @@ mod tests {
     fn docs_parameters_md_is_current() {
         expect_test::expect_file!["../../../../docs/parameters.md"].assert_eq(&super::markdown());
     }
+}
+
+/// The features line of kernel profile `p`: the release's features.h entries as its
+/// `sched_features` file lists them (a name followed by a space, `NO_` before the disabled
+/// ones), with the values of `s` for the entries lbsim's registry has, then a line of
+/// lbsim's switches for later changes (`# lbsim switches: ...`).
+fn kernel_features_text(p: lbsim_sim::profile::Profile, s: &Settings) -> String {
+    let mut out = String::new();
+    for (name, default) in p.features_h() {
+        let on = REGISTRY
+            .feature(name)
+            .map_or(default, |(_, f)| s.features.enabled(f.bit));
+        if !on {
+            out.push_str("NO_");
+        }
+        out.push_str(name);
+        out.push(' ');
+    }
+    out.push('\n');
+    let switches: Vec<String> = REGISTRY
+        .features()
+        .into_iter()
+        .filter(|(d, _)| matches!(d.origin, lbsim_kernel::params::Origin::LbsimSwitch { .. }))
+        .map(|(d, f)| {
+            let prefix = if s.features.enabled(f.bit) { "" } else { "NO_" };
+            format!("{prefix}{}", d.name)
+        })
+        .collect();
+    out.push_str(&format!(
+        "# lbsim switches (v{}): {}\n",
+        p.version(),
+        switches.join(" ")
+    ));
+    out
 }

@@ -42,6 +42,12 @@ pub struct Args {
     /// `imbalance_pct=125`, `cost_ipi_ns=2000`, ...); repeatable.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub sets: Vec<String>,
+    /// The kernel release whose profile the run starts from (`5.9`, `6.12`; `lbsim features
+    /// --kernel V` lists its features): its sched features and their defaults, lbsim's
+    /// switches for the changes it has, its tunables' defaults. `--features` and `--set`
+    /// still override it [default: lbsim's v6.12 model].
+    #[arg(long, value_name = "VERSION")]
+    pub kernel: Option<String>,
     /// The balancer policy.
     #[arg(long, value_enum, default_value_t = BalancerKind::default())]
     pub balancer: BalancerKind,
@@ -86,6 +92,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         features: args.features.clone(),
         sets: args.sets.clone(),
         budget: args.budget,
+        kernel: args.kernel.clone(),
     }
     .resolve()?;
     let built = scenario.build()?;

@@ -24,9 +24,9 @@ const PRE_V6_5: &str = "NO_LB_UTIL_RUNNABLE_BOOST";
 /// Before v5.12: any run of failed balances ends in an active balance.
 const PRE_V5_12: &str = "NO_LB_REDUCE_ACTIVE_BALANCE";
 
-/// v5.7 to v5.8-rc2 (the tip/sched/core of March 2020 that seed 000 measured): a new task's
-/// runnable_avg starts at the CPU's capacity.
-const V5_7_RUNNABLE_INIT: &str = "NO_RUNNABLE_AVG_INIT_UTIL";
+/// The v5.10 fairness series (seed 001) as merged: its two switches and its two tunables.
+const V5_10_SERIES: &str =
+    "LB_RELAX_BY_FAILED,imbalance_pct=117,LB_BUSY_INTERVAL_SKEW,busy_factor=16";
 
 /// A reported mean without its spread.
 const fn mean(
@@ -67,12 +67,10 @@ fn util_spread() -> Experiment {
         machine: "arm64 octo-core, 2 clusters of 4 (hikey)",
         workload: "sysbench --test=cpu --num-threads=8 --max-requests=1000 (1.3 ms requests), \
                    started as sysbench 0.4 does (start mutex) and as 1.0 does (start barrier)",
-        common: format!(
-            "{PRE_V5_10},NO_NEWIDLE_BAIL_ON_PENDING,{V5_7_RUNNABLE_INIT},{PRE_V5_12},{PRE_V6_5},\
-             {PRE_V6_6}"
-        ),
-        common_why: "the seed's kernel, tip of March 2020 (v5.7-rc): before v5.8-rc3, v5.10, \
-                     v5.12, v6.0, v6.5 and v6.6",
+        kernel: Some("5.7"),
+        common: String::new(),
+        common_why: "the seed's kernel, tip of March 2020 (v5.7-rc), before v5.8-rc3: the 5.7 \
+                     profile",
         base: "NO_LB_UTIL_SKIP_SINGLE",
         patched: "LB_UTIL_SKIP_SINGLE",
         duration_ns: 10_000_000_000,
@@ -127,10 +125,11 @@ fn fairness() -> Experiment {
         topology: "hikey",
         machine: "arm64, 2 x 4 cores (hikey)",
         workload: "always-running rt-app threads, more threads than CPUs",
-        common: format!("NO_NEWIDLE_BAIL_ON_PENDING,{PRE_V5_12},{PRE_V6_5},{PRE_V6_6}"),
-        common_why: "the seed's kernel, v5.9, predates v5.12, v6.0, v6.5 and v6.6",
-        base: PRE_V5_10,
-        patched: "",
+        kernel: Some("5.9"),
+        common: String::new(),
+        common_why: "the seed's kernel, v5.9: the 5.9 profile",
+        base: "",
+        patched: V5_10_SERIES,
         duration_ns: 10_000_000_000,
         param: "threads",
         points: vec![
@@ -163,8 +162,9 @@ fn newidle_bailout() -> Experiment {
         machine: "2 nodes x 16 cores x SMT2 (64 CPUs; the seed does not name its machine)",
         workload: "a pair taking turns waking each other on two cores (CPUs 0 and 2), \
                    2 always-running threads pinned to each CPU of every other core",
-        common: format!("{PRE_V6_5},{PRE_V6_6}"),
-        common_why: "the seed's kernel, v5.19, predates v6.5 and v6.6",
+        kernel: Some("5.19"),
+        common: String::new(),
+        common_why: "the seed's kernel, v5.19: the 5.19 profile",
         base: "NO_NEWIDLE_BAIL_ON_PENDING",
         patched: "NEWIDLE_BAIL_ON_PENDING",
         duration_ns: 200_000_000,
@@ -234,7 +234,9 @@ fn tip_avg_high() -> Experiment {
             "NO_LB_UTIL_SKIP_SINGLE,{PRE_V5_10},NO_NEWIDLE_BAIL_ON_PENDING,\
              NO_PREFER_SIBLING_NR_DIFF,{PRE_V5_12},{PRE_V6_5},{PRE_V6_6}"
         ),
-        common_why: "the seed's kernel, v4.6 (2016), predates every other switch",
+        kernel: None,
+        common_why: "the seed's kernel, v4.6 (2016), predates every other switch; lbsim's v6.12 \
+                     balancer with them off (the pre-v5.5 balancer is not modelled yet)",
         base: "NO_LB_TIP_AVG_HIGH",
         patched: "LB_TIP_AVG_HIGH",
         duration_ns: 6_000_000_000,
@@ -289,7 +291,10 @@ fn prefer_sibling() -> Experiment {
             "NO_LB_UTIL_SKIP_SINGLE,{PRE_V5_10},NO_NEWIDLE_BAIL_ON_PENDING,{PRE_V5_12},\
              {PRE_V6_5},{PRE_V6_6}"
         ),
-        common_why: "the seed's kernel, v4.11, predates v5.7, v5.10, v5.12, v6.0, v6.5 and v6.6",
+        kernel: None,
+        common_why: "the seed's kernel, v4.11, predates v5.7, v5.10, v5.12, v6.0, v6.5 and v6.6; \
+                     lbsim's v6.12 balancer with them off (the pre-v5.5 balancer is not modelled \
+                     yet)",
         base: "NO_PREFER_SIBLING_NR_DIFF",
         patched: "PREFER_SIBLING_NR_DIFF",
         duration_ns: 6_000_000_000,

@@ -146,6 +146,9 @@ pub struct Experiment {
     pub machine: &'static str,
     /// The workload in words.
     pub workload: &'static str,
+    /// The kernel profile both sides start from (`--kernel`), where lbsim has the seed's
+    /// release (`None`: lbsim's v6.12 model with `common`'s switches).
+    pub kernel: Option<&'static str>,
     /// Features and tunables of both sides.
     pub common: String,
     /// Why both sides carry `common`.
@@ -189,6 +192,7 @@ impl Experiment {
             sets: Vec::new(),
             duration_ns: self.duration_ns,
             budget: crate::budget::Budget::default(),
+            kernel: self.kernel.map(str::to_owned),
         };
         Ok(scenario
             .build()
@@ -388,16 +392,20 @@ pub fn text(o: &Outcome) -> String {
         ],
         vec!["workload:".to_owned(), e.workload.to_owned()],
     ];
-    if !e.common.is_empty() {
-        head.push(vec!["both sides:".to_owned(), e.common.clone()]);
+    let both = match (e.kernel, e.common.is_empty()) {
+        (Some(k), true) => Some(format!("kernel {k}")),
+        (Some(k), false) => Some(format!("kernel {k},{}", e.common)),
+        (None, false) => Some(e.common.clone()),
+        (None, true) => None,
+    };
+    if let Some(both) = both {
+        head.push(vec!["both sides:".to_owned(), both]);
         head.push(vec![String::new(), format!("({})", e.common_why)]);
     }
-    let or_def = |l: &str| {
-        if l.is_empty() {
-            "(defaults)".to_owned()
-        } else {
-            l.to_owned()
-        }
+    let or_def = |l: &str| match (l.is_empty(), e.kernel) {
+        (true, Some(k)) => format!("(the {k} profile)"),
+        (true, None) => "(defaults)".to_owned(),
+        (false, _) => l.to_owned(),
     };
     head.push(vec!["base:".to_owned(), or_def(e.base)]);
     head.push(vec!["patched:".to_owned(), or_def(e.patched)]);

@@ -95,10 +95,10 @@ fn point_rows_table() {
         == fairness (seed 001_ddcb498a752488f6.txt): sched/fair: Improve fairness between cfs tasks (v5.10, 4 patches) ==
         machine:     arm64, 2 x 4 cores (hikey) [hikey]
         workload:    always-running rt-app threads, more threads than CPUs
-        both sides:  NO_NEWIDLE_BAIL_ON_PENDING,NO_LB_REDUCE_ACTIVE_BALANCE,NO_LB_UTIL_RUNNABLE_BOOST,sched_policy=cfs
-                     (the seed's kernel, v5.9, predates v5.12, v6.0, v6.5 and v6.6)
-        base:        NO_LB_RELAX_BY_FAILED,imbalance_pct=125,NO_LB_BUSY_INTERVAL_SKEW,busy_factor=32
-        patched:     (defaults)
+        both sides:  kernel 5.9
+                     (the seed's kernel, v5.9: the 5.9 profile)
+        base:        (the 5.9 profile)
+        patched:     LB_RELAX_BY_FAILED,imbalance_pct=117,LB_BUSY_INTERVAL_SKEW,busy_factor=16
         lbsim runs:  3 seeds a side at each point, 10 s simulated each
 
         threads  source            base avg  base worst        patched avg  patched worst
@@ -127,8 +127,8 @@ fn metric_rows_table_and_json() {
         == util-spread (seed 000_10ea48af97d0d73a.txt): sched/fair: improve spreading of utilization (v5.7) ==
         machine:     arm64 octo-core, 2 clusters of 4 (hikey) [hikey]
         workload:    sysbench --test=cpu --num-threads=8 --max-requests=1000 (1.3 ms requests), started as sysbench 0.4 does (start mutex) and as 1.0 does (start barrier)
-        both sides:  NO_LB_RELAX_BY_FAILED,imbalance_pct=125,NO_LB_BUSY_INTERVAL_SKEW,busy_factor=32,NO_NEWIDLE_BAIL_ON_PENDING,NO_RUNNABLE_AVG_INIT_UTIL,NO_LB_REDUCE_ACTIVE_BALANCE,NO_LB_UTIL_RUNNABLE_BOOST,sched_policy=cfs
-                     (the seed's kernel, tip of March 2020 (v5.7-rc): before v5.8-rc3, v5.10, v5.12, v6.0, v6.5 and v6.6)
+        both sides:  kernel 5.7
+                     (the seed's kernel, tip of March 2020 (v5.7-rc), before v5.8-rc3: the 5.7 profile)
         base:        NO_LB_UTIL_SKIP_SINGLE
         patched:     LB_UTIL_SKIP_SINGLE
         lbsim runs:  3 seeds a side at each point, 10 s simulated each

@@ -18,6 +18,7 @@ fn a_full_file() {
         r#"
 description = "seed 001"
 topology = "hikey"
+kernel = "5.9"
 workloads = ["busy:threads=9", "busy:threads=2"]
 duration = "5s"
 features = ["NO_WA_BIAS", "LB_MIN"]
@@ -55,6 +56,7 @@ cost_ipi_ns = 2000
             runs: Some(20),
             base: Some("NO_LB_RELAX_BY_FAILED,imbalance_pct=125".to_owned()),
             patched: Some(String::new()),
+            kernel: Some("5.9".to_owned()),
         }
     );
     // Single strings are accepted where lists are.
@@ -107,8 +109,13 @@ fn errors_name_the_file_the_key_and_what_was_expected() {
     let cases = [
         (
             "topologie = \"hikey\"",
-            "dir/s.toml: unknown key `topologie` (valid: description, topology, workloads, \
-             duration, features, tunables, seed, runs, base, patched)",
+            "dir/s.toml: unknown key `topologie` (valid: description, topology, kernel, \
+             workloads, duration, features, tunables, seed, runs, base, patched)",
+        ),
+        (
+            "kernel = \"5.8\"",
+            "dir/s.toml: key `kernel`: no kernel profile `5.8`; profiles: 4.6, 4.11, 4.13, \
+             4.18, 5.4, 5.7, 5.9, 5.10, 5.15, 5.19, 6.1, 6.6, 6.12",
         ),
         (
             "duration = 5",
