@@ -254,16 +254,6 @@ pub fn markdown() -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    /// Rule: the committed `docs/parameters.md` is what the registry generates
-    /// (regenerate with `cargo xtask params`, or `UPDATE_EXPECT=1 cargo test -p lbsim`).
-    #[test]
-    fn docs_parameters_md_is_current() {
-        expect_test::expect_file!["../../../../docs/parameters.md"].assert_eq(&super::markdown());
-    }
-}
-
 /// The features line of kernel profile `p`: the release's features.h entries as its
 /// `sched_features` file lists them (a name followed by a space, `NO_` before the disabled
 /// ones), with the values of `s` for the entries lbsim's registry has, then a line of
@@ -296,4 +286,14 @@ fn kernel_features_text(p: lbsim_sim::profile::Profile, s: &Settings) -> String 
         switches.join(" ")
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    /// Rule: the committed `docs/parameters.md` is what the registry generates
+    /// (regenerate with `cargo xtask params`, or `UPDATE_EXPECT=1 cargo test -p lbsim`).
+    #[test]
+    fn docs_parameters_md_is_current() {
+        expect_test::expect_file!["../../../../docs/parameters.md"].assert_eq(&super::markdown());
+    }
 }
