@@ -50,6 +50,7 @@ use lbsim_sim::engine::check::EngineCounts;
 use lbsim_sim::engine::{RunResult, Sim, SimConfig, SimError};
 use lbsim_sim::experiment::{Control, run_seeds};
 use lbsim_sim::params::{REGISTRY, Settings, behaviour_switches, default_features};
+use lbsim_sim::profile::Profile;
 use lbsim_topology::{SdParams, Topology, parse_machine};
 use lbsim_workload::parse_workloads;
 use proptest::prelude::*;
@@ -75,6 +76,8 @@ struct Case {
     features: Vec<String>,
     duration_ms: u64,
     seed: u64,
+    /// The kernel profile (`--kernel`), if any.
+    kernel: Option<&'static str>,
 }
 
 impl Case {
@@ -88,6 +91,9 @@ impl Case {
             " --duration {}ms --seed {}",
             self.duration_ms, self.seed
         ));
+        if let Some(k) = self.kernel {
+            s.push_str(&format!(" --kernel {k}"));
+        }
         if !self.features.is_empty() {
             s.push_str(&format!(" --features '{}'", self.features.join(",")));
         }
@@ -95,18 +101,27 @@ impl Case {
         s
     }
 
-    fn config(&self, check: bool) -> SimConfig {
-        let machine = parse_machine(&self.machine).expect("machine spec");
-        let topology = Arc::new(Topology::build(&machine, &SdParams::default()).expect("topology"));
-        // As `lbsim run --features` takes them: `name=value` items set parameters by name,
-        // the others are feature writes.
-        let mut settings = Settings::new(topology.nr_cpus() as u32);
+    /// The settings `lbsim run` makes of the case: the profile (or the registry's defaults),
+    /// then the features list: `name=value` items set parameters by name, the others are
+    /// feature writes.
+    fn settings(&self, nr_cpus: u32) -> Settings {
+        let mut settings = match self.kernel {
+            Some(k) => Settings::for_kernel(nr_cpus, Profile::parse(k).expect("a profile")),
+            None => Settings::new(nr_cpus),
+        };
         for f in &self.features {
             match f.split_once('=') {
                 Some((k, v)) => settings.set(k, v).expect("parameter"),
                 None => settings.apply_features(f).expect("feature"),
             }
         }
+        settings
+    }
+
+    fn config(&self, check: bool) -> SimConfig {
+        let machine = parse_machine(&self.machine).expect("machine spec");
+        let topology = Arc::new(Topology::build(&machine, &SdParams::default()).expect("topology"));
+        let settings = self.settings(topology.nr_cpus() as u32);
         let Settings {
             features,
             tunables,
@@ -130,11 +145,7 @@ impl Case {
     }
 
     fn enabled(&self, f: impl SchedFeature) -> bool {
-        let mut features = default_features();
-        for w in self.features.iter().filter(|w| !w.contains('=')) {
-            REGISTRY.apply_features(&mut features, w).expect("feature");
-        }
-        features.enabled(f)
+        self.settings(1).features.enabled(f)
     }
 }
 
@@ -322,15 +333,47 @@ fn case() -> impl Strategy<Value = Case> {
                 features(),
                 durations.clone(),
                 0..10_000u64,
+                prop_oneof![
+                    Just(None),
+                    Just(Some("5.7")),
+                    Just(Some("5.9")),
+                    Just(Some("5.10")),
+                    Just(Some("5.15")),
+                    Just(Some("5.19")),
+                    Just(Some("6.1")),
+                    Just(Some("6.6")),
+                    Just(Some("6.12")),
+                ],
             )
         })
-        .prop_map(|(machine, workloads, features, duration_ms, seed)| Case {
-            machine,
-            workloads,
-            features,
-            duration_ms,
-            seed,
-        })
+        .prop_map(
+            |(machine, workloads, features, duration_ms, seed, kernel)| {
+                // A profile refuses to switch on a kernel feature its release lacks: such a
+                // write is dropped from the case (switching it off is kept).
+                let features = match kernel {
+                    Some(k) => {
+                        let p = Profile::parse(k).expect("a profile");
+                        features
+                            .into_iter()
+                            .filter(|w| {
+                                w.contains('=')
+                                    || w.starts_with("NO_")
+                                    || p.check_feature(w, true).is_ok()
+                            })
+                            .collect()
+                    }
+                    None => features,
+                };
+                Case {
+                    machine,
+                    workloads,
+                    features,
+                    duration_ms,
+                    seed,
+                    kernel,
+                }
+            },
+        )
 }
 
 /// Where failing cases are kept (relative to the package, where `cargo test` runs).
@@ -474,6 +517,7 @@ fn anchors() -> Vec<Case> {
             .collect(),
         duration_ms,
         seed,
+        kernel: None,
     };
     vec![
         // Rule 1, off side: migrate_util picks single-task sources (big.LITTLE NUMA, more
@@ -806,14 +850,19 @@ fn the_replay_command_names_every_input() {
         features: vec!["NO_LB_UTIL_SKIP_SINGLE".to_owned(), "hz=1000".to_owned()],
         duration_ms: 80,
         seed: 42,
+        kernel: Some("5.9"),
     };
     assert_eq!(
         c.command(),
         "lbsim run --topology 'nodes=2,llcs=1,clusters=1,cores=2,threads=1,distance=21' \
          --workload 'busy:threads=3' --workload 'hogs:cpus=1,per_cpu=1' --duration 80ms \
-         --seed 42 --features 'NO_LB_UTIL_SKIP_SINGLE,hz=1000' --check"
+         --seed 42 --kernel 5.9 --features 'NO_LB_UTIL_SKIP_SINGLE,hz=1000' --check"
     );
     let cfg = c.config(true);
     assert!(!cfg.features.enabled(LbFeat::LbUtilSkipSingle));
+    assert!(
+        !cfg.features.enabled(LbFeat::LbRelaxByFailed),
+        "the 5.9 profile"
+    );
     assert_eq!(cfg.tunables.hz, 1000);
 }

@@ -302,6 +302,67 @@ impl Profile {
     }
 }
 
+/// The table of `docs/kernel-profiles.md`: per profile, lbsim's switches that are on, the
+/// tunables it sets, and whether lbsim runs it; then each features.h entry by profile.
+pub fn markdown_table() -> String {
+    let mut out =
+        String::from("| profile | runs | lbsim switches on | tunables |\n|---|---|---|---|\n");
+    for v in VERSIONS {
+        let p = Profile::parse(v).expect("a profile");
+        let on: Vec<&str> = SWITCHES
+            .iter()
+            .filter(|(n, _)| p.feature(n) == Some(true))
+            .map(|(n, _)| *n)
+            .collect();
+        let tunables: Vec<String> = p
+            .tunables()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let list = |v: Vec<String>| {
+            if v.is_empty() {
+                "-".to_owned()
+            } else {
+                v.join(", ")
+            }
+        };
+        out.push_str(&format!(
+            "| {v} | {} | {} | {} |\n",
+            if p.runnable().is_ok() {
+                "yes"
+            } else {
+                "no (before the v5.5 rework)"
+            },
+            list(on.iter().map(|s| format!("`{s}`")).collect()),
+            list(tunables.iter().map(|s| format!("`{s}`")).collect()),
+        ));
+    }
+    out.push_str("\n| features.h | ");
+    out.push_str(&VERSIONS.join(" | "));
+    out.push_str(" |\n|---|");
+    out.push_str(&"---|".repeat(VERSIONS.len()));
+    out.push('\n');
+    for r in FEATURES_H {
+        out.push_str(&format!("| `{}` |", r.name));
+        for i in 0..VERSIONS.len() {
+            out.push_str(match r.at(i) {
+                Some(true) => " on |",
+                Some(false) => " off |",
+                None => " - |",
+            });
+        }
+        out.push('\n');
+    }
+    out.push_str("\n| lbsim switch | merged |\n|---|---|\n");
+    for (n, m) in SWITCHES {
+        out.push_str(&format!(
+            "| `{n}` | {} |\n",
+            m.map_or("never".to_owned(), |m| format!("v{m}"))
+        ));
+    }
+    out
+}
+
 impl fmt::Display for Profile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.version)
@@ -311,6 +372,25 @@ impl fmt::Display for Profile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rule: docs/kernel-profiles.md holds the table this module generates.
+    #[test]
+    fn docs_kernel_profiles_md_is_current() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/kernel-profiles.md");
+        let doc = std::fs::read_to_string(path).expect("docs/kernel-profiles.md");
+        let table = markdown_table();
+        if std::env::var_os("UPDATE_EXPECT").is_some() && !doc.contains(&table) {
+            let start = doc.find("<!-- table -->\n").expect("the table marker") + 15;
+            let end = doc.find("<!-- end table -->").expect("the end marker");
+            let new = format!("{}{table}{}", &doc[..start], &doc[end..]);
+            std::fs::write(path, new).expect("write the doc");
+            return;
+        }
+        assert!(
+            doc.contains(&table),
+            "docs/kernel-profiles.md is stale: rerun with UPDATE_EXPECT=1"
+        );
+    }
 
     #[test]
     fn every_row_has_a_column_per_profile() {
