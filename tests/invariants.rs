@@ -49,7 +49,7 @@ use lbsim_kernel::params::{ParamDef, SchedFeature};
 use lbsim_sim::engine::check::EngineCounts;
 use lbsim_sim::engine::{RunResult, Sim, SimConfig, SimError};
 use lbsim_sim::experiment::{Control, run_seeds};
-use lbsim_sim::params::{REGISTRY, Settings, behaviour_switches, default_features};
+use lbsim_sim::params::{Settings, behaviour_switches};
 use lbsim_sim::profile::Profile;
 use lbsim_topology::{SdParams, Topology, parse_machine};
 use lbsim_workload::parse_workloads;
