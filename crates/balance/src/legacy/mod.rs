@@ -323,3 +323,5 @@ impl Balancer for LegacyBalancer {
     }
 }
 
+#[cfg(test)]
+mod tests;
