@@ -62,22 +62,32 @@ pub struct CpuLoad {
 }
 
 impl CpuLoad {
-    /// Follows fair.c: cpu_load_update() (v4.7; __update_cpu_load() in v4.6), without
-    /// NOHZ_FULL's tickless load (lbsim has no nohz_full CPUs): `cpu_load[0] = this_load`;
-    /// for i >= 1, the old value decayed over the `pending_updates - 1` missed ticks, then
-    /// `(old * (2^i - 1) + new) >> i`, with `new` rounded up by `2^i - 1` when it exceeds
-    /// `old`.
-    pub fn cpu_load_update(&mut self, this_load: u64, pending_updates: u64) {
+    /// Follows fair.c: cpu_load_update() (v4.7; __update_cpu_load() in v4.6):
+    /// `cpu_load[0] = this_load`; for i >= 1, the old value decayed over the
+    /// `pending_updates - 1` missed ticks, then `(old * (2^i - 1) + new) >> i`, with `new`
+    /// rounded up by `2^i - 1` when it exceeds `old`.
+    ///
+    /// With `tickless` (v4.7+), the load the CPU had when its tick stopped
+    /// (`tickless_load`, the old `cpu_load[0]`) is taken out of the decay: `old -=
+    /// decay(tickless_load); old += tickless_load`, which changes nothing at a regular tick
+    /// and keeps a NOHZ_FULL CPU's constant load from decaying. v4.6 has no such term.
+    pub fn cpu_load_update(&mut self, this_load: u64, pending_updates: u64, tickless: bool) {
+        let tickless_load = if tickless { self.cpu_load[0] } else { 0 };
         self.nr_load_updates += 1;
         self.cpu_load[0] = this_load;
         let mut scale = 2u64;
         for i in 1..CPU_LOAD_IDX_MAX {
-            let old_load = decay_load_missed(self.cpu_load[i], pending_updates - 1, i);
+            let mut old_load = decay_load_missed(self.cpu_load[i], pending_updates - 1, i);
+            if tickless_load != 0 {
+                old_load =
+                    old_load.wrapping_sub(decay_load_missed(tickless_load, pending_updates - 1, i));
+                old_load = old_load.wrapping_add(tickless_load);
+            }
             let mut new_load = this_load;
             if new_load > old_load {
                 new_load += scale - 1;
             }
-            self.cpu_load[i] = (old_load * (scale - 1) + new_load) >> i;
+            self.cpu_load[i] = (old_load.wrapping_mul(scale - 1).wrapping_add(new_load)) >> i;
             scale += scale;
         }
     }
@@ -85,30 +95,48 @@ impl CpuLoad {
     /// Follows fair.c: cpu_load_update_active() (v4.7; update_cpu_load_active() in v4.6),
     /// called from scheduler_tick(): one update with the current weighted_cpuload().
     ///
-    /// lbsim folds the NOHZ exit of v4.6 (update_cpu_load_nohz(), called from
-    /// tick_nohz_idle_exit() with load 0) into the first tick after a stopped tick: the
-    /// ticks missed since `last_load_update_tick` (all but the current one) are first
-    /// accounted as one idle update, as the kernel's exit from nohz does.
-    pub fn cpu_load_update_active(&mut self, this_load: u64, jiffies: u64) {
+    /// A tick that finds ticks missed since `last_load_update_tick` (the tick was stopped
+    /// in idle) first accounts them as the kernel's exit from nohz idle did, just before
+    /// this tick: v4.6's update_cpu_load_nohz() with load 0 ("We were idle, this means load
+    /// 0"), v4.7+'s cpu_load_update_nohz_stop() with the load at the exit (the woken task's)
+    /// and the tickless load. `nohz_exit_load` is that load (0 for v4.6). lbsim folds the
+    /// exit into this tick: the kernel's exit happens between the last stopped jiffy and
+    /// this one.
+    pub fn cpu_load_update_active(
+        &mut self,
+        this_load: u64,
+        jiffies: u64,
+        nohz_exit_load: u64,
+        tickless: bool,
+    ) {
         let missed = jiffies.saturating_sub(self.last_load_update_tick);
         if missed > 1 {
-            self.cpu_load_update(0, missed - 1);
+            self.cpu_load_update(nohz_exit_load, missed - 1, tickless);
         }
         self.last_load_update_tick = jiffies;
-        self.cpu_load_update(this_load, 1);
+        self.cpu_load_update(this_load, 1, tickless);
     }
 
-    /// Follows fair.c: cpu_load_update_idle() / cpu_load_update_nohz() (v4.7;
+    /// Follows fair.c: cpu_load_update_idle() -> cpu_load_update_nohz() (v4.7;
     /// update_idle_cpu_load() in v4.6), run for a tickless idle CPU before the nohz idle
-    /// balancer balances on its behalf: if the CPU has no load, catch up with the ticks
-    /// missed since `last_load_update_tick`, as idle ticks.
-    pub fn cpu_load_update_idle(&mut self, this_load: u64, jiffies: u64) {
-        if this_load != 0 || jiffies == self.last_load_update_tick {
+    /// balancer balances on its behalf: bail if the CPU has load or is up to date, else
+    /// account the ticks missed since `last_load_update_tick` with load 0.
+    pub fn cpu_load_update_idle(&mut self, this_load: u64, jiffies: u64, tickless: bool) {
+        if this_load != 0 {
             return;
         }
         let pending = jiffies.saturating_sub(self.last_load_update_tick);
+        if pending == 0 {
+            return;
+        }
         self.last_load_update_tick = jiffies;
-        self.cpu_load_update(0, pending);
+        self.cpu_load_update(0, pending, tickless);
+    }
+
+    /// Follows fair.c: cpu_load_update_nohz_start() (v4.7-v5.2), when the tick stops:
+    /// `cpu_load[0] = weighted_cpuload()`, the tickless load accounted at the exit.
+    pub fn cpu_load_update_nohz_start(&mut self, this_load: u64) {
+        self.cpu_load[0] = this_load;
     }
 }
 

@@ -216,9 +216,16 @@ impl Balancer for LegacyBalancer {
     /// then fair.c: trigger_load_balance() (v4.6): no domains, nothing; raise
     /// SCHED_SOFTIRQ when `jiffies >= rq->next_balance`; nohz_kick_needed() and the kick.
     fn tick(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> TickOutcome {
-        if self.legacy.version.has_cpu_load() {
+        let v = self.legacy.version;
+        if v.has_cpu_load() {
             let load = self.legacy.weighted_cpuload(ctx, cpu);
-            self.legacy.cpu_load[cpu.index()].cpu_load_update_active(load, ctx.jiffies);
+            let exit_load = if v.tickless_load() { load } else { 0 };
+            self.legacy.cpu_load[cpu.index()].cpu_load_update_active(
+                load,
+                ctx.jiffies,
+                exit_load,
+                v.tickless_load(),
+            );
         }
         if ctx.topo.domains(cpu).is_empty() {
             return TickOutcome::default();
@@ -301,8 +308,14 @@ impl Balancer for LegacyBalancer {
     }
 
     /// Follows fair.c: nohz_balance_enter_idle() (v4.6: the idle mask, `nr_cpus` and the
-    /// LLC's busy count, as [`crate::nohz::nohz_balance_enter_idle`] keeps them).
+    /// LLC's busy count, as [`crate::nohz::nohz_balance_enter_idle`] keeps them) and, from
+    /// v4.7, tick-sched.c's call of cpu_load_update_nohz_start() as the tick stops.
     fn nohz_enter_idle(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) {
+        let v = self.legacy.version;
+        if v.has_cpu_load() && v.tickless_load() {
+            let load = self.legacy.weighted_cpuload(ctx, cpu);
+            self.legacy.cpu_load[cpu.index()].cpu_load_update_nohz_start(load);
+        }
         crate::nohz::nohz_balance_enter_idle(ctx, &mut self.state, cpu);
     }
 

@@ -298,7 +298,10 @@ pub fn nohz_idle_balance(
                 let t = pass.now_ns(ctx);
                 ctx.rqs[b].update_rq_clock(t);
                 let load = lg.weighted_cpuload(ctx, balance_cpu);
-                lg.cpu_load[b].cpu_load_update_idle(load, ctx.jiffies);
+                if lg.version.has_cpu_load() {
+                    let tickless = lg.version.tickless_load();
+                    lg.cpu_load[b].cpu_load_update_idle(load, ctx.jiffies, tickless);
+                }
                 rebalance_domains(ctx, st, lg, balance_cpu, CpuIdleType::Idle, pass);
             }
             let nb = ctx.rqs[b].next_balance();

@@ -92,7 +92,7 @@ fn decay_load_missed_by_the_table() {
 #[test]
 fn cpu_load_update_rounds_up_and_decays_missed_ticks() {
     let mut c = CpuLoad::default();
-    c.cpu_load_update(1024, 1);
+    c.cpu_load_update(1024, 1, false);
     assert_eq!(
         c.cpu_load,
         [
@@ -104,7 +104,7 @@ fn cpu_load_update_rounds_up_and_decays_missed_ticks() {
         ]
     );
     for _ in 0..200 {
-        c.cpu_load_update(1024, 1);
+        c.cpu_load_update(1024, 1, false);
     }
     assert_eq!(
         c.cpu_load, [1024; CPU_LOAD_IDX_MAX],
@@ -112,7 +112,7 @@ fn cpu_load_update_rounds_up_and_decays_missed_ticks() {
     );
     // Ten ticks missed while idle, then an update with load 0.
     let mut d = c;
-    d.cpu_load_update(0, 11);
+    d.cpu_load_update(0, 11, false);
     assert_eq!(d.cpu_load[0], 0);
     assert_eq!(d.cpu_load[1], 0, "idx 1: 1024 >> 10, then halved");
     assert_eq!(d.cpu_load[2], (decay_load_missed(1024, 10, 2) * 3) >> 2);
@@ -120,12 +120,22 @@ fn cpu_load_update_rounds_up_and_decays_missed_ticks() {
     // The tick folds a stopped tick's idle updates in: same as the explicit sequence.
     let mut e = c;
     e.last_load_update_tick = 100;
-    e.cpu_load_update_active(512, 111);
+    e.cpu_load_update_active(512, 111, 0, false);
     let mut f = c;
-    f.cpu_load_update(0, 10);
-    f.cpu_load_update(512, 1);
+    f.cpu_load_update(0, 10, false);
+    f.cpu_load_update(512, 1, false);
     assert_eq!(e.cpu_load, f.cpu_load);
     assert_eq!(e.last_load_update_tick, 111);
+    // v4.7+ (cpu_load_update(): "old_load -= decay_load_missed(tickless_load, ...);
+    // old_load += tickless_load"): a load constant through a stopped tick (NOHZ_FULL)
+    // does not decay; v4.6's formula decays it.
+    let mut g = c;
+    g.cpu_load_update_nohz_start(1024);
+    g.cpu_load_update(1024, 20, true);
+    assert_eq!(g.cpu_load, [1024; CPU_LOAD_IDX_MAX]);
+    let mut h = c;
+    h.cpu_load_update(1024, 20, false);
+    assert!(h.cpu_load[4] < 1024);
 }
 
 /// Rules (fair.c v4.6, source_load()/target_load(): "Return a low guess at the load of a

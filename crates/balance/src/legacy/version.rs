@@ -75,6 +75,14 @@ impl LegacyVersion {
         self.at_least(4, 7)
     }
 
+    /// v4.7: the NOHZ accounting of `cpu_load[]` keeps the load at the tick's stop
+    /// (cpu_load_update_nohz_start()/_stop(), the `tickless_load` term of cpu_load_update())
+    /// and the exit from nohz idle accounts the load found there; v4.6 counted the missed
+    /// ticks as load 0.
+    pub const fn tickless_load(self) -> bool {
+        self.at_least(4, 7)
+    }
+
     /// v4.12 (05b40e057734): prefer_sibling demotes a group only if it has more than one
     /// task more than the local group (before: more than one task).
     pub const fn prefer_sibling_nr_diff(self) -> bool {
