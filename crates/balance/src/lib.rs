@@ -8,7 +8,8 @@
 //! changes the runqueues through [`ctx::BalanceCtx`] and reports its work
 //! ([`cost::WorkAccount`]) so the engine can charge it in simulated time.
 //!
-//! Modules: [`kernel`] (the [`kernel::KernelBalancer`] entry points), [`lb`] (one
+//! Modules: [`kernel`] (the [`kernel::KernelBalancer`] entry points), [`legacy`] (the
+//! pre-v5.5 balancer of v4.6-v5.4, [`legacy::LegacyBalancer`]), [`lb`] (one
 //! load_balance() pass), [`rebalance`] (periodic balancing and intervals), [`newidle`]
 //! (newly idle balancing), [`nohz`] (idle load balancer), [`wake`] and [`fork`] (wake-up,
 //! fork and exec placement), [`state`] (per-domain, per-group and nohz state),
@@ -26,6 +27,7 @@ pub mod ctx;
 pub mod fork;
 pub mod kernel;
 pub mod lb;
+pub mod legacy;
 pub mod newidle;
 pub mod nohz;
 pub mod params;

@@ -183,6 +183,20 @@ impl CfsRq {
         }
     }
 
+    /// `list_move_tail(&p->se.group_node, &rq->cfs_tasks)`: move a task to the tail of
+    /// `cfs_tasks` (done by the `detach_tasks()` of v4.6-v4.14, which scanned from the
+    /// head, for a skipped task). Returns false if the task is not on the list.
+    pub fn cfs_tasks_move_to_tail(&mut self, id: TaskId) -> bool {
+        match self.cfs_tasks.iter().position(|&t| t == id) {
+            Some(pos) => {
+                self.cfs_tasks.remove(pos);
+                self.cfs_tasks.push_back(id);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The entities in `tasks_timeline` (queued, not `curr`), in no particular order.
     pub fn timeline(&self) -> impl ExactSizeIterator<Item = TaskId> + '_ {
         self.timeline.iter().map(|n| n.id)

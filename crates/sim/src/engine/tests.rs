@@ -291,3 +291,35 @@ fn a_trace_limit_stops_the_run_when_passed_and_only_then() {
         "{over}"
     );
 }
+
+#[test]
+fn legacy_balancer_runs_with_every_check_on() {
+    // The pre-v5.5 balancer (lbsim_balance::legacy, fair.c v4.6-v5.4) under the engine with
+    // every invariant check on (`check: true`): nine always-running threads on hikey's
+    // eight CPUs for 2 s, on each legacy profile. No check breaks (a broken invariant is an
+    // error from run()), the balancer's decision record saw load_balance() passes, and
+    // every thread makes progress: each runs at least a third of its fair share (8/9 of
+    // the 2 s), and the machine is busy nearly all the time.
+    use lbsim_balance::legacy::{LegacyBalancer, LegacyVersion};
+    for version in LegacyVersion::PROFILES {
+        let cfg = config("hikey", &["busy:threads=9"], 2000, 1);
+        let b = LegacyBalancer::new(&cfg.topology, 0, cfg.tunables.hz, version);
+        let r = Sim::new(cfg, b)
+            .expect("setup")
+            .run()
+            .expect("run with checks");
+        assert_eq!(r.tasks.len(), 9);
+        let fair = 2_000_000_000u64 * 8 / 9;
+        for t in &r.tasks {
+            assert!(t.runtime_ns > fair / 3, "{version}: {t:?}");
+        }
+        let total: u64 = r.tasks.iter().map(|t| t.runtime_ns).sum();
+        assert!(
+            total > 2_000_000_000 * 8 * 95 / 100,
+            "{version}: busy {total} ns"
+        );
+        let balancer = r.checks.as_ref().and_then(|c| c.balancer).expect("record");
+        assert!(balancer.lb_passes > 0, "{version}");
+        assert!(r.migrations > 0, "{version}");
+    }
+}

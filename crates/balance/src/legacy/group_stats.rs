@@ -1,0 +1,361 @@
+//! Group statistics of one domain before v5.5, following kernel/sched/fair.c of v4.6
+//! (with the v4.12, v4.15, v4.20 and v5.0-v5.4 changes as [`LegacyVersion`] decides):
+//! update_cpu_capacity(), update_group_capacity(), group_has_capacity(),
+//! group_is_overloaded(), group_classify(), update_sg_lb_stats(), update_sd_pick_busiest()
+//! and update_sd_lb_stats().
+
+use lbsim_topology::{CpuId, SchedDomain, SchedGroup, SdFlag, Topology};
+
+use crate::ctx::BalanceCtx;
+use crate::lb::{
+    CpuIdleType, LbEnv, Pass, SCHED_CAPACITY_SCALE, arch_scale_cpu_capacity, idle_cpu,
+};
+use crate::state::{BalanceState, msecs_to_jiffies};
+
+use super::LegacyState;
+use super::cpu_load::get_sd_load_idx;
+use super::load::cpu_util;
+use super::types::{LegacyGroupType, SdLbStats, SgLbStats};
+use super::version::LegacyVersion;
+
+/// `capacity_margin` (v4.20-v5.4): 1280, about 20% (group_smaller_min_cpu_capacity(),
+/// group_smaller_max_cpu_capacity()).
+pub const CAPACITY_MARGIN: u64 = 1280;
+
+/// `smt_gain` of an SMT domain (sd_init(), until v4.20): 1178, that is 589 per thread of a
+/// two-thread core.
+pub const SMT_GAIN: u64 = 1178;
+
+/// Follows the generic arch_scale_cpu_capacity(sd, cpu) of v4.6-v4.20 (kernel/sched/sched.h
+/// `default_scale_cpu_capacity()`): `smt_gain / span_weight` in an SMT domain of more than
+/// one CPU, else the CPU's capacity. From v5.0 (no `smt_gain`) the CPU's capacity.
+///
+/// Deliberately differs from the kernel: arm and arm64 override the function with their
+/// CPU's capacity (no SMT gain); lbsim applies the generic one on every machine with SMT,
+/// which is what x86 (and so the seeds' machines) ran.
+pub fn legacy_scale_cpu_capacity(
+    topo: &Topology,
+    sd: Option<&SchedDomain>,
+    cpu: CpuId,
+    version: LegacyVersion,
+) -> u64 {
+    if version.smt_gain()
+        && let Some(sd) = sd
+        && sd.flags.contains(SdFlag::ShareCpucapacity)
+        && sd.span_weight > 1
+    {
+        return SMT_GAIN / u64::from(sd.span_weight);
+    }
+    arch_scale_cpu_capacity(topo, cpu)
+}
+
+/// Follows fair.c: update_cpu_capacity() (v4.6): `cpu_capacity_orig` from
+/// [`legacy_scale_cpu_capacity`] at the lowest level, then the share left by rt (lbsim:
+/// `scale_rt_capacity()` of the PELT rt/dl/irq signals, v4.19+; v4.6-v4.18 used `rt_avg`,
+/// which is the same 1024 with no rt tasks), at least 1; written to `rq->cpu_capacity`
+/// and the legacy state's `capacity_orig`.
+pub fn update_cpu_capacity(
+    ctx: &mut BalanceCtx<'_>,
+    lg: &mut LegacyState,
+    cpu: CpuId,
+    sd: &SchedDomain,
+) -> u64 {
+    let orig = legacy_scale_cpu_capacity(ctx.topo, Some(sd), cpu, lg.version);
+    lg.capacity_orig[cpu.index()] = orig;
+    let r = &mut ctx.rqs[cpu.index()];
+    let capacity = lbsim_pelt::scale_rt_capacity(orig, &r.avg_rt, &r.avg_dl, &r.avg_irq).max(1);
+    r.update_cpu_capacity(capacity);
+    capacity
+}
+
+/// Follows fair.c: update_group_capacity() (v4.6; min/max_capacity from v4.10/v4.20 are
+/// kept too, as today's [`crate::lb::update_group_capacity`] does): `next_update` one
+/// balance interval ahead; the lowest level takes its CPU's capacity, a higher level sums
+/// its child's groups (each CPU's capacity when the child overlaps).
+pub fn update_group_capacity(
+    ctx: &mut BalanceCtx<'_>,
+    st: &mut BalanceState,
+    lg: &mut LegacyState,
+    cpu: CpuId,
+    level: usize,
+) {
+    let topo = ctx.topo;
+    let doms = topo.domains(cpu);
+    let sd = &doms[level];
+    let sdg = topo.local_group(sd);
+    let interval = msecs_to_jiffies(st.sd(cpu, level).balance_interval, ctx.hz)
+        .clamp(1, st.max_load_balance_interval);
+    st.sgc_mut(sdg.sgc).next_update = ctx.jiffies + interval;
+    if level == 0 {
+        let capacity = update_cpu_capacity(ctx, lg, cpu, sd);
+        let s = st.sgc_mut(sdg.sgc);
+        s.capacity = capacity;
+        s.min_capacity = capacity;
+        s.max_capacity = capacity;
+        return;
+    }
+    let child = &doms[level - 1];
+    let (mut capacity, mut min_capacity, mut max_capacity) = (0u64, u64::MAX, 0u64);
+    if child.flags.contains(SdFlag::Overlap) {
+        for c in topo.span(sdg.span).iter() {
+            let cap = ctx.rqs[c.index()].cpu_capacity();
+            capacity += cap;
+            min_capacity = min_capacity.min(cap);
+            max_capacity = max_capacity.max(cap);
+        }
+    } else {
+        for g in topo.groups(child) {
+            let s = st.sgc(g.sgc);
+            capacity += s.capacity;
+            min_capacity = min_capacity.min(s.min_capacity);
+            max_capacity = max_capacity.max(s.max_capacity);
+        }
+    }
+    let s = st.sgc_mut(sdg.sgc);
+    s.capacity = capacity;
+    s.min_capacity = min_capacity;
+    s.max_capacity = max_capacity;
+}
+
+/// Follows fair.c: group_has_capacity() (v4.6-v5.4): fewer tasks than CPUs, or the
+/// utilization below the capacity by more than imbalance_pct.
+pub fn group_has_capacity(imbalance_pct: u32, sgs: &SgLbStats) -> bool {
+    if sgs.sum_nr_running < sgs.group_weight {
+        return true;
+    }
+    sgs.group_capacity * 100 > sgs.group_util * u64::from(imbalance_pct)
+}
+
+/// Follows fair.c: group_is_overloaded() (v4.6-v5.4): more tasks than CPUs and the
+/// utilization above the capacity by more than imbalance_pct.
+pub fn group_is_overloaded(imbalance_pct: u32, sgs: &SgLbStats) -> bool {
+    if sgs.sum_nr_running <= sgs.group_weight {
+        return false;
+    }
+    sgs.group_capacity * 100 < sgs.group_util * u64::from(imbalance_pct)
+}
+
+/// Follows fair.c: group_classify() (v4.6-v5.4): `group_no_capacity` gives overloaded,
+/// the group's `sgc->imbalance` imbalanced, (v4.20+) a misfit task misfit, else other.
+pub fn group_classify(
+    version: LegacyVersion,
+    sg_imbalanced: bool,
+    sgs: &SgLbStats,
+) -> LegacyGroupType {
+    if sgs.group_no_capacity {
+        return LegacyGroupType::Overloaded;
+    }
+    if sg_imbalanced {
+        return LegacyGroupType::Imbalanced;
+    }
+    if version.group_misfit_task() && sgs.group_misfit_task_load != 0 {
+        return LegacyGroupType::MisfitTask;
+    }
+    LegacyGroupType::Other
+}
+
+/// Follows fair.c: update_sg_lb_stats() (v4.6): per CPU of the group (in `env->cpus`),
+/// `group_load` += target_load() for the local group or source_load() for the others at
+/// the domain's load index, `group_util` += cpu_util(), `sum_nr_running` +=
+/// `cfs.h_nr_running`, `sum_weighted_load` += weighted_cpuload(), an idle CPU with
+/// nothing queued counts in `idle_cpus`, and `nr_running > 1` sets `overload`; (v4.20+,
+/// on SD_ASYM_CPUCAPACITY) the largest `misfit_task_load`. Then `avg_load =
+/// group_load * 1024 / group_capacity`, `load_per_task = sum_weighted_load /
+/// sum_nr_running` (v5.3+: `group_load / sum_nr_running`), `group_no_capacity =
+/// group_is_overloaded()` and the group type.
+#[allow(clippy::too_many_arguments)]
+pub fn update_sg_lb_stats(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    lg: &LegacyState,
+    env: &LbEnv,
+    group: &SchedGroup,
+    local_group: bool,
+    overload: &mut bool,
+    pass: &mut Pass,
+) -> SgLbStats {
+    let topo = ctx.topo;
+    let sd = env.sd(topo);
+    let load_idx = get_sd_load_idx(&lg.load_idx(sd), env.idle);
+    let at = pass.now_ns(ctx);
+    let mut sgs = SgLbStats::default();
+    for i in topo.span(group.span).iter().filter(|&c| env.cpus.test(c)) {
+        pass.work.cpus_scanned += 1;
+        let r = &ctx.rqs[i.index()];
+        let load = if local_group {
+            lg.target_load(ctx, i, load_idx)
+        } else {
+            lg.source_load(ctx, i, load_idx)
+        };
+        sgs.group_load += load;
+        sgs.group_util += cpu_util(r, ctx.tasks, lg.capacity_orig[i.index()]);
+        sgs.sum_nr_running += r.cfs.h_nr_running;
+        if r.nr_running > 1 {
+            *overload = true;
+        }
+        sgs.sum_weighted_load += lg.weighted_cpuload(ctx, i);
+        if r.nr_running == 0 && idle_cpu(ctx, i, at) {
+            sgs.idle_cpus += 1;
+        }
+        if lg.version.group_misfit_task()
+            && sd.flags.contains(SdFlag::AsymCpucapacity)
+            && sgs.group_misfit_task_load < r.misfit_task_load
+        {
+            sgs.group_misfit_task_load = r.misfit_task_load;
+        }
+    }
+    sgs.group_capacity = st.sgc(group.sgc).capacity.max(1);
+    sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity;
+    if sgs.sum_nr_running != 0 {
+        let sum = if lg.version.load_per_task_from_group_load() {
+            sgs.group_load
+        } else {
+            sgs.sum_weighted_load
+        };
+        sgs.load_per_task = sum / u64::from(sgs.sum_nr_running);
+    }
+    sgs.group_weight = group.group_weight;
+    sgs.group_no_capacity = group_is_overloaded(sd.imbalance_pct, &sgs);
+    sgs.group_type = group_classify(lg.version, st.sgc(group.sgc).imbalance, &sgs);
+    sgs
+}
+
+/// Follows fair.c: update_sd_pick_busiest() (v4.6, with v4.20's misfit rules): a higher
+/// group type wins, a lower one loses; at an equal type only a strictly higher `avg_load`
+/// wins. v4.20+: a misfit group is refused unless the local group has capacity and its
+/// maximum capacity exceeds the group's by `capacity_margin`
+/// (group_smaller_max_cpu_capacity()); on SD_ASYM_CPUCAPACITY a group with no more tasks
+/// than CPUs is refused when the local group's CPUs are smaller
+/// (group_smaller_min_cpu_capacity()), and of two misfit groups the
+/// one with the larger misfit load wins. (SD_ASYM_PACKING is not built by the topology
+/// crate, so its tail, which only matters there, is left out.)
+pub fn update_sd_pick_busiest(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    env: &LbEnv,
+    sds: &SdLbStats,
+    sg: &SchedGroup,
+    sgs: &SgLbStats,
+    version: LegacyVersion,
+) -> bool {
+    let busiest = &sds.busiest_stat;
+    let sd = env.sd(ctx.topo);
+    if version.group_misfit_task() && sgs.group_type == LegacyGroupType::MisfitTask {
+        let local = sds.local.map(|g| ctx.topo.group(g));
+        let smaller = local.is_some_and(|l| {
+            st.sgc(sg.sgc).max_capacity * CAPACITY_MARGIN
+                < st.sgc(l.sgc).max_capacity * SCHED_CAPACITY_SCALE
+        });
+        if !smaller || !group_has_capacity(sd.imbalance_pct, &sds.local_stat) {
+            return false;
+        }
+    }
+    if sgs.group_type > busiest.group_type {
+        return true;
+    }
+    if sgs.group_type < busiest.group_type {
+        return false;
+    }
+    if sgs.avg_load <= busiest.avg_load {
+        return false;
+    }
+    if version.group_misfit_task() && sd.flags.contains(SdFlag::AsymCpucapacity) {
+        if let Some(l) = sds.local.map(|g| ctx.topo.group(g))
+            && sgs.sum_nr_running <= sgs.group_weight
+            && st.sgc(l.sgc).min_capacity * CAPACITY_MARGIN
+                < st.sgc(sg.sgc).min_capacity * SCHED_CAPACITY_SCALE
+        {
+            return false;
+        }
+        if sgs.group_type == LegacyGroupType::MisfitTask
+            && sgs.group_misfit_task_load < busiest.group_misfit_task_load
+        {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether the level below `level` of `cpu` has SD_PREFER_SIBLING in the release
+/// `version` (the parent reads it from its child): SMT and the DIE/PKG levels always, MC
+/// from v4.15, every non-NUMA level from v4.20, NUMA never. lbsim's topology carries
+/// today's flags, so the release decides here.
+pub fn child_prefer_sibling(child: Option<&SchedDomain>, version: LegacyVersion) -> bool {
+    let Some(child) = child else {
+        return false;
+    };
+    if child.flags.contains(SdFlag::Numa) {
+        return false;
+    }
+    if version.group_misfit_task() {
+        return true;
+    }
+    if child.flags.contains(SdFlag::ShareCpucapacity) {
+        return true;
+    }
+    if child.flags.contains(SdFlag::ShareLlc) {
+        return version.mc_prefer_sibling();
+    }
+    true
+}
+
+/// Follows fair.c: update_sd_lb_stats() (v4.6): every group of the domain, local first:
+/// the local group's capacity is refreshed (at newidle only once `next_update` has
+/// passed); with the child's SD_PREFER_SIBLING a non-local group is demoted to
+/// `group_no_capacity` if the local group has capacity and it has more than one task
+/// (v4.12+: more than one task more than the local group); update_sd_pick_busiest();
+/// totals over every group. At the top level, `rd->overload` is written.
+pub fn update_sd_lb_stats(
+    ctx: &mut BalanceCtx<'_>,
+    st: &mut BalanceState,
+    lg: &mut LegacyState,
+    env: &LbEnv,
+    pass: &mut Pass,
+) -> SdLbStats {
+    let topo = ctx.topo;
+    let sd = env.sd(topo);
+    let doms = topo.domains(env.sd_cpu);
+    let child = env.level.checked_sub(1).map(|l| &doms[l]);
+    let prefer_sibling = child_prefer_sibling(child, lg.version);
+    let mut sds = SdLbStats::default();
+    let mut overload = false;
+    for gid in topo.group_ids(sd) {
+        let sg = topo.group(gid);
+        let local_group = topo.span(sg.span).test(env.dst_cpu);
+        if local_group {
+            sds.local = Some(gid);
+            if env.idle != CpuIdleType::NewlyIdle || ctx.jiffies >= st.sgc(sg.sgc).next_update {
+                update_group_capacity(ctx, st, lg, env.dst_cpu, env.level);
+            }
+        }
+        let mut sgs = update_sg_lb_stats(ctx, st, lg, env, sg, local_group, &mut overload, pass);
+        st.checks.group_classified(sgs.group_type.as_group_type());
+        if local_group {
+            sds.local_stat = sgs;
+        } else {
+            let bigger = if lg.version.prefer_sibling_nr_diff() {
+                sgs.sum_nr_running > sds.local_stat.sum_nr_running + 1
+            } else {
+                sgs.sum_nr_running > 1
+            };
+            if prefer_sibling
+                && sds.local.is_some()
+                && group_has_capacity(sd.imbalance_pct, &sds.local_stat)
+                && bigger
+            {
+                sgs.group_no_capacity = true;
+                sgs.group_type = group_classify(lg.version, st.sgc(sg.sgc).imbalance, &sgs);
+            }
+            if update_sd_pick_busiest(ctx, st, env, &sds, sg, &sgs, lg.version) {
+                sds.busiest = Some(gid);
+                sds.busiest_stat = sgs;
+            }
+        }
+        sds.total_load += sgs.group_load;
+        sds.total_capacity += sgs.group_capacity;
+    }
+    if doms.get(env.level + 1).is_none() {
+        st.rd.overloaded = overload;
+    }
+    sds
+}

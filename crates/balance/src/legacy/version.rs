@@ -1,0 +1,159 @@
+//! The kernel release a [`super::LegacyBalancer`] follows, and the changes between v4.6 and
+//! v5.4 that it decides (KERNEL-HISTORY §1 and §2): one parameter, not one copy of the code
+//! per release.
+
+/// A mainline release from v4.6 to v5.4 (the balancer before "sched/fair: Rework
+/// load_balance()", 0b0695f2b34a, v5.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LegacyVersion {
+    major: u8,
+    minor: u8,
+}
+
+impl LegacyVersion {
+    /// v4.6 (seed 003, tip-avg-high).
+    pub const V4_6: LegacyVersion = LegacyVersion { major: 4, minor: 6 };
+    /// v4.11 (seed 004, prefer-sibling).
+    pub const V4_11: LegacyVersion = LegacyVersion {
+        major: 4,
+        minor: 11,
+    };
+    /// v4.13.
+    pub const V4_13: LegacyVersion = LegacyVersion {
+        major: 4,
+        minor: 13,
+    };
+    /// v4.18.
+    pub const V4_18: LegacyVersion = LegacyVersion {
+        major: 4,
+        minor: 18,
+    };
+    /// v5.4, the last release before the rework.
+    pub const V5_4: LegacyVersion = LegacyVersion { major: 5, minor: 4 };
+    /// The profiles of issue 21 that run this balancer.
+    pub const PROFILES: [LegacyVersion; 5] = [
+        Self::V4_6,
+        Self::V4_11,
+        Self::V4_13,
+        Self::V4_18,
+        Self::V5_4,
+    ];
+
+    /// The release `major.minor`, if it is between v4.6 and v5.4 (v4.x ended at 4.20).
+    pub const fn new(major: u8, minor: u8) -> Option<LegacyVersion> {
+        let ok = match major {
+            4 => minor >= 6 && minor <= 20,
+            5 => minor <= 4,
+            _ => false,
+        };
+        if ok {
+            Some(LegacyVersion { major, minor })
+        } else {
+            None
+        }
+    }
+
+    /// Parses `"4.6"`, `"5.4"`, ... (a release between v4.6 and v5.4).
+    pub fn parse(s: &str) -> Option<LegacyVersion> {
+        let (a, b) = s.trim_start_matches('v').split_once('.')?;
+        let b = b.split('.').next()?;
+        LegacyVersion::new(a.parse().ok()?, b.parse().ok()?)
+    }
+
+    /// `(major, minor)`.
+    pub const fn get(self) -> (u8, u8) {
+        (self.major, self.minor)
+    }
+
+    const fn at_least(self, major: u8, minor: u8) -> bool {
+        self.major > major || (self.major == major && self.minor >= minor)
+    }
+
+    /// v4.7 (cfa10334318d, "Correct unit of load_above_capacity"): calculate_imbalance()
+    /// scales `load_above_capacity` by `NICE_0_LOAD / busiest->group_capacity`.
+    pub const fn load_above_capacity_scaled(self) -> bool {
+        self.at_least(4, 7)
+    }
+
+    /// v4.7: the NOHZ accounting of `cpu_load[]` keeps the load at the tick's stop
+    /// (cpu_load_update_nohz_start()/_stop(), the `tickless_load` term of cpu_load_update())
+    /// and the exit from nohz idle accounts the load found there; v4.6 counted the missed
+    /// ticks as load 0.
+    pub const fn tickless_load(self) -> bool {
+        self.at_least(4, 7)
+    }
+
+    /// v4.12 (05b40e057734): prefer_sibling demotes a group only if it has more than one
+    /// task more than the local group (before: more than one task).
+    pub const fn prefer_sibling_nr_diff(self) -> bool {
+        self.at_least(4, 12)
+    }
+
+    /// v4.15 ("Search a task from the tail of the queue"): detach_tasks() takes
+    /// `cfs_tasks` from the tail and rotates skipped tasks to the head.
+    pub const fn detach_from_tail(self) -> bool {
+        self.at_least(4, 15)
+    }
+
+    /// v4.15 (583ffd99d765): the force_balance shortcut for a local group with capacity
+    /// applies to CPU_IDLE as well as CPU_NEWLY_IDLE.
+    pub const fn force_balance_any_idle(self) -> bool {
+        self.at_least(4, 15)
+    }
+
+    /// Which levels have SD_PREFER_SIBLING (read from the child by the parent): SMT and the
+    /// levels above MC always; MC from v4.15; every non-NUMA level from v4.20.
+    pub const fn mc_prefer_sibling(self) -> bool {
+        self.at_least(4, 15)
+    }
+
+    /// v4.19: find_busiest_group() returns no group when calculate_imbalance() found 0.
+    pub const fn fbg_null_on_zero_imbalance(self) -> bool {
+        self.at_least(4, 19)
+    }
+
+    /// v4.20 (3b1baa6496e6): `group_misfit_task`.
+    pub const fn group_misfit_task(self) -> bool {
+        self.at_least(4, 20)
+    }
+
+    /// `LB_BIAS`'s default: on up to v4.19, off from v4.20 (fdf5f315d5cf); the feature (and
+    /// `rq->cpu_load[]`) is gone from v5.3.
+    pub const fn lb_bias_default(self) -> bool {
+        !self.at_least(4, 20)
+    }
+
+    /// v5.3 (55627e3cd22c and 1c1b8a7b03ef): `rq->cpu_load[]`, source_load()/target_load()
+    /// and every `*_idx` are gone; the balancer reads weighted_cpuload() (renamed
+    /// cpu_runnable_load()) directly.
+    pub const fn has_cpu_load(self) -> bool {
+        !self.at_least(5, 3)
+    }
+
+    /// Up to v4.20 the SMT level's CPUs get `smt_gain / span_weight` (589 for two threads)
+    /// as `capacity_orig` from the generic arch_scale_cpu_capacity(); v5.0 (765d0af19f5f)
+    /// removed `smt_gain`.
+    pub const fn smt_gain(self) -> bool {
+        !self.at_least(5, 0)
+    }
+
+    /// v5.3: `load_per_task` is `group_load / sum_h_nr_running` (before, the sum of
+    /// weighted_cpuload(), `sum_weighted_load`, which differs from `group_load` when the
+    /// load index is not 0).
+    pub const fn load_per_task_from_group_load(self) -> bool {
+        self.at_least(5, 3)
+    }
+
+    /// v5.4 (KERNEL-HISTORY §2.10): out_balanced clears the parent's imbalance flag only
+    /// without LBF_ALL_PINNED; a newly idle balance does not double the interval at
+    /// out_one_pinned; the interval also resets after a voluntary active balance.
+    pub const fn v5_4_load_balance_tail(self) -> bool {
+        self.at_least(5, 4)
+    }
+}
+
+impl std::fmt::Display for LegacyVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
