@@ -22,6 +22,7 @@ pub fn config(machine: &str, workloads: &[&str], duration_ms: u64, seed: u64) ->
         cost: CostModel::default(),
         engine: EngineTunables::default(),
         machine: Default::default(),
+        kernel: None,
         duration_ns: duration_ms * 1_000_000,
         seed,
         check: true,

@@ -138,6 +138,10 @@ impl Case {
             cost,
             engine,
             machine,
+            kernel: self.kernel.map(|k| {
+                let v = Profile::parse(k).expect("a profile").version();
+                (v.0, v.1)
+            }),
             duration_ns: self.duration_ms * 1_000_000,
             seed: self.seed,
             check,

@@ -3,6 +3,7 @@
 use lbsim_balance::TrivialBalancer;
 use lbsim_balance::ctx::Balancer;
 use lbsim_balance::kernel::KernelBalancer;
+use lbsim_balance::legacy::{LegacyBalancer, LegacyVersion};
 use lbsim_sim::engine::SimConfig;
 
 /// The balancers `--balancer` offers.
@@ -16,10 +17,20 @@ pub enum BalancerKind {
     None,
 }
 
-/// The balancer for `kind`, at boot of the machine `cfg` describes.
+/// The balancer for `kind`, at boot of the machine `cfg` describes: for a kernel profile
+/// before v5.5 the balancer of those kernels ([`LegacyBalancer`], fair.c v4.6-v5.4), else
+/// today's ([`KernelBalancer`], v5.5-v6.12).
 pub fn make_balancer(kind: BalancerKind, cfg: &SimConfig) -> Box<dyn Balancer> {
-    match kind {
-        BalancerKind::Kernel => Box::new(KernelBalancer::new(&cfg.topology, 0, cfg.tunables.hz)),
-        BalancerKind::None => Box::new(TrivialBalancer),
+    let legacy = cfg
+        .kernel
+        .and_then(|(a, b)| LegacyVersion::new(u8::try_from(a).ok()?, u8::try_from(b).ok()?));
+    match (kind, legacy) {
+        (BalancerKind::Kernel, Some(v)) => {
+            Box::new(LegacyBalancer::new(&cfg.topology, 0, cfg.tunables.hz, v))
+        }
+        (BalancerKind::Kernel, None) => {
+            Box::new(KernelBalancer::new(&cfg.topology, 0, cfg.tunables.hz))
+        }
+        (BalancerKind::None, _) => Box::new(TrivialBalancer),
     }
 }

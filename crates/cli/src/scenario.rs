@@ -124,10 +124,6 @@ impl Scenario {
             .machine
             .check("--topology", &self.topology, &machine)?;
         let profile = kernel_profile(self.kernel.as_deref())?;
-        if let Some(p) = profile {
-            p.runnable()
-                .map_err(|e| anyhow!("--kernel `{}`: {e}", p.version()))?;
-        }
         let Settings {
             features,
             tunables,
@@ -158,6 +154,7 @@ impl Scenario {
                 cost,
                 engine,
                 machine: model,
+                kernel: profile.map(|p| (p.version().0, p.version().1)),
                 duration_ns: self.duration_ns,
                 seed: 0,
                 check: false,

@@ -27,6 +27,10 @@ pub struct SimConfig {
     pub engine: EngineTunables,
     /// The machine model's knobs (cpuidle governor, SMT sharing, cost spreads).
     pub machine: MachineModel,
+    /// The kernel release the run follows (`--kernel`), as (major, minor); `None`: lbsim's
+    /// v6.12 model. It decides which balancer implementation runs (before v5.5: the
+    /// pre-rework one).
+    pub kernel: Option<(u32, u32)>,
     /// How long to simulate, ns (the workload may end earlier).
     pub duration_ns: u64,
     /// The master seed.

@@ -43,6 +43,7 @@ fn config_on(spec: &str) -> SimConfig {
         cost: CostModel::default(),
         engine: EngineTunables::default(),
         machine: Default::default(),
+        kernel: None,
         duration_ns: 500_000_000,
         seed: 1,
         check: false,

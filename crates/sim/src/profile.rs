@@ -7,9 +7,9 @@
 //! switch stands for). The 5.19 column is 5.15's: KERNEL-HISTORY's timeline has no
 //! features.h change between them (SIS_UTIL came in 6.0).
 //!
-//! lbsim models the load balancer from the v5.5 rework (0b0695f2b34a, "sched/fair: Rework
-//! load_balance()") on; the 4.x and 5.4 profiles exist for `lbsim features --kernel` and are
-//! refused for running ([`Profile::runnable`]) until the pre-v5.5 balancer is modelled.
+//! The 4.x and 5.4 profiles run the balancer of those kernels (`lbsim_balance::legacy`,
+//! before the v5.5 rework 0b0695f2b34a, "sched/fair: Rework load_balance()";
+//! [`Profile::pre_rework`]); the later ones today's.
 //!
 //! A profile sets a baseline: `--features` and `--set` still override it, so an A/B of one
 //! patch on one kernel is `--kernel 5.9 --base NO_X --patched X`. A kernel feature that the
@@ -27,8 +27,8 @@ pub const VERSIONS: [&str; 13] = [
 /// The default profile.
 pub const DEFAULT_VERSION: &str = "6.12";
 
-/// The first release lbsim runs (the load_balance() rework).
-const FIRST_RUNNABLE: Version = Version(5, 5);
+/// The load_balance() rework (0b0695f2b34a).
+const REWORK: Version = Version(5, 5);
 
 /// A release, major and minor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -169,17 +169,6 @@ pub enum ProfileError {
         /// When it came or went.
         why: String,
     },
-    /// A release before the v5.5 rework, which lbsim does not run.
-    #[error(
-        "lbsim models the load balancer from v5.5 on (0b0695f2b34a, \
-         \"sched/fair: Rework load_balance()\"); the avg_load / load_per_task / cpu_load[] \
-         balancer of v4.x-v5.4 is not modelled yet (lbsim features --kernel {version} prints \
-         its features)"
-    )]
-    NotModelled {
-        /// The profile's release.
-        version: String,
-    },
 }
 
 impl Profile {
@@ -209,17 +198,10 @@ impl Profile {
         self.version
     }
 
-    /// Whether lbsim can run this release's balancer.
-    ///
-    /// # Errors
-    /// A release before v5.5.
-    pub fn runnable(&self) -> Result<(), ProfileError> {
-        if self.version < FIRST_RUNNABLE {
-            return Err(ProfileError::NotModelled {
-                version: self.version.to_string(),
-            });
-        }
-        Ok(())
+    /// Whether this release ran the load balancer before the v5.5 rework (0b0695f2b34a,
+    /// "sched/fair: Rework load_balance()"): its runs use `lbsim_balance::legacy`.
+    pub fn pre_rework(&self) -> bool {
+        self.version < REWORK
     }
 
     /// The release's features.h, in order, with their defaults (as
@@ -306,7 +288,7 @@ impl Profile {
 /// tunables it sets, and whether lbsim runs it; then each features.h entry by profile.
 pub fn markdown_table() -> String {
     let mut out =
-        String::from("| profile | runs | lbsim switches on | tunables |\n|---|---|---|---|\n");
+        String::from("| profile | balancer | lbsim switches on | tunables |\n|---|---|---|---|\n");
     for v in VERSIONS {
         let p = Profile::parse(v).expect("a profile");
         let on: Vec<&str> = SWITCHES
@@ -328,10 +310,10 @@ pub fn markdown_table() -> String {
         };
         out.push_str(&format!(
             "| {v} | {} | {} | {} |\n",
-            if p.runnable().is_ok() {
-                "yes"
+            if p.pre_rework() {
+                "pre-v5.5 (legacy)"
             } else {
-                "no (before the v5.5 rework)"
+                "v5.5+"
             },
             list(on.iter().map(|s| format!("`{s}`")).collect()),
             list(tunables.iter().map(|s| format!("`{s}`")).collect()),
@@ -464,8 +446,8 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("removed after v6.1"), "{e}");
-        assert!(Profile::parse("4.6").unwrap().runnable().is_err());
-        assert!(Profile::parse("5.7").unwrap().runnable().is_ok());
+        assert!(Profile::parse("4.6").unwrap().pre_rework());
+        assert!(!Profile::parse("5.7").unwrap().pre_rework());
         assert!(Profile::parse("5.8").is_err());
     }
 }

@@ -10,6 +10,7 @@ use crate::ctx::BalanceCtx;
 use crate::lb::{
     CpuIdleType, LbEnv, Pass, SCHED_CAPACITY_SCALE, arch_scale_cpu_capacity, idle_cpu,
 };
+use crate::params::LbFeat;
 use crate::state::{BalanceState, msecs_to_jiffies};
 
 use super::LegacyState;
@@ -333,7 +334,10 @@ pub fn update_sd_lb_stats(
         if local_group {
             sds.local_stat = sgs;
         } else {
-            let bigger = if lg.version.prefer_sibling_nr_diff() {
+            // `PREFER_SIBLING_NR_DIFF` (05b40e057734, v4.12; the profiles switch it on from
+            // 4.12, as LegacyVersion::prefer_sibling_nr_diff() dates it), so that seed 004's
+            // A/B runs on its own release.
+            let bigger = if ctx.features.enabled(LbFeat::PreferSiblingNrDiff) {
                 sgs.sum_nr_running > sds.local_stat.sum_nr_running + 1
             } else {
                 sgs.sum_nr_running > 1

@@ -453,6 +453,11 @@ fn prefer_sibling_by_release() {
     ];
     for (spec, tasks, dst, level, version, demoted) in cases {
         let mut w = World::new(spec);
+        // PREFER_SIBLING_NR_DIFF as the release's profile has it (on from v4.12).
+        w.set_feature(
+            LbFeat::PreferSiblingNrDiff,
+            version.prefer_sibling_nr_diff(),
+        );
         for &c in tasks {
             w.spawn(c, None);
         }

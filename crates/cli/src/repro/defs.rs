@@ -1,28 +1,11 @@
 //! The five seed experiments of EXPERIMENTS.md as lbsim runs them.
 //!
-//! Both sides of every experiment carry the switches as the seed's kernel had them (`common`):
-//! a switch from EXPERIMENTS.md that was merged after the seed was measured is set to its
-//! pre-merge value on both sides, so that only the change under test differs. So are lbsim's
-//! switches for later kernel changes that decide how these experiments go (the CFS pick
-//! before v6.6, no runnable boosting in find_busiest_queue() before v6.5, the catch-all active
-//! balance before v5.12, v5.7's initial runnable_avg): the rest of the balancer is then as
-//! close to the seed's kernel as lbsim's switches allow. Everything else is lbsim's
-//! v6.6-v6.12 model.
+//! Both sides of every experiment run on the seed's kernel: its profile (`--kernel`,
+//! `lbsim_sim::profile`: the release's features, lbsim's switches for the changes it had,
+//! its tunables; the 4.x releases with the pre-v5.5 balancer), so that only the change under
+//! test differs.
 
 use super::{Col, Experiment, Layout, MetricSpec, Point, Reported, Side, Stat};
-
-/// The v5.10 fairness series (seed 001) before it was merged.
-const PRE_V5_10: &str =
-    "NO_LB_RELAX_BY_FAILED,imbalance_pct=125,NO_LB_BUSY_INTERVAL_SKEW,busy_factor=32";
-
-/// Before v6.6: the CFS pick, not EEVDF.
-const PRE_V6_6: &str = "sched_policy=cfs";
-
-/// Before v6.5: migrate_util reads utilization without runnable boosting.
-const PRE_V6_5: &str = "NO_LB_UTIL_RUNNABLE_BOOST";
-
-/// Before v5.12: any run of failed balances ends in an active balance.
-const PRE_V5_12: &str = "NO_LB_REDUCE_ACTIVE_BALANCE";
 
 /// The v5.10 fairness series (seed 001) as merged: its two switches and its two tunables.
 const V5_10_SERIES: &str =
@@ -230,13 +213,9 @@ fn tip_avg_high() -> Experiment {
         topology: "xeon-4s",
         machine: "192 CPUs: 4 nodes x 24 cores x SMT2 (xeon-4s)",
         workload: "schbench -m4 -t N (30 ms of CPU per worker wake-up), 5 s",
-        common: format!(
-            "NO_LB_UTIL_SKIP_SINGLE,{PRE_V5_10},NO_NEWIDLE_BAIL_ON_PENDING,\
-             NO_PREFER_SIBLING_NR_DIFF,{PRE_V5_12},{PRE_V6_5},{PRE_V6_6}"
-        ),
-        kernel: None,
-        common_why: "the seed's kernel, v4.6 (2016), predates every other switch; lbsim's v6.12 \
-                     balancer with them off (the pre-v5.5 balancer is not modelled yet)",
+        kernel: Some("4.6"),
+        common: String::new(),
+        common_why: "the seed's kernel, v4.6 (2016): the 4.6 profile, with the pre-v5.5 balancer",
         base: "NO_LB_TIP_AVG_HIGH",
         patched: "LB_TIP_AVG_HIGH",
         duration_ns: 6_000_000_000,
@@ -287,14 +266,9 @@ fn prefer_sibling() -> Experiment {
         topology: "power8-22c",
         machine: "IBM POWER8, 22 cores x SMT8 = 176 CPUs (power8-22c)",
         workload: "ebizzy -t N -S 5 (the seed: -S 100) under perf stat",
-        common: format!(
-            "NO_LB_UTIL_SKIP_SINGLE,{PRE_V5_10},NO_NEWIDLE_BAIL_ON_PENDING,{PRE_V5_12},\
-             {PRE_V6_5},{PRE_V6_6}"
-        ),
-        kernel: None,
-        common_why: "the seed's kernel, v4.11, predates v5.7, v5.10, v5.12, v6.0, v6.5 and v6.6; \
-                     lbsim's v6.12 balancer with them off (the pre-v5.5 balancer is not modelled \
-                     yet)",
+        kernel: Some("4.11"),
+        common: String::new(),
+        common_why: "the seed's kernel, v4.11: the 4.11 profile, with the pre-v5.5 balancer",
         base: "NO_PREFER_SIBLING_NR_DIFF",
         patched: "PREFER_SIBLING_NR_DIFF",
         duration_ns: 6_000_000_000,

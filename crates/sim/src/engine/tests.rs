@@ -26,6 +26,7 @@ fn config(machine: &str, workloads: &[&str], duration_ms: u64, seed: u64) -> Sim
             ..EngineTunables::default()
         },
         machine: MachineModel::default(),
+        kernel: None,
         duration_ns: duration_ms * 1_000_000,
         seed,
         check: true,

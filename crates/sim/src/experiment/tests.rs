@@ -21,6 +21,7 @@ fn config(machine: &str, workloads: &[&str], duration_ns: u64) -> SimConfig {
         cost: CostModel::default(),
         engine: EngineTunables::default(),
         machine: Default::default(),
+        kernel: None,
         duration_ns,
         seed: 0,
         check: false,
