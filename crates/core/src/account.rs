@@ -116,8 +116,46 @@ impl<B: Balancer> Core<B> {
         r.on_cpu_since = now;
     }
 
-    /// Brings every CPU's accounting up to `now` before a balancing pass; the CPUs the pass
-    /// changes are marked from its migrations ([`Core::apply_outcome`]).
+    /// Brings the accounting of the CPUs a balancing pass changed up to `now`, as it was
+    /// before the pass: a pass changes runqueues only by the migrations it reports and runs
+    /// at one instant, so each such CPU's `nr_running` before it is today's less the tasks it
+    /// received plus those it gave. The other CPUs are accounted when they next change: the
+    /// integrals are linear in time, so the totals are the same as accounting every CPU
+    /// before the pass (O(migrations) instead of O(nr_cpus) per pass).
+    pub(crate) fn account_pass(&mut self, out: &BalanceOutcome) {
+        if out.migrations.is_empty() {
+            return;
+        }
+        let mut delta: smallvec::SmallVec<[(CpuId, i64); 8]> = smallvec::SmallVec::new();
+        let mut add = |cpu: CpuId, d: i64| match delta.iter_mut().find(|(c, _)| *c == cpu) {
+            Some((_, v)) => *v += d,
+            None => delta.push((cpu, d)),
+        };
+        for m in &out.migrations {
+            add(m.src, -1);
+            add(m.dst, 1);
+        }
+        let now = self.now;
+        for (cpu, d) in delta {
+            let c = &mut self.cpus[cpu.index()];
+            let dt = now.saturating_sub(c.acct_last);
+            if dt == 0 {
+                continue;
+            }
+            let rq = &self.rqs[cpu.index()];
+            if rq.curr.is_some() {
+                c.busy_ns += dt;
+            } else {
+                c.idle_ns += dt;
+            }
+            let before = (i64::from(rq.nr_running) - d).max(0) as u128;
+            c.nr_running_ns += before * u128::from(dt);
+            c.acct_last = now;
+        }
+    }
+
+    /// Brings every CPU's accounting up to `now` (the end of the run; the active-balance
+    /// stopper, which also switches its CPU away from the running task).
     pub(crate) fn account_all(&mut self) {
         for c in 0..self.cpus.len() {
             self.account_time(CpuId(c as u32));

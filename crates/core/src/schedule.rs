@@ -54,20 +54,19 @@ impl<B: Balancer> Core<B> {
         // through this CPU's wake list.
         self.cancel_segment(cpu);
         self.cpus[ci].newidle = Some((prev, action));
-        self.account_all();
         let step = self.ctx_call(|b, ctx| b.newidle_begin(ctx, cpu));
         self.newidle_stepped(cpu, step);
     }
 
     /// A step of the newly idle balance on `cpu` is due.
     pub(crate) fn newidle_step(&mut self, cpu: CpuId) {
-        self.account_all();
         let step = self.ctx_call(|b, ctx| b.newidle_continue(ctx, cpu));
         self.newidle_stepped(cpu, step);
     }
 
     pub(crate) fn newidle_stepped(&mut self, cpu: CpuId, step: NewidleStep) {
         let ci = cpu.index();
+        self.account_pass(&step.outcome);
         self.apply_outcome(cpu, &step.outcome);
         let end = self.now + step.outcome.elapsed_ns;
         let c = &mut self.cpus[ci];

@@ -70,8 +70,8 @@ impl<B: Balancer> Core<B> {
 
     /// SCHED_SOFTIRQ on `cpu`.
     pub(crate) fn softirq(&mut self, cpu: CpuId) {
-        self.account_all();
         let out = self.ctx_call(|b, ctx| b.softirq(ctx, cpu));
+        self.account_pass(&out);
         self.charge(cpu, out.elapsed_ns.max(self.cfg.cost.charge(&out.work)));
         self.apply_outcome(cpu, &out);
         if self.rqs[cpu.index()].nr_running > 0 && self.rqs[cpu.index()].curr.is_none() {
