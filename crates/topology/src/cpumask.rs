@@ -190,7 +190,9 @@ impl Cpumask {
 
     /// Whether `cpu` is in the mask (`cpumask_test_cpu`); a CPU out of range is not.
     pub fn test(&self, cpu: CpuId) -> bool {
-        self.bits.get(cpu.index()).is_some_and(|b| *b)
+        // One word read: the balancer's scans call this for every CPU of every group.
+        let i = cpu.index();
+        i < self.bits.len() && (self.as_words()[i / WORD] >> (i % WORD)) & 1 == 1
     }
 
     /// Number of CPUs in the mask (`cpumask_weight`).
