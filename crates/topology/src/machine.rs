@@ -231,6 +231,9 @@ pub struct Machine {
     package_masks: Vec<Cpumask>,
     node_masks: Vec<Cpumask>,
     smt_throughput: SmtThroughput,
+    /// Some core has more than one hardware thread (computed once: the balancer asks on
+    /// every pass).
+    has_smt: bool,
     /// The distinct cpuidle tables, and each CPU's index into them.
     idle_tables: Vec<IdleStates>,
     idle_of: Vec<u16>,
@@ -398,11 +401,13 @@ impl Machine {
             v
         };
         let count = |ids: &[u32]| ids.iter().max().map_or(0, |m| *m as usize + 1);
+        let core_masks = masks(&|c| c.core, count(&core));
         Ok(Machine {
+            has_smt: core_masks.iter().any(|m| m.weight() > 1),
             smt_throughput: SmtThroughput::default_table(),
             idle_tables: vec![IdleStates::none()],
             idle_of: vec![0; n],
-            core_masks: masks(&|c| c.core, count(&core)),
+            core_masks,
             cluster_masks: masks(&|c| c.cluster, count(&cluster)),
             llc_masks: masks(&|c| c.llc, count(&llc)),
             package_masks: masks(&|c| c.package, count(&package)),
@@ -581,7 +586,7 @@ impl Machine {
 
     /// Whether some core has more than one thread.
     pub fn has_smt(&self) -> bool {
-        self.core_masks.iter().any(|m| m.weight() > 1)
+        self.has_smt
     }
 }
 
