@@ -107,6 +107,7 @@ impl<B: Balancer> Core<B> {
                 menu: Default::default(),
                 poll_limit: None,
                 timers: Default::default(),
+                watchdog_at: u64::MAX,
                 idle_usage: vec![(0, 0); machine.idle_states(cpu).states.len()],
                 stats_idle_calls: 0,
                 stats_idle_sleeps: 0,
@@ -157,6 +158,12 @@ impl<B: Balancer> Core<B> {
                 b.nohz_enter_idle(ctx, cpu);
                 b.idle_enter(ctx, cpu);
             });
+            if sim.cpuidle_on(cpu) {
+                // The watchdog hrtimers were armed at boot, at times unrelated across CPUs.
+                let phase = below(&mut phase_rng, crate::cpuidle::WATCHDOG_PERIOD_NS);
+                sim.cpus[c].watchdog_at = phase;
+                sim.fx.at(phase, Ev::Watchdog { cpu: cpu.0 });
+            }
             sim.enter_idle_task(cpu);
         }
         for (i, spec) in sim.cfg.workload.tasks.iter().enumerate() {
@@ -341,6 +348,7 @@ impl<B: Balancer> Core<B> {
                 self.schedule(CpuId(cpu));
             }
             Ev::PollLimit { cpu } => self.poll_limit(CpuId(cpu)),
+            Ev::Watchdog { cpu } => self.watchdog(CpuId(cpu)),
             Ev::Stopper(req) => self.stopper(req),
             Ev::Kick(kick) => self.kick(kick),
             Ev::Background { cpu } => self.background(CpuId(cpu)),

@@ -31,6 +31,8 @@ pub enum Ev {
     NewidleDone { cpu: u32 },
     /// `cpu`'s polling idle state reaches its time limit (`cpuidle_poll_time()`).
     PollLimit { cpu: u32 },
+    /// The softlockup watchdog's hrtimer on `cpu`.
+    Watchdog { cpu: u32 },
 }
 
 impl Ev {
@@ -46,7 +48,8 @@ impl Ev {
             | Ev::Background { cpu }
             | Ev::NewidleStep { cpu }
             | Ev::NewidleDone { cpu }
-            | Ev::PollLimit { cpu } => [Some(cpu), None],
+            | Ev::PollLimit { cpu }
+            | Ev::Watchdog { cpu } => [Some(cpu), None],
             Ev::Stopper(r) => [Some(r.busiest.0), Some(r.push_cpu.0)],
             Ev::Kick(k) => [Some(k.ilb_cpu.0), None],
         }
@@ -66,6 +69,7 @@ impl Ev {
             Ev::NewidleStep { cpu } => (10, cpu.into()),
             Ev::NewidleDone { cpu } => (11, cpu.into()),
             Ev::PollLimit { cpu } => (12, cpu.into()),
+            Ev::Watchdog { cpu } => (13, cpu.into()),
         }
     }
 }

@@ -116,6 +116,8 @@ pub(crate) struct CpuState {
     pub(crate) menu: crate::cpuidle::menu::MenuDevice,
     /// The polling state's time limit, while the CPU polls.
     pub(crate) poll_limit: Option<EventKey>,
+    /// The softlockup watchdog hrtimer's next expiry (`u64::MAX` on the ideal machine).
+    pub(crate) watchdog_at: u64,
     /// The sleep timers queued on this CPU: (expiry, run index).
     pub(crate) timers: std::collections::BTreeSet<(u64, u32)>,
     /// Per idle state: entries and time in it, ns.

@@ -15,9 +15,10 @@
 //! CPU goes round the loop again: the governor learns from the period that ended
 //! (`menu_reflect()`) and chooses anew. A polling state stops after `cpuidle_poll_time()`.
 //!
-//! Deliberate differences: no kernel timers besides the tick and the tasks' own sleep
-//! timers are modelled (no timer-wheel timers, so `tick_nohz_next_event()` never vetoes a
-//! tick stop, and an idle CPU with no sleeping task's timer sees no timer at all); RCU,
+//! Deliberate differences: the only kernel timers besides the tick and the tasks' own sleep
+//! timers are the softlockup watchdog's per-CPU hrtimer (every 4 s, [`WATCHDOG_PERIOD_NS`],
+//! so that menu always has a next timer to scale, as on a real system); no timer-wheel
+//! timers, so `tick_nohz_next_event()` never vetoes a tick stop; RCU,
 //! irq_work and broadcast-timer needs of the tick are not modelled. With `cpuidle=off`, or on
 //! a machine without an idle-state table, every idle CPU is in one zero-latency state and
 //! its tick stops at once (lbsim's ideal machine).
@@ -29,6 +30,12 @@ use lbsim_topology::IdleState;
 use crate::params::Governor;
 use crate::prelude::*;
 use menu::{KTIME_MAX, LastIdle, MenuInput};
+
+/// The softlockup watchdog's per-CPU hrtimer period (kernel/watchdog.c: `sample_period` =
+/// `watchdog_thresh` (10 s) * 2 / 5), ns: the one per-CPU kernel timer lbsim models, so
+/// that an idle CPU with no task timer still has a next timer event within 4 s, as on a
+/// real system, and menu's correction factors can learn.
+pub const WATCHDOG_PERIOD_NS: u64 = 4_000_000_000;
 
 /// `PM_QOS_CPU_LATENCY_DEFAULT_VALUE` (2000 s) in ns: no latency constraint.
 pub const LATENCY_REQ_NONE_NS: u64 = 2_000 * 1_000_000_000;
@@ -197,7 +204,8 @@ impl<B: Balancer> Core<B> {
         let next_timer = c
             .timers
             .first()
-            .map_or(KTIME_MAX, |&(at, _)| at.saturating_sub(now));
+            .map_or(c.watchdog_at, |&(at, _)| at.min(c.watchdog_at))
+            .saturating_sub(now);
         let delta_next = if c.tick_stopped {
             next_timer
         } else {
@@ -248,6 +256,21 @@ impl<B: Balancer> Core<B> {
                 None
             }
         }
+    }
+
+    /// The softlockup watchdog's hrtimer fires on `cpu` (`watchdog_timer_fn()`): an
+    /// interrupt, which first waits for the CPU to leave its idle state; then it is
+    /// re-armed one period later.
+    pub(crate) fn watchdog(&mut self, cpu: CpuId) {
+        if let Some(at) = self.irq_deferral(cpu, false) {
+            self.fx.at(at, Ev::Watchdog { cpu: cpu.0 });
+            return;
+        }
+        let c = &mut self.cpus[cpu.index()];
+        c.watchdog_at = c.watchdog_at.saturating_add(WATCHDOG_PERIOD_NS);
+        let at = c.watchdog_at;
+        self.fx.at(at, Ev::Watchdog { cpu: cpu.0 });
+        self.idle_reentry.push(cpu.0);
     }
 
     /// The polling state's time limit on `cpu` (`poll_idle()` gives up, `poll_time_limit`).
