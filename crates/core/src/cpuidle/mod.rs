@@ -29,7 +29,7 @@ use lbsim_topology::IdleState;
 
 use crate::params::Governor;
 use crate::prelude::*;
-use menu::{KTIME_MAX, LastIdle, MenuInput};
+use menu::{LastIdle, MenuInput};
 
 /// The softlockup watchdog's per-CPU hrtimer period (kernel/watchdog.c: `sample_period` =
 /// `watchdog_thresh` (10 s) * 2 / 5), ns: the one per-CPU kernel timer lbsim models, so
