@@ -195,7 +195,7 @@ impl<B: Balancer> Core<B> {
     }
 
     /// `tick_nohz_get_sleep_length()`: the time to the next timer event as if the tick were
-    /// stopped (the earliest sleep timer queued on `cpu`, [`KTIME_MAX`] with none), and
+    /// stopped (the earliest sleep timer queued on `cpu`, or the watchdog's hrtimer), and
     /// `delta_next`, the time to the next clock event (that timer or the next tick, if the
     /// tick runs).
     fn tick_nohz_get_sleep_length(&self, cpu: CpuId) -> (u64, u64) {
