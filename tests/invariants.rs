@@ -168,28 +168,30 @@ fn machine() -> impl Strategy<Value = (String, u32)> {
             let t = if asym.is_some() { 1 } else { t };
             (2..=max_cpus).contains(&(n * l * c * k * t))
         })
-        .prop_map(|(nodes, llcs, clusters, cores, threads, distance, asym, idle)| {
-            // Asymmetric capacities (big.LITTLE) come without SMT, where siblings would
-            // have to share a capacity.
-            let threads = if asym.is_some() { 1 } else { threads };
-            let nr = nodes * llcs * clusters * cores * threads;
-            let mut spec = format!(
-                "nodes={nodes},llcs={llcs},clusters={clusters},cores={cores},threads={threads}"
-            );
-            if nodes > 1 {
-                spec.push_str(&format!(",distance={distance}"));
-            }
-            // The upper half of the CPUs is the LITTLE one.
-            if let Some(step) = asym
-                && nr > 1
-            {
-                let little = nr / 2;
-                let cap = 1024 - 256 * step;
-                spec.push_str(&format!(",capacity=1024x{},{cap}x{little}", nr - little));
-            }
-            spec.push_str(&format!(",idle_states={idle}"));
-            (spec, nr)
-        })
+        .prop_map(
+            |(nodes, llcs, clusters, cores, threads, distance, asym, idle)| {
+                // Asymmetric capacities (big.LITTLE) come without SMT, where siblings would
+                // have to share a capacity.
+                let threads = if asym.is_some() { 1 } else { threads };
+                let nr = nodes * llcs * clusters * cores * threads;
+                let mut spec = format!(
+                    "nodes={nodes},llcs={llcs},clusters={clusters},cores={cores},threads={threads}"
+                );
+                if nodes > 1 {
+                    spec.push_str(&format!(",distance={distance}"));
+                }
+                // The upper half of the CPUs is the LITTLE one.
+                if let Some(step) = asym
+                    && nr > 1
+                {
+                    let little = nr / 2;
+                    let cap = 1024 - 256 * step;
+                    spec.push_str(&format!(",capacity=1024x{},{cap}x{little}", nr - little));
+                }
+                spec.push_str(&format!(",idle_states={idle}"));
+                (spec, nr)
+            },
+        )
 }
 
 /// A cpulist of 1..=max distinct CPUs below `nr`.

@@ -4,6 +4,29 @@
 use crate::prelude::*;
 
 impl<B: Balancer> Core<B> {
+    /// The operations each live task had counted since its last tally probes, recorded as its
+    /// last probes at the run's end (a run that stops before a benchmark's own end still
+    /// reports what it did: `ProgramState::take_tally`).
+    fn flush_tallies(&mut self) {
+        for &ri in &self.by_ref {
+            if let Kind::Workload { wref, program, .. } = &mut self.runs[ri as usize].kind
+                && let Some((count, max_latency_ns)) = program.take_tally()
+            {
+                for (tag, value) in [
+                    (lbsim_workload::ProbeTag::TallyCount, count),
+                    (lbsim_workload::ProbeTag::TallyMaxLatency, max_latency_ns),
+                ] {
+                    self.obs.probes.push(ProbeRecord {
+                        task: *wref,
+                        time_ns: self.now,
+                        tag,
+                        value,
+                    });
+                }
+            }
+        }
+    }
+
     pub(crate) fn finish(mut self) -> RunResult {
         let checks = self.check_report();
         for c in 0..self.cpus.len() {
@@ -14,6 +37,7 @@ impl<B: Balancer> Core<B> {
             }
         }
         self.account_all();
+        self.flush_tallies();
         let mut tasks = Vec::new();
         let mut migrations = 0;
         let mut switches = 0;

@@ -29,7 +29,10 @@
 //! Setting up a run:
 //! 1. `let spec = parse_workloads(&options)?` (or `WorkloadSpec::combine`). Print
 //!    `spec.warnings`. Check `spec.cpusets` (via [`WorkloadSpec::max_cpu`]) against the
-//!    machine. The run lasts `min(--duration, spec.duration_ns)`, or until no task remains.
+//!    machine. The run lasts `min(--duration, spec.duration_ns)`, or until no task remains;
+//!    without a `--duration`, [`WorkloadSpec::default_run_ns`]. After it,
+//!    [`WorkloadSpec::cut_short`] names the parts the limit stopped early; at the end, record
+//!    each live task's [`ProgramState::take_tally`] as its last tally probes.
 //! 2. `let mut sync = spec.new_sync_state()`.
 //! 3. For each `spec.tasks[i]`: create task `TaskRef(i)` with its policy, nice, affinity
 //!    (`spec.cpuset(id)`; `None` is every CPU) and `custom_slice_ns`; its interpreter is
@@ -78,6 +81,7 @@ pub mod action;
 pub mod generators;
 pub mod ids;
 pub mod interp;
+pub mod length;
 pub mod obs;
 pub mod program;
 pub mod report;
@@ -95,6 +99,7 @@ pub use ids::{
     TemplateId, TimerId,
 };
 pub use interp::ProgramState;
+pub use length::{COUNTED_LIMIT_NS, CutShort, OPEN_ENDED_NS};
 pub use obs::{ProbeRecord, RunObservations, TaskObservation, WakeupSample};
 pub use program::{Event, Loops, Phase, Policy, Program, SchedAttr, SchedChange};
 pub use report::{Metric, PartReport, Report};

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::balancer::{BalancerKind, make_balancer};
 use crate::format::{Format, TextOrJson, json_pretty};
-use crate::scenario::workload_warnings;
+use crate::scenario::{cut_short_notes, workload_warnings};
 
 const WORKLOAD_HELP: &str = "A workload; repeatable, all run together.";
 
@@ -27,7 +27,8 @@ pub struct Args {
     #[arg(long = "workload", value_name = "WL", long_help = super::workload_help(WORKLOAD_HELP))]
     pub workloads: Vec<String>,
     /// How long to simulate (`500ms`, `2s`); a workload that ends sooner ends the run
-    /// [default: 1s].
+    /// [default: as long as the workload asks (schbench's runtime, rt-app's global.duration,
+    /// until pipe's or sysbench's count is done), 1s for one with no end].
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
     /// The master seed [default: 1].
@@ -108,6 +109,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     let mut result = simulate(&cfg)?;
     let mut reports = spec.reports(&result.observations);
+    let mut notes = cut_short_notes(&spec, &result.observations, cfg.duration_ns);
     // A workload that re-runs itself in rounds (`schbench -a`) runs until its generator has no
     // next round; each round's summary is the first line of its report.
     let rounds = spec.rounds();
@@ -119,8 +121,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             round.workload = next.context("the next round")?;
             result = simulate(&round)?;
             reports = round.workload.reports(&result.observations);
+            notes = cut_short_notes(&round.workload, &result.observations, round.duration_ns);
             round_lines.push(first_line(&reports[0].text));
         }
+    }
+    for n in &notes {
+        eprintln!("lbsim: {n}");
     }
     if let (Some(path), Some(trace)) = (&args.trace, &result.trace) {
         let mut w = std::io::BufWriter::new(create_trace(path)?);

@@ -205,12 +205,15 @@ pub fn parse_workloads<S: AsRef<str>>(args: &[S]) -> Result<WorkloadSpec, Worklo
 pub struct Builder {
     /// The workload so far (no part yet).
     pub spec: WorkloadSpec,
+    /// How long the tool asks to run, when it has a run length ([`Part::asks_ns`]).
+    pub asks_ns: Option<u64>,
 }
 
 impl Builder {
     pub(crate) fn new() -> Builder {
         Builder {
             spec: WorkloadSpec::empty(),
+            asks_ns: None,
         }
     }
 
@@ -273,6 +276,7 @@ impl Builder {
             report,
             tasks: 0..n,
             templates: 0..t,
+            asks_ns: self.asks_ns,
         });
         self.spec.validate().map_err(|source| WorkloadError::Spec {
             workload: label.to_string(),

@@ -180,6 +180,7 @@ impl Generator for SysbenchCpu {
             cumulative_slack: false,
         });
         b.task("sysbench".to_owned(), "sysbench-main", &main);
+        b.asks_ns = p.time_ns;
     }
 
     fn report(p: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {

@@ -1076,6 +1076,7 @@ pub(crate) fn parse(text: &str, path: &str, label: &str) -> Result<WorkloadSpec,
         }),
         tasks: 0..n,
         templates: 0..nt,
+        asks_ns: duration,
     });
     p.spec.duration_ns = duration;
     p.spec.validate().map_err(|e| RtappError::Invalid {
