@@ -51,11 +51,12 @@ pub struct Args {
     /// Check invariants after every event; stop at the first violation.
     #[arg(long)]
     pub check: bool,
-    /// Write the scheduler trace to FILE (sched_switch, sched_waking, sched_wakeup_new,
-    /// sched_migrate_task, sched_process_exit, sched_pelt_cfs and lbsim_load_balance): a
-    /// Perfetto protobuf trace
-    /// if FILE ends in `.pftrace` or `.perfetto-trace`, ftrace text otherwise; ui.perfetto.dev
-    /// opens both. FILE must not exist yet.
+    /// Write the scheduler trace to FILE (sched_switch, sched_waking, sched_wakeup,
+    /// sched_process_fork, sched_wakeup_new, sched_migrate_task, sched_process_exit,
+    /// sched_pelt_cfs and lbsim_load_balance): a Perfetto protobuf trace if FILE ends in
+    /// `.pftrace`, `.perfetto-trace`, `.pb` or `.perfetto` (ui.perfetto.dev opens it), else
+    /// ftrace text as `trace-cmd report` prints it with raw events (trappy and LISA read it).
+    /// FILE must not exist yet.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
     /// Output format.
@@ -130,9 +131,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     if let (Some(path), Some(trace)) = (&args.trace, &result.trace) {
         let mut w = std::io::BufWriter::new(create_trace(path)?);
-        let perfetto = path
-            .extension()
-            .is_some_and(|e| e == "pftrace" || e == "perfetto-trace");
+        let perfetto = path.extension().is_some_and(|e| {
+            matches!(
+                e.to_str(),
+                Some("pftrace" | "perfetto-trace" | "pb" | "perfetto")
+            )
+        });
         if perfetto {
             trace.write_perfetto(&mut w)
         } else {
