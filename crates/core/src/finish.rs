@@ -122,12 +122,16 @@ impl<B: Balancer> Core<B> {
                 ..c.stat
             })
             .collect();
-        let schedstat = self.balancer.schedstat_mut().map(|ss| {
+        let schedstat_counters = self.balancer.schedstat_mut().map(|ss| {
             ss.cpus.clone_from_slice(&cpu_stats);
-            ss.format(&topo, jiffies)
+            (ss.clone(), jiffies)
         });
+        let schedstat = schedstat_counters
+            .as_ref()
+            .map(|(ss, jiffies)| ss.format(&topo, *jiffies));
         RunResult {
             schedstat,
+            schedstat_counters,
             checks,
             sim_time_ns: self.now,
             migrations,

@@ -3,6 +3,7 @@
 use std::io::Write as _;
 
 use anyhow::Context as _;
+use lbsim_balance::schedstat::SchedstatVersion;
 use lbsim_sim::engine::{CpuResult, GroupFairness, RunResult, Sim, TaskResult};
 use lbsim_workload::Report;
 use serde::Serialize;
@@ -45,9 +46,13 @@ pub struct Args {
     /// The balancer policy.
     #[arg(long, value_enum, default_value_t = BalancerKind::default())]
     pub balancer: BalancerKind,
-    /// Print /proc/schedstat (version 17) at the end of the run.
+    /// Print /proc/schedstat at the end of the run (the text report; JSON always has it).
     #[arg(long)]
     pub schedstat: bool,
+    /// The /proc/schedstat layout: 15 (kernels to v6.9), 16 (v6.10-v6.13, the modelled
+    /// v6.12's) or 17 (v6.14 on).
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub schedstat_version: u32,
     /// Check invariants after every event; stop at the first violation.
     #[arg(long)]
     pub check: bool,
@@ -67,6 +72,13 @@ pub struct Args {
 /// Runs `lbsim run`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let format = args.format.text_or_json("run")?;
+    let schedstat_version =
+        SchedstatVersion::from_number(args.schedstat_version).with_context(|| {
+            format!(
+                "--schedstat-version {}: lbsim prints versions 15, 16 and 17",
+                args.schedstat_version
+            )
+        })?;
     let (scenario, seed) = crate::scenario::RunInputs {
         file: args.file.clone(),
         topology: args.topology.clone(),
@@ -144,6 +156,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
         .and_then(|()| w.flush())
         .with_context(|| format!("--trace {}: writing the trace", path.display()))?;
+    }
+    if let Some((counters, jiffies)) = &result.schedstat_counters {
+        result.schedstat =
+            Some(counters.format_version(&cfg.topology, *jiffies, schedstat_version));
     }
     let mut out = std::io::stdout().lock();
     if let Some(title) = rounds
