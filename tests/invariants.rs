@@ -21,7 +21,7 @@
 //! 9. determinism: same inputs and seed, same event hash (checks on or off); results
 //!    independent of the experiment runner's thread count;
 //! 10. the machine model: a CPU inside an idle state runs no task and its `rq->idle_state`
-//!    is that state's exit latency; an idle CPU that kept its tick has a tick pending.
+//!     is that state's exit latency; an idle CPU that kept its tick has a tick pending.
 //!
 //! Random machines carry one of the presets' idle-state tables (or none), so the cpuidle
 //! model runs in most cases.
