@@ -50,6 +50,14 @@ impl<B: Balancer> Core<B> {
             o.work_ns = work_ns;
             o.wait_ns = t.sched_info.run_delay;
             o.max_wait_ns = r.max_wait_ns;
+            // A task still queued, not running (sched_info's `last_queued` set): its wait so
+            // far is the run's last delay, as `perf sched latency` counts it.
+            let final_wait_ns = t
+                .sched_info
+                .last_queued
+                .map_or(0, |q| self.now.saturating_sub(q));
+            o.final_wait_ns = final_wait_ns;
+            o.nr_waits = t.sched_info.pcount + u64::from(t.sched_info.last_queued.is_some());
             o.nr_voluntary_switches = t.nvcsw;
             o.nr_involuntary_switches = t.nivcsw;
             o.nr_migrations = t.se.nr_migrations;

@@ -228,9 +228,18 @@ pub fn text_report(r: &RunResult, reports: &[Report]) -> String {
         us(l.max),
         l.count
     );
+    // The summary's fairness is over the largest group of like tasks (a benchmark's workers),
+    // as `RunResult::fairness` is computed; the label says which.
+    let group = lbsim_workload::report::largest_group(r.tasks.iter().map(|t| t.group.as_str()));
+    let n = r
+        .tasks
+        .iter()
+        .filter(|t| Some(t.group.as_str()) == group)
+        .count();
     let _ = writeln!(
         s,
-        "fairness (work done):      min/max {:.2}%  Jain {:.4}",
+        "work fairness, {n} {} tasks: min/max {:.2}%  Jain {:.4}",
+        group.unwrap_or("-"),
         r.fairness.min_max_ratio * 100.0,
         r.fairness.jain
     );

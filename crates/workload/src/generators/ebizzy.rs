@@ -17,7 +17,8 @@
 //! lbsim's per-thread rates on a `#` line of their own so that the first line stays the one
 //! scripts anchor on; `user` and `sys` split the threads' CPU time between the copy and
 //! search (user) and the mmap, munmap and fault work (sys) in proportion to the modelled
-//! costs.
+//! costs; then the block `perf stat -e context-switches,cpu-migrations` prints (seed 004's
+//! measurement).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use crate::generators::{Args, Builder, Generator, Key, Unit, WorkloadError};
 use crate::ids::ProbeTag;
 use crate::obs::RunObservations;
 use crate::program::{Event, Program};
+use crate::report::perf_stat::perf_stat_block;
 use crate::report::{Fairness, Metric};
 
 const SEC: u64 = 1_000_000_000;
@@ -178,6 +180,16 @@ impl Generator for Ebizzy {
             let _ = write!(s, " {r}");
         }
         s.push('\n');
+        // Seed 004 ran ebizzy under `perf stat -e context-switches,cpu-migrations`: the
+        // process's counters (its threads'), over the time simulated.
+        let switches: u64 = tasks.iter().map(|(_, t)| t.nr_switches()).sum();
+        let migrations: u64 = tasks.iter().map(|(_, t)| t.nr_migrations).sum();
+        s.push_str(&perf_stat_block(
+            &format!("ebizzy -t {} -S {}", p.threads, p.runtime_s),
+            switches,
+            migrations,
+            elapsed_ns,
+        ));
         let f = Fairness::of(&records);
         let metrics = vec![
             Metric::new("records_per_second", "records/s", total as f64, true),

@@ -85,7 +85,7 @@ fn sysbench_obs(arg: &str) -> (WorkloadSpec, RunObservations) {
 
 #[test]
 fn sysbench_0_4() {
-    let (spec, obs) = sysbench_obs("sysbench-cpu:threads=2,requests=8");
+    let (spec, obs) = sysbench_obs("sysbench-cpu:threads=2,requests=8,format=0.4");
     check(
         &spec,
         &obs,
@@ -191,7 +191,7 @@ fn sysbench_1_0_with_time_limit() {
 
 #[test]
 fn sysbench_0_4_time_limit_message() {
-    let (spec, obs) = sysbench_obs("sysbench-cpu:threads=2,time=20ms");
+    let (spec, obs) = sysbench_obs("sysbench-cpu:threads=2,time=20ms,format=0.4");
     let r = &spec.reports(&obs)[0];
     assert!(r.text.contains("Threads started!\nTime limit exceeded, exiting...\n(last message repeated 1 times)\nDone.\n"));
 }
@@ -424,6 +424,14 @@ fn ebizzy_per_thread() {
             user 27.00 s
             sys   1.80 s
             # lbsim: records/s per thread: 10000 9600 10432
+
+             Performance counter stats for 'ebizzy -t 3 -S 10':
+
+                             0      context-switches
+                             0      cpu-migrations
+
+                 10.000000000 seconds time elapsed
+
         "#]],
         expect![[r#"
         records_per_second = 30032 records/s (higher is better)
@@ -572,11 +580,17 @@ fn sched_latency_tables() {
     obs.tasks[0].wait_ns = 212_545_245_000;
     obs.tasks[0].nr_involuntary_switches = 779_188;
     obs.tasks[0].max_wait_ns = 58_337_000;
+    // 779,188 preemptions, so 779,189 arrivals on a CPU (the first one too).
+    obs.tasks[0].nr_waits = 779_189;
     obs.tasks[1].runtime_ns = 1_000 * MS;
     obs.tasks[1].work_ns = 500 * MS;
     obs.tasks[1].nr_voluntary_switches = 10;
+    // 11 arrivals, 3 ms of waits between them, and a 2.5 ms wait still going on at the end:
+    // 12 waits, 5.5 ms; the last one is the longest.
     obs.tasks[1].wait_ns = 3 * MS;
     obs.tasks[1].max_wait_ns = MS;
+    obs.tasks[1].nr_waits = 12;
+    obs.tasks[1].final_wait_ns = 2_500 * US;
     for i in 0..10u64 {
         obs.wakeups.push(crate::obs::WakeupSample {
             task: TaskRef(1),
@@ -592,11 +606,11 @@ fn sched_latency_tables() {
               Task                  |   Runtime ms  | Switches | Avg delay ms    | Max delay ms    |
              -----------------------------------------------------------------------------------
               hog-0-0:0             | 846018.956 ms |   779188 | avg:   0.273 ms | max:  58.337 ms |
-              hog-1-0:1             |   1000.000 ms |       10 | avg:   0.300 ms | max:   1.000 ms |
+              hog-1-0:1             |   1000.000 ms |       10 | avg:   0.458 ms | max:   2.500 ms |
              -----------------------------------------------------------------------------------
               TOTAL:                | 847018.956 ms |   779198 |
              ---------------------------------------------------
-            # lbsim: work min/max 0.0006, Jain's index 0.5006 over 2 tasks
+            # lbsim: fairness of the work done: min/max 0.0006, Jain's index 0.5006 over 2 tasks
             # lbsim: wake-up latency p50 35.0 us, p99 70.0 us, max 70.0 us over 10 wake-ups
         "#]],
         expect![[r#"

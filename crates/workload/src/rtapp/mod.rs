@@ -293,7 +293,7 @@ pub(crate) fn report(
     let f = Fairness::of(&works);
     let _ = writeln!(
         s,
-        "# work done: min/max {:.2}%, Jain's index {:.4} over {} threads",
+        "# work fairness over all {2} threads of the file: min/max {0:.2}%, Jain's index {1:.4}",
         f.min_max_ratio * 100.0,
         f.jain,
         works.len()
