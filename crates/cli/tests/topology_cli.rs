@@ -66,12 +66,12 @@ fn text_dump_of_one_cpu() {
         cpu5/cpuidle/state1/name: cpu-sleep
         cpu5/cpuidle/state1/latency: 950
         cpu5/cpuidle/state1/residency: 1000
-        cpu5/cpuidle/state1/lbsim_exit_ns: 950000
+        cpu5/cpuidle/state1/lbsim_exit_ns: 250000
         cpu5/cpuidle/state1/lbsim_flags: TIMER_STOP
         cpu5/cpuidle/state2/name: cluster-sleep
         cpu5/cpuidle/state2/latency: 1500
         cpu5/cpuidle/state2/residency: 2700
-        cpu5/cpuidle/state2/lbsim_exit_ns: 1500000
+        cpu5/cpuidle/state2/lbsim_exit_ns: 700000
         cpu5/cpuidle/state2/lbsim_flags: TIMER_STOP
     "#]]
     .assert_eq(&ok(&["topology", "hikey", "--cpus", "5"]));
