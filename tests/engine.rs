@@ -130,6 +130,7 @@ fn a_traced_run_is_the_same_run_and_its_trace_is_consistent() {
     let mut current = [0u32; 8];
     let (mut switches, mut migrations, mut balances_that_moved, mut pelt) = (0, 0, 0, 0);
     let mut last_ns = [0u64; 8];
+    let (mut wakings, mut wakeups, mut forks, mut wakeup_news) = (0, 0, 0, 0);
     for r in &trace.records {
         match r.event {
             TraceEvent::Switch {
@@ -165,14 +166,40 @@ fn a_traced_run_is_the_same_run_and_its_trace_is_consistent() {
                     );
                 }
             }
-            TraceEvent::Waking { target_cpu, .. } | TraceEvent::WakeupNew { target_cpu, .. } => {
+            TraceEvent::Waking { target_cpu, .. } => {
+                wakings += 1;
                 assert!(target_cpu < 8);
+            }
+            TraceEvent::WakeupNew { target_cpu, .. } => {
+                wakeup_news += 1;
+                assert!(target_cpu < 8);
+            }
+            TraceEvent::Wakeup { pid, target_cpu } => {
+                wakeups += 1;
+                assert!(target_cpu < 8);
+                assert!(pid >= 1 && pid as usize <= trace.tasks.len());
+            }
+            TraceEvent::Fork {
+                parent_pid,
+                child_pid,
+            } => {
+                forks += 1;
+                assert!(parent_pid < child_pid, "a parent exists before its child");
             }
             TraceEvent::Exit { pid } => assert!(pid as usize <= trace.tasks.len()),
             TraceEvent::PeltCfs { .. } => pelt += 1,
         }
     }
     assert!(switches > 1000, "{switches} switches");
+    // Every task created is forked, then first woken (sched_wakeup_new); every wake-up that
+    // wakes (sched_waking) reaches ttwu_do_wakeup() (sched_wakeup), but one still on a wake
+    // list when the run ends.
+    assert_eq!(forks, wakeup_news);
+    assert!(forks >= 40, "{forks} forks");
+    assert!(
+        wakeups <= wakings && wakeups + 8 >= wakings,
+        "{wakeups} of {wakings}"
+    );
     // Every set_task_cpu() that counts a migration (wake-up and balancer) is traced.
     assert_eq!(migrations, plain.migrations);
     assert!(balances_that_moved > 0, "some balance moved tasks");

@@ -431,26 +431,14 @@ struct Totals {
     alb_pushed: u64,
 }
 
-/// `lb_imbalance_{load,util,task,misfit}` summed over idle types, and `alb_pushed`, from a
-/// /proc/schedstat version 17 text.
-fn schedstat_sums(text: &str) -> ([u64; 4], u64) {
+/// `lb_imbalance_{load,util,task,misfit}` summed over idle types, and `alb_pushed`, from the
+/// /proc/schedstat counters (what version 17 prints per migration type).
+fn schedstat_sums(s: &lbsim_balance::schedstat::Schedstat) -> ([u64; 4], u64) {
     let mut imb = [0u64; 4];
-    let mut pushed = 0;
-    for line in text.lines().filter(|l| l.starts_with("domain")) {
-        let nums: Vec<u64> = line
-            .split_whitespace()
-            .skip(3)
-            .map(|x| x.parse().expect("counter"))
-            .collect();
-        assert_eq!(nums.len(), 45, "{line}");
-        for block in 0..3 {
-            for (t, slot) in imb.iter_mut().enumerate() {
-                *slot += nums[block * 11 + 3 + t];
-            }
-        }
-        pushed += nums[35];
+    for (t, slot) in imb.iter_mut().enumerate() {
+        *slot = s.total(|d| d.lb.iter().map(|l| u64::from(l.lb_imbalance[t])).sum());
     }
-    (imb, pushed)
+    (imb, s.total(|d| u64::from(d.alb_pushed)))
 }
 
 /// Names the group type of `counts.group_types[i]`.
@@ -499,7 +487,8 @@ fn check_case(case: &Case, t: &mut Totals) -> Result<(), String> {
     } else {
         t.nr_diff_off_small_forced += b.prefer_sibling_small_forced;
     }
-    let (imb, pushed) = schedstat_sums(r.schedstat.as_deref().expect("schedstat"));
+    let (counters, _) = r.schedstat_counters.as_ref().expect("schedstat");
+    let (imb, pushed) = schedstat_sums(counters);
     for (a, b) in t.lb_imbalance.iter_mut().zip(imb) {
         *a += b;
     }

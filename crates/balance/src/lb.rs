@@ -7,7 +7,7 @@
 //! - the newidle domain loop and the misfit bookkeeping follow v6.6 (see [`load_balance`]);
 //! - the `lb_imbalance_*` and `lb_hot_gained` schedstat accounting follow v6.12+/v6.14
 //!   (per migration type; hot tasks counted when actually detached), the counters
-//!   /proc/schedstat version 17 prints.
+//!   /proc/schedstat version 17 prints (versions 15 and 16 print their sum).
 //!
 //! The experiment switches of ../shared/EXPERIMENTS.md that live here:
 //! - `LB_UTIL_SKIP_SINGLE` ([`find_busiest_queue`], migrate_util);

@@ -1,11 +1,12 @@
-//! The counters of /proc/schedstat, per CPU and per domain, and their text in version 17's
-//! layout.
+//! The counters of /proc/schedstat, per CPU and per domain, and their text in the layout of
+//! the modelled kernel's version.
 //!
-//! Follows kernel/sched/stats.c: show_schedstat() with `SCHEDSTAT_VERSION 17` (v6.14; the
-//! per-migration-type `lb_imbalance_*` columns and the domain name are what version 17
-//! added over the v6.6-v6.12 version 16) and Documentation/scheduler/sched-stats.rst. The
-//! idle-type columns come in the order of `enum cpu_idle_type` since v6.10 (version 16):
-//! busy (`__CPU_NOT_IDLE`), idle, newly idle.
+//! Follows kernel/sched/stats.c: show_schedstat() and Documentation/scheduler/sched-stats.rst
+//! in its three layouts since v4.x ([`SchedstatVersion`]): version 15 (to v6.9), 16 (v6.10 to
+//! v6.13: `enum cpu_idle_type` reordered, so the busy columns come before the idle ones) and
+//! 17 (v6.14 on: the domain's name after `domain<N>`, and `lb_imbalance` split into
+//! `lb_imbalance_{load,util,task,misfit}`). The counters are kept in v6.14's detail (the
+//! imbalance per migration type); an older layout prints their sum.
 //!
 //! The balancer fills the domain counters; the per-CPU counters of the `cpu<N>` line
 //! (`yld_count`, `sched_count`, ...) belong to the engine, which fills [`CpuSchedstat`]; the
@@ -19,8 +20,56 @@ use lbsim_topology::{CpuId, Topology};
 
 use crate::lb::{CpuIdleType, MigrationType};
 
-/// The version line's number.
-pub const SCHEDSTAT_VERSION: u32 = 17;
+/// The layout of /proc/schedstat: `SCHEDSTAT_VERSION` of kernel/sched/stats.c.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SchedstatVersion {
+    /// Version 15 (to v6.9): no domain name, one `lb_imbalance`, idle types in the order
+    /// `CPU_IDLE`, `CPU_NOT_IDLE`, `CPU_NEWLY_IDLE`.
+    V15,
+    /// Version 16 (v6.10 to v6.13): as 15 with the busy (`__CPU_NOT_IDLE`) columns first.
+    /// The default: lbsim models v6.12.
+    #[default]
+    V16,
+    /// Version 17 (v6.14 on): the domain name, and four `lb_imbalance_*` columns.
+    V17,
+}
+
+impl SchedstatVersion {
+    /// Every version, oldest first.
+    pub const ALL: [SchedstatVersion; 3] = [
+        SchedstatVersion::V15,
+        SchedstatVersion::V16,
+        SchedstatVersion::V17,
+    ];
+
+    /// The number the `version` line prints.
+    pub const fn number(self) -> u32 {
+        match self {
+            SchedstatVersion::V15 => 15,
+            SchedstatVersion::V16 => 16,
+            SchedstatVersion::V17 => 17,
+        }
+    }
+
+    /// The version numbered `n`, if lbsim prints it.
+    pub fn from_number(n: u32) -> Option<SchedstatVersion> {
+        Self::ALL.into_iter().find(|v| v.number() == n)
+    }
+
+    /// The version Linux `major.minor` prints (stats.c: v16 from v6.10's reordered
+    /// `enum cpu_idle_type`, v17 from v6.14's per-type imbalances and domain names).
+    pub fn of_kernel(major: u32, minor: u32) -> SchedstatVersion {
+        match (major, minor) {
+            (m, _) if m < 6 => SchedstatVersion::V15,
+            (6, n) if n < 10 => SchedstatVersion::V15,
+            (6, n) if n < 14 => SchedstatVersion::V16,
+            _ => SchedstatVersion::V17,
+        }
+    }
+}
+
+/// The version line's number of the default layout ([`SchedstatVersion::default`]).
+pub const SCHEDSTAT_VERSION: u32 = SchedstatVersion::V16.number();
 
 /// The load-balance counters of one domain for one idle type (`sd->lb_*[idle]`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -163,17 +212,33 @@ impl Schedstat {
         self.domains.iter().map(f).sum()
     }
 
-    /// The text of /proc/schedstat at time `jiffies`.
-    ///
-    /// Follows stats.c: show_schedstat() (version 17): a `version` and a `timestamp` line,
-    /// then per CPU a `cpu<N>` line of nine numbers and one `domain<N> <name> <span>` line
-    /// per domain, bottom-up, with 11 counters for each idle type (busy, idle, newly idle)
-    /// and 12 more (alb_*, sbe_*, sbf_*, ttwu_*). The span is printed as `%*pb` prints a
-    /// cpumask: hex in comma-separated 32-bit chunks.
+    /// The text of /proc/schedstat at time `jiffies`, in the default layout (version 16,
+    /// v6.12's).
     pub fn format(&self, topo: &Topology, jiffies: u64) -> String {
+        self.format_version(topo, jiffies, SchedstatVersion::default())
+    }
+
+    /// The text of /proc/schedstat at time `jiffies` in layout `v`.
+    ///
+    /// Follows stats.c: show_schedstat(): a `version` and a `timestamp` line, then per CPU a
+    /// `cpu<N>` line of nine numbers and one `domain<N> [<name>] <span>` line per domain,
+    /// bottom-up, with the load-balance counters for each idle type (8 in versions 15 and 16,
+    /// 11 in 17) in the version's idle-type order, and 12 more (alb_*, sbe_*, sbf_*,
+    /// ttwu_*). The span is printed as `%*pb` prints a cpumask: hex in comma-separated 32-bit
+    /// chunks.
+    pub fn format_version(&self, topo: &Topology, jiffies: u64, v: SchedstatVersion) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "version {SCHEDSTAT_VERSION}");
+        let _ = writeln!(out, "version {}", v.number());
         let _ = writeln!(out, "timestamp {jiffies}");
+        // `for (itype = 0; itype < CPU_MAX_IDLE_TYPES; itype++)` in the version's enum order.
+        let idle_order = match v {
+            SchedstatVersion::V15 => [
+                CpuIdleType::Idle,
+                CpuIdleType::NotIdle,
+                CpuIdleType::NewlyIdle,
+            ],
+            SchedstatVersion::V16 | SchedstatVersion::V17 => CpuIdleType::ALL,
+        };
         for c in 0..topo.nr_cpus() {
             let cpu = CpuId(c as u32);
             let s = &self.cpus[c];
@@ -191,28 +256,34 @@ impl Schedstat {
             );
             for (level, sd) in topo.domains(cpu).iter().enumerate() {
                 let d = self.sd(cpu, level);
-                let _ = write!(
-                    out,
-                    "domain{level} {} {}",
-                    sd.name,
-                    topo.span(sd.span).to_hex()
-                );
-                for idle in CpuIdleType::ALL {
+                let span = topo.span(sd.span).to_hex();
+                let _ = match v {
+                    SchedstatVersion::V17 => write!(out, "domain{level} {} {span}", sd.name),
+                    _ => write!(out, "domain{level} {span}"),
+                };
+                for idle in idle_order {
                     let l = d.lb(idle);
+                    let _ = write!(out, " {} {} {}", l.lb_count, l.lb_balanced, l.lb_failed);
+                    let _ = match v {
+                        SchedstatVersion::V17 => write!(
+                            out,
+                            " {} {} {} {}",
+                            l.lb_imbalance[0],
+                            l.lb_imbalance[1],
+                            l.lb_imbalance[2],
+                            l.lb_imbalance[3]
+                        ),
+                        // One `unsigned int` sum, wrapping as the kernel's does.
+                        _ => write!(
+                            out,
+                            " {}",
+                            l.lb_imbalance.iter().fold(0u32, |a, &x| a.wrapping_add(x))
+                        ),
+                    };
                     let _ = write!(
                         out,
-                        " {} {} {} {} {} {} {} {} {} {} {}",
-                        l.lb_count,
-                        l.lb_balanced,
-                        l.lb_failed,
-                        l.lb_imbalance[0],
-                        l.lb_imbalance[1],
-                        l.lb_imbalance[2],
-                        l.lb_imbalance[3],
-                        l.lb_gained,
-                        l.lb_hot_gained,
-                        l.lb_nobusyq,
-                        l.lb_nobusyg
+                        " {} {} {} {}",
+                        l.lb_gained, l.lb_hot_gained, l.lb_nobusyq, l.lb_nobusyg
                     );
                 }
                 let _ = writeln!(

@@ -25,8 +25,9 @@ pub struct Scenario {
     pub features: Vec<String>,
     /// `NAME=VALUE` settings (`--set`, repeatable).
     pub sets: Vec<String>,
-    /// Duration in ns.
-    pub duration_ns: u64,
+    /// Duration in ns (`--duration`); `None`: as long as the workload asks
+    /// ([`WorkloadSpec::default_run_ns`]).
+    pub duration_ns: Option<u64>,
     /// The run's resource budget (`--max-cpus`, `--max-tasks`, ...).
     pub budget: Budget,
     /// The kernel profile (`--kernel 5.9`), if one was asked for.
@@ -142,9 +143,12 @@ impl Scenario {
             .with_context(|| format!("--topology `{}`", self.topology))?;
         let workload = parse_workloads_within(&self.workloads, self.budget.workload_limits())
             .map_err(Budget::workload_error)?;
-        if self.duration_ns == 0 {
+        if self.duration_ns == Some(0) {
             bail!("--duration must be greater than 0");
         }
+        let duration_ns = self
+            .duration_ns
+            .unwrap_or_else(|| workload.default_run_ns());
         Ok(Built {
             config: SimConfig {
                 topology: Arc::new(topology),
@@ -155,12 +159,25 @@ impl Scenario {
                 engine,
                 machine: model,
                 kernel: profile.map(|p| (p.version().0, p.version().1)),
-                duration_ns: self.duration_ns,
+                duration_ns,
                 seed: 0,
                 check: false,
             },
         })
     }
+}
+
+/// One note per part of the workload that a run limited to `limit_ns` stopped before it was
+/// done (`lbsim: note: ...`), for stderr.
+pub fn cut_short_notes(
+    spec: &WorkloadSpec,
+    obs: &lbsim_workload::RunObservations,
+    limit_ns: u64,
+) -> Vec<String> {
+    spec.cut_short(obs, limit_ns)
+        .iter()
+        .map(|c| format!("note: {c}"))
+        .collect()
 }
 
 /// Warnings the workload parser produced, one line each.
@@ -184,7 +201,7 @@ pub struct RunInputs {
     pub topology: Option<String>,
     /// `--workload` (replaces the file's when given).
     pub workloads: Vec<String>,
-    /// `--duration` (default 1s).
+    /// `--duration` (default: as long as the workload asks, 1 s for one with no end).
     pub duration: Option<String>,
     /// `--seed` (default 1).
     pub seed: Option<u64>,
@@ -226,10 +243,10 @@ impl RunInputs {
             self.workloads.clone()
         };
         let duration_ns = match &self.duration {
-            Some(d) => {
-                lbsim_pelt::parse_duration_ns(d).with_context(|| format!("--duration `{d}`"))?
-            }
-            None => file.duration_ns.unwrap_or(1_000_000_000),
+            Some(d) => Some(
+                lbsim_pelt::parse_duration_ns(d).with_context(|| format!("--duration `{d}`"))?,
+            ),
+            None => file.duration_ns,
         };
         let mut features = file.features;
         features.extend(self.features.iter().cloned());

@@ -412,8 +412,10 @@ fn example_scenarios_load_and_run() {
         ]
     );
     for f in &files {
-        // One short run a side: the file is complete and valid.
-        let j = json(&[
+        // One short run a side: the file is complete and valid. A workload with a run length
+        // of its own (schbench, ebizzy, sysbench's count) is cut by the 2 ms: one note each
+        // on stderr, nothing else.
+        let out = lbsim(&[
             "compare",
             f.to_str().unwrap(),
             "--runs",
@@ -423,8 +425,51 @@ fn example_scenarios_load_and_run() {
             "--format",
             "json",
         ]);
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(out.status.success(), "{}: {err}", f.display());
+        for line in err.lines() {
+            assert!(
+                line.starts_with("lbsim: note: ") && line.contains("the run stops at 0.002 s")
+                    || line.contains("when the run stopped at 0.002 s"),
+                "{}: {line}",
+                f.display()
+            );
+        }
+        let j: Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
         assert_eq!(j["runs"], 1, "{}", f.display());
     }
+}
+
+#[test]
+fn compare_notes_a_duration_shorter_than_the_workloads_own() {
+    // schbench asks for 3 s; --duration 50ms cuts it: one note on stderr; the report's
+    // "simulated each" is the 0.05 s.
+    let args = [
+        "compare",
+        "--topology",
+        "2",
+        "--workload",
+        "schbench:m=1,t=1,runtime=3",
+        "--base",
+        "",
+        "--runs",
+        "1",
+        "--duration",
+        "50ms",
+    ];
+    let out = lbsim(&args);
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        err,
+        "lbsim: note: schbench:m=1,t=1,runtime=3 asks for 3 s but the run stops at 0.05 s: \
+         its report covers the 0.05 s simulated\n"
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("0.05 s simulated each"), "{text}");
+    // Without --duration: the 3 s the workload asks for, and no note.
+    let text = ok(&args[..args.len() - 2]);
+    assert!(text.contains("3 s simulated each"), "{text}");
 }
 
 #[test]

@@ -4,6 +4,29 @@
 use crate::prelude::*;
 
 impl<B: Balancer> Core<B> {
+    /// The operations each live task had counted since its last tally probes, recorded as its
+    /// last probes at the run's end (a run that stops before a benchmark's own end still
+    /// reports what it did: `ProgramState::take_tally`).
+    fn flush_tallies(&mut self) {
+        for &ri in &self.by_ref {
+            if let Kind::Workload { wref, program, .. } = &mut self.runs[ri as usize].kind
+                && let Some((count, max_latency_ns)) = program.take_tally()
+            {
+                for (tag, value) in [
+                    (lbsim_workload::ProbeTag::TallyCount, count),
+                    (lbsim_workload::ProbeTag::TallyMaxLatency, max_latency_ns),
+                ] {
+                    self.obs.probes.push(ProbeRecord {
+                        task: *wref,
+                        time_ns: self.now,
+                        tag,
+                        value,
+                    });
+                }
+            }
+        }
+    }
+
     pub(crate) fn finish(mut self) -> RunResult {
         let checks = self.check_report();
         for c in 0..self.cpus.len() {
@@ -14,6 +37,7 @@ impl<B: Balancer> Core<B> {
             }
         }
         self.account_all();
+        self.flush_tallies();
         let mut tasks = Vec::new();
         let mut migrations = 0;
         let mut switches = 0;
@@ -26,6 +50,14 @@ impl<B: Balancer> Core<B> {
             o.work_ns = work_ns;
             o.wait_ns = t.sched_info.run_delay;
             o.max_wait_ns = r.max_wait_ns;
+            // A task still queued, not running (sched_info's `last_queued` set): its wait so
+            // far is the run's last delay, as `perf sched latency` counts it.
+            let final_wait_ns = t
+                .sched_info
+                .last_queued
+                .map_or(0, |q| self.now.saturating_sub(q));
+            o.final_wait_ns = final_wait_ns;
+            o.nr_waits = t.sched_info.pcount + u64::from(t.sched_info.last_queued.is_some());
             o.nr_voluntary_switches = t.nvcsw;
             o.nr_involuntary_switches = t.nivcsw;
             o.nr_migrations = t.se.nr_migrations;
@@ -98,12 +130,16 @@ impl<B: Balancer> Core<B> {
                 ..c.stat
             })
             .collect();
-        let schedstat = self.balancer.schedstat_mut().map(|ss| {
+        let schedstat_counters = self.balancer.schedstat_mut().map(|ss| {
             ss.cpus.clone_from_slice(&cpu_stats);
-            ss.format(&topo, jiffies)
+            (ss.clone(), jiffies)
         });
+        let schedstat = schedstat_counters
+            .as_ref()
+            .map(|(ss, jiffies)| ss.format(&topo, *jiffies));
         RunResult {
             schedstat,
+            schedstat_counters,
             checks,
             sim_time_ns: self.now,
             migrations,

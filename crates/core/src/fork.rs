@@ -74,6 +74,17 @@ impl<B: Balancer> Core<B> {
         let cost = self.cfg.cost.charge(&placement.work);
         self.charge(parent_cpu, cost);
         let cpu = self.checked_placement(id, placement.cpu);
+        // kernel_clone(): sched_process_fork from the parent (the task current on its CPU),
+        // before wake_up_new_task().
+        if self.trace.is_some() {
+            let parent_pid = self.pid(self.rqs[parent_cpu.index()].curr);
+            self.trace_task(now, parent_cpu, id, |child_pid| {
+                crate::trace::TraceEvent::Fork {
+                    parent_pid,
+                    child_pid,
+                }
+            });
+        }
         self.trace_task(now, parent_cpu, id, |pid| {
             crate::trace::TraceEvent::WakeupNew {
                 pid,

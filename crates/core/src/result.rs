@@ -85,8 +85,13 @@ pub struct RunResult {
     pub events: u64,
     /// FNV-1a hash of the event stream `(time, kind, cpu or task)`.
     pub event_hash: u64,
-    /// /proc/schedstat (version 17) at the end of the run, if the policy keeps the counters.
+    /// /proc/schedstat at the end of the run in the default layout (version 16, v6.12's), if
+    /// the policy keeps the counters.
     pub schedstat: Option<String>,
+    /// The counters behind [`RunResult::schedstat`] and the `timestamp` (jiffies) they were
+    /// read at, to print them in another version's layout
+    /// (`Schedstat::format_version`).
+    pub schedstat_counters: Option<(lbsim_balance::schedstat::Schedstat, u64)>,
     /// What the invariant checks saw (with [`SimConfig::check`](crate::SimConfig::check)).
     pub checks: Option<crate::check::CheckReport>,
     /// The scheduler trace, for a run made with [`Core::with_trace`](crate::Core::with_trace).

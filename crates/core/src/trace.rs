@@ -1,17 +1,22 @@
 //! A run's scheduler trace: the kernel's sched tracepoints as lbsim fires them, and the
-//! balancer's decisions, written as ftrace text (`/sys/kernel/tracing/trace`, which Perfetto
-//! and LISA import; Perfetto's text importer reads only `sched_switch` and `sched_waking`) or
-//! as a Perfetto protobuf trace of `ftrace_events` bundles ([`Trace::write_perfetto`], the
-//! format Perfetto builds CPU tracks and thread states from).
+//! balancer's decisions, written as ftrace text in the layout `trace-cmd report -N -t` prints
+//! (no flags column, each event's own `TP_printk` text, nanosecond timestamps: what trappy and
+//! LISA read from a `.txt`, and Perfetto imports), or as a Perfetto protobuf trace of `ftrace_events` bundles
+//! ([`Trace::write_perfetto`], the format Perfetto builds CPU tracks and thread states from).
 //!
-//! Events and where they fire, as in core.c and fair.c:
+//! Events and where they fire, as in core.c and fair.c (v6.12):
 //! - `sched_switch` on every context switch, to and from the idle task (`swapper/N`, pid 0);
 //!   `prev_state` is `R+` for a preemption, `S` for a task that blocks, `X` for one that
-//!   exits, `R` for the idle task and a task that yields;
+//!   exits, `R` for the idle task and a task that yields (in the protobuf: the kernel's
+//!   report bits, `TASK_REPORT_MAX` 256, 1, 16, 0);
 //! - `sched_waking` on the waker's CPU (`common_pid` the waker, 0 from the idle task or an
 //!   interrupt), with `target_cpu` the task's CPU before select_task_rq() (`task_cpu(p)`, as
 //!   the tracepoint records it; a move shows as the `sched_migrate_task` that follows);
-//! - `sched_wakeup_new` on the parent's CPU when a new task is first woken;
+//! - `sched_wakeup` where ttwu_do_wakeup() runs: on the waker's CPU for a direct wake-up or
+//!   one of a task still queued (ttwu_runnable()), on the wakee's CPU for one through its
+//!   wake list (sched_ttwu_pending()), with `target_cpu` the CPU the task is woken on;
+//! - `sched_process_fork` on the parent's CPU when a task is created (kernel_clone()), then
+//!   `sched_wakeup_new` there when it is first woken;
 //! - `sched_migrate_task` when set_task_cpu() moves a task: on the waker's CPU for a wake-up
 //!   migration, on the balancing CPU for the balancer's;
 //! - `sched_process_exit` when a task exits;
@@ -23,8 +28,8 @@
 //!   imbalance, the source CPU and the outcome (see [`lbsim_balance::trace`]).
 //!
 //! Pids are lbsim's task numbers: the order the tasks were created in, from 1. Timestamps are
-//! simulated time (ftrace prints microseconds); a balancer record carries its pass's own
-//! clock (the time plus the work done so far), so it can follow the switch it caused.
+//! simulated time in ns; a balancer record carries its pass's own clock (the time plus the
+//! work done so far), so it can follow the switch it caused.
 
 use std::io::{self, Write};
 
@@ -44,6 +49,20 @@ pub enum PrevState {
 }
 
 impl PrevState {
+    /// The value the tracepoint records (the kernel's 4.14+ report layout,
+    /// `__trace_sched_switch_state()`), which a raw trace shows.
+    pub const fn bits(self) -> i64 {
+        match self {
+            PrevState::Runnable => 0,
+            // TASK_REPORT_MAX: preempted while runnable ("R+").
+            PrevState::Preempted => 0x100,
+            // TASK_INTERRUPTIBLE.
+            PrevState::Sleeping => 0x1,
+            // EXIT_DEAD.
+            PrevState::Dead => 0x10,
+        }
+    }
+
     /// The letters ftrace prints.
     pub const fn letters(self) -> &'static str {
         match self {
@@ -73,6 +92,20 @@ pub enum TraceEvent {
         pid: u32,
         /// The CPU chosen for it.
         target_cpu: u32,
+    },
+    /// `sched_wakeup`.
+    Wakeup {
+        /// The wakee.
+        pid: u32,
+        /// The CPU it is woken on.
+        target_cpu: u32,
+    },
+    /// `sched_process_fork`.
+    Fork {
+        /// The parent (the task current on the CPU that creates the child; 0: the idle task).
+        parent_pid: u32,
+        /// The new task.
+        child_pid: u32,
     },
     /// `sched_wakeup_new`.
     WakeupNew {
@@ -192,64 +225,32 @@ impl Trace {
         }
     }
 
-    /// Writes the trace as `/sys/kernel/tracing/trace` prints it (nop tracer, irq-info
-    /// columns), the records sorted by time (ties keep their firing order).
+    /// Writes the trace as `trace-cmd report -N -t` prints a `trace.dat` (no plugins, so each
+    /// event is its `TP_printk` text; full nanosecond timestamps): a `cpus=N` line, then one
+    /// line per record, sorted by time (ties keep their firing order),
+    /// `COMM-PID [CPU] SECONDS.NANOSECONDS: EVENT: TEXT`.
     ///
     /// # Errors
     /// Those of `out`.
     pub fn write_ftrace(&self, out: &mut dyn Write) -> io::Result<()> {
         let mut order: Vec<usize> = (0..self.records.len()).collect();
         order.sort_by_key(|&i| self.records[i].time_ns);
-        let n = self.records.len();
-        writeln!(out, "# tracer: nop")?;
-        writeln!(out, "#")?;
-        writeln!(
-            out,
-            "# entries-in-buffer/entries-written: {n}/{n}   #P:{}",
-            self.nr_cpus
-        )?;
-        writeln!(out, "#")?;
-        writeln!(
-            out,
-            "#                                _-----=> irqs-off/BH-disabled"
-        )?;
-        writeln!(
-            out,
-            "#                               / _----=> need-resched"
-        )?;
-        writeln!(
-            out,
-            "#                              | / _---=> hardirq/softirq"
-        )?;
-        writeln!(
-            out,
-            "#                              || / _--=> preempt-depth"
-        )?;
-        writeln!(
-            out,
-            "#                              ||| / _-=> migrate-disable"
-        )?;
-        writeln!(out, "#                              |||| /     delay")?;
-        writeln!(
-            out,
-            "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION"
-        )?;
-        writeln!(out, "#              | |         |   |||||     |         |")?;
+        writeln!(out, "cpus={}", self.nr_cpus)?;
         for i in order {
             let r = &self.records[i];
+            // trace-cmd names the idle task `<idle>` in the line header.
             let comm = if r.common_pid == 0 {
                 "<idle>".to_owned()
             } else {
                 self.comm(r.common_pid, r.cpu)
             };
-            let us = r.time_ns / 1_000;
             write!(
                 out,
-                "{comm:>16}-{:<7} [{:03}] d..2. {:5}.{:06}: ",
+                "{comm:>16}-{:<5} [{:03}] {:5}.{:09}: ",
                 r.common_pid,
                 r.cpu,
-                us / 1_000_000,
-                us % 1_000_000
+                r.time_ns / 1_000_000_000,
+                r.time_ns % 1_000_000_000
             )?;
             self.write_event(out, r)?;
             writeln!(out)?;
@@ -257,7 +258,26 @@ impl Trace {
         Ok(())
     }
 
+    /// The number of records of each event, by the name the trace prints, sorted by name.
+    pub fn event_counts(&self) -> Vec<(&'static str, usize)> {
+        let mut counts: std::collections::BTreeMap<&'static str, usize> =
+            std::collections::BTreeMap::new();
+        for r in &self.records {
+            *counts.entry(r.event.name()).or_default() += 1;
+        }
+        counts.into_iter().collect()
+    }
+
+    /// The event's name and its `TP_printk` text (`include/trace/events/sched.h`, v6.12).
     fn write_event(&self, out: &mut dyn Write, r: &TraceRecord) -> io::Result<()> {
+        let name = r.event.name();
+        let task = |pid: u32| {
+            format!(
+                "comm={} pid={pid} prio={}",
+                self.comm(pid, r.cpu),
+                self.prio(pid)
+            )
+        };
         match r.event {
             TraceEvent::Switch {
                 prev_pid,
@@ -265,7 +285,7 @@ impl Trace {
                 next_pid,
             } => write!(
                 out,
-                "sched_switch: prev_comm={} prev_pid={prev_pid} prev_prio={} prev_state={} ==> \
+                "{name}: prev_comm={} prev_pid={prev_pid} prev_prio={} prev_state={} ==> \
                  next_comm={} next_pid={next_pid} next_prio={}",
                 self.comm(prev_pid, r.cpu),
                 self.prio(prev_pid),
@@ -273,17 +293,19 @@ impl Trace {
                 self.comm(next_pid, r.cpu),
                 self.prio(next_pid)
             ),
-            TraceEvent::Waking { pid, target_cpu } => write!(
+            TraceEvent::Waking { pid, target_cpu }
+            | TraceEvent::Wakeup { pid, target_cpu }
+            | TraceEvent::WakeupNew { pid, target_cpu } => {
+                write!(out, "{name}: {} target_cpu={target_cpu:03}", task(pid))
+            }
+            TraceEvent::Fork {
+                parent_pid,
+                child_pid,
+            } => write!(
                 out,
-                "sched_waking: comm={} pid={pid} prio={} target_cpu={target_cpu:03}",
-                self.comm(pid, r.cpu),
-                self.prio(pid)
-            ),
-            TraceEvent::WakeupNew { pid, target_cpu } => write!(
-                out,
-                "sched_wakeup_new: comm={} pid={pid} prio={} target_cpu={target_cpu:03}",
-                self.comm(pid, r.cpu),
-                self.prio(pid)
+                "{name}: comm={} pid={parent_pid} child_comm={} child_pid={child_pid}",
+                self.comm(parent_pid, r.cpu),
+                self.comm(child_pid, r.cpu)
             ),
             TraceEvent::Migrate {
                 pid,
@@ -291,17 +313,10 @@ impl Trace {
                 dest_cpu,
             } => write!(
                 out,
-                "sched_migrate_task: comm={} pid={pid} prio={} orig_cpu={orig_cpu} \
-                 dest_cpu={dest_cpu}",
-                self.comm(pid, r.cpu),
-                self.prio(pid)
+                "{name}: {} orig_cpu={orig_cpu} dest_cpu={dest_cpu}",
+                task(pid)
             ),
-            TraceEvent::Exit { pid } => write!(
-                out,
-                "sched_process_exit: comm={} pid={pid} prio={}",
-                self.comm(pid, r.cpu),
-                self.prio(pid)
-            ),
+            TraceEvent::Exit { pid } => write!(out, "{name}: {}", task(pid)),
             TraceEvent::PeltCfs {
                 load,
                 runnable,
@@ -309,11 +324,28 @@ impl Trace {
                 update_time,
             } => write!(
                 out,
-                "sched_pelt_cfs: cpu={} path=/ load={load} runnable={runnable} util={util} \
+                "{name}: cpu={} path=/ load={load} runnable={runnable} util={util} \
                  update_time={update_time}",
                 r.cpu
             ),
-            TraceEvent::LoadBalance(lb) => write!(out, "lbsim_load_balance: {}", lb_fields(&lb)),
+            TraceEvent::LoadBalance(lb) => write!(out, "{name}: {}", lb_fields(&lb)),
+        }
+    }
+}
+
+impl TraceEvent {
+    /// The event's name in a trace.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            TraceEvent::Switch { .. } => "sched_switch",
+            TraceEvent::Waking { .. } => "sched_waking",
+            TraceEvent::Wakeup { .. } => "sched_wakeup",
+            TraceEvent::Fork { .. } => "sched_process_fork",
+            TraceEvent::WakeupNew { .. } => "sched_wakeup_new",
+            TraceEvent::Migrate { .. } => "sched_migrate_task",
+            TraceEvent::Exit { .. } => "sched_process_exit",
+            TraceEvent::LoadBalance(_) => "lbsim_load_balance",
+            TraceEvent::PeltCfs { .. } => "sched_pelt_cfs",
         }
     }
 }
@@ -372,20 +404,6 @@ fn lb_fields(lb: &LbRecord) -> String {
     )
 }
 
-/// `prev_state` of a Perfetto `SchedSwitchFtraceEvent` in the kernel's 4.14+ report layout
-/// (decoded as such for a `release` of 6.12).
-const fn prev_state_bits(s: PrevState) -> i64 {
-    match s {
-        PrevState::Runnable => 0,
-        // TASK_REPORT_MAX: preempted while runnable ("R+").
-        PrevState::Preempted => 0x100,
-        // TASK_INTERRUPTIBLE.
-        PrevState::Sleeping => 0x1,
-        // EXIT_DEAD.
-        PrevState::Dead => 0x10,
-    }
-}
-
 /// Events per `FtraceEventBundle`.
 const BUNDLE_EVENTS: usize = 1024;
 
@@ -393,10 +411,10 @@ impl Trace {
     /// Writes the trace as a Perfetto protobuf trace (`Trace { repeated TracePacket }`): a
     /// `SystemInfo` (Linux 6.12, so that `prev_state` is decoded with the modern layout), a
     /// `ProcessTree` naming every task, then per CPU `FtraceEventBundle`s of `sched_switch`,
-    /// `sched_waking`, `sched_wakeup_new`, `sched_migrate_task` and `sched_process_exit`
-    /// events in time order. Perfetto builds CPU tracks and thread states from the switches
-    /// and wakings (it keeps `sched_wakeup_new`, `sched_migrate_task` and
-    /// `sched_process_exit` as raw events only, as for a kernel trace); each
+    /// `sched_waking`, `sched_wakeup`, `sched_process_fork`, `sched_wakeup_new`,
+    /// `sched_migrate_task` and `sched_process_exit` events in time order. Perfetto builds CPU
+    /// tracks and thread states from the switches and wakings (it keeps the others as raw
+    /// events, as for a kernel trace); each
     /// `lbsim_load_balance` record becomes an atrace instant (`print` event,
     /// `I|<pid>|load_balance ...`) on the track of the thread current on the balancing CPU
     /// (`swapper/N` when it is idle).
@@ -497,7 +515,7 @@ impl Trace {
                 pb::bytes(&mut body, 1, self.comm(prev_pid, r.cpu).as_bytes());
                 pb::int(&mut body, 2, i64::from(prev_pid));
                 pb::int(&mut body, 3, i64::from(self.prio(prev_pid)));
-                pb::int(&mut body, 4, prev_state_bits(prev_state));
+                pb::int(&mut body, 4, prev_state.bits());
                 pb::bytes(&mut body, 5, self.comm(next_pid, r.cpu).as_bytes());
                 pb::int(&mut body, 6, i64::from(next_pid));
                 pb::int(&mut body, 7, i64::from(self.prio(next_pid)));
@@ -507,9 +525,25 @@ impl Trace {
                 wake(&mut body, pid, target_cpu);
                 20
             }
+            TraceEvent::Wakeup { pid, target_cpu } => {
+                wake(&mut body, pid, target_cpu);
+                17
+            }
             TraceEvent::WakeupNew { pid, target_cpu } => {
                 wake(&mut body, pid, target_cpu);
                 114
+            }
+            TraceEvent::Fork {
+                parent_pid,
+                child_pid,
+            } => {
+                // SchedProcessForkFtraceEvent { parent_comm 1, parent_pid 2, child_comm 3,
+                // child_pid 4 }.
+                pb::bytes(&mut body, 1, self.comm(parent_pid, r.cpu).as_bytes());
+                pb::int(&mut body, 2, i64::from(parent_pid));
+                pb::bytes(&mut body, 3, self.comm(child_pid, r.cpu).as_bytes());
+                pb::int(&mut body, 4, i64::from(child_pid));
+                239
             }
             TraceEvent::Migrate {
                 pid,

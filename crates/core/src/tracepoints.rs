@@ -76,6 +76,17 @@ impl<B: Balancer> Core<B> {
         });
     }
 
+    /// Records `sched_wakeup` of `p`, fired on `on_cpu` where ttwu_do_wakeup() runs; its
+    /// `target_cpu` is the CPU `p` is woken on (`task_cpu(p)`).
+    pub(crate) fn trace_wakeup(&mut self, on_cpu: CpuId, p: TaskId) {
+        let now = self.now;
+        let target_cpu = self.tasks[p].cpu.0;
+        self.trace_task(now, on_cpu, p, |pid| crate::trace::TraceEvent::Wakeup {
+            pid,
+            target_cpu,
+        });
+    }
+
     /// Moves the balancer's trace records into the run's trace.
     pub(crate) fn drain_balancer_trace(&mut self) {
         let Some(lt) = self.balancer.trace() else {

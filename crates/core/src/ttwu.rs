@@ -64,6 +64,7 @@ impl<B: Balancer> Core<B> {
             self.cancel_timer(ri);
             let cpu = self.tasks[id].cpu;
             self.trace_waking(this_cpu, id, cpu);
+            self.trace_wakeup(this_cpu, id);
             if self.rqs[cpu.index()].curr == Some(id) {
                 self.arm_segment(cpu);
             }
@@ -100,6 +101,7 @@ impl<B: Balancer> Core<B> {
             };
             self.trace_waking(this_cpu, id, prev_cpu);
             self.rqs[prev_cpu.index()].ttwu_runnable(&mut self.tasks, id, wf, now);
+            self.trace_wakeup(this_cpu, id);
             self.runs[ri].wake_ns = Some(now);
             self.after_enqueue(prev_cpu, this_cpu);
             return;
@@ -152,6 +154,7 @@ impl<B: Balancer> Core<B> {
         } else {
             self.account(cpu);
             self.rqs[cpu.index()].ttwu_do_activate(&mut self.tasks, id, wf, now);
+            self.trace_wakeup(this_cpu, id);
             self.after_enqueue(cpu, this_cpu);
         }
     }
@@ -205,6 +208,11 @@ impl<B: Balancer> Core<B> {
             list.iter().map(|&(p, migrated, _)| (p, migrated)),
             now,
         );
+        if self.trace.is_some() {
+            for &(p, _, _) in &list {
+                self.trace_wakeup(cpu, p);
+            }
+        }
         self.after_enqueue(cpu, cpu);
     }
 }

@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use lbsim_balance::ctx::Balancer;
-use lbsim_workload::{Metric, WorkloadSpec};
+use lbsim_workload::{CutShort, Metric, WorkloadSpec};
 
 use crate::engine::{RunResult, Sim, SimConfig, SimError};
 use crate::stats;
@@ -61,6 +61,9 @@ pub struct RunOutput {
     pub events: u64,
     /// [`RunResult::event_hash`]: equal hashes mean identical runs.
     pub event_hash: u64,
+    /// The parts of the workload that the run's `duration_ns` stopped before they were done
+    /// ([`WorkloadSpec::cut_short`]).
+    pub cut_short: Vec<CutShort>,
 }
 
 impl RunOutput {
@@ -172,12 +175,14 @@ pub fn run_one(
     cfg.seed = seed;
     let b = balancer(&cfg);
     let spec = cfg.workload.clone();
+    let limit_ns = cfg.duration_ns;
     let result = Sim::new(cfg, b)?.run()?;
     Ok(RunOutput {
         seed,
         metrics: run_metrics(&result, &spec),
         events: result.events,
         event_hash: result.event_hash,
+        cut_short: spec.cut_short(&result.observations, limit_ns),
     })
 }
 

@@ -16,7 +16,7 @@
 //!    - `threads`: SMT width;
 //!    - `capacity`: per-CPU capacities in CPU-number order, with run-length
 //!      shorthand `VALUExCOUNT`: `capacity=462x4,1024x4`; 1..=1024 each, one per CPU
-//!      (default: all 1024);
+//!      (default: all 1024); given without any count key, it is that many cores;
 //!    - `distance`: the node distance table, rows separated by `;`
 //!      (`distance=10,20;20,10`), or one remote distance for every pair
 //!      (`distance=21`; default 20);
@@ -570,6 +570,15 @@ impl MachineSpec {
         };
         for (k, v) in &pairs {
             spec.apply(k, v)?;
+        }
+        // A capacity list alone (`capacity=462x4,1024x4`) names the CPUs: one core each.
+        let counts = [
+            "nodes", "sockets", "llcs", "clusters", "cores", "threads", "preset",
+        ];
+        if let Some(c) = &spec.capacity
+            && !pairs.iter().any(|(k, _)| counts.contains(&k.as_str()))
+        {
+            spec.cores = u32::try_from(c.len()).unwrap_or(u32::MAX);
         }
         Ok(spec)
     }

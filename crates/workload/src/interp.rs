@@ -207,6 +207,17 @@ impl ProgramState {
         Action::Exit
     }
 
+    /// The operations counted since the last tally probes, for a run that stops while the
+    /// task is alive: `(count, max_latency_ns)`, taken (a second call gives `None`). The
+    /// engine records them as the task's last [`ProbeTag::TallyCount`] and
+    /// [`ProbeTag::TallyMaxLatency`] probes at the run's end.
+    pub fn take_tally(&mut self) -> Option<(u64, u64)> {
+        self.tally
+            .take()
+            .filter(|t| t.count > 0)
+            .map(|t| (t.count, t.max_latency_ns))
+    }
+
     /// Accounts for the completion of the previously returned action.
     fn settle(&mut self, now_ns: u64) {
         match self.pending.take() {

@@ -30,7 +30,10 @@
 //! 1. `let spec = parse_workloads_within(&options, limits)?` (or `parse_workloads` with the
 //!    default [`Limits`]), or `WorkloadSpec::combine`. (or `WorkloadSpec::combine`). Print
 //!    `spec.warnings`. Check `spec.cpusets` (via [`WorkloadSpec::max_cpu`]) against the
-//!    machine. The run lasts `min(--duration, spec.duration_ns)`, or until no task remains.
+//!    machine. The run lasts `min(--duration, spec.duration_ns)`, or until no task remains;
+//!    without a `--duration`, [`WorkloadSpec::default_run_ns`]. After it,
+//!    [`WorkloadSpec::cut_short`] names the parts the limit stopped early; at the end, record
+//!    each live task's [`ProgramState::take_tally`] as its last tally probes.
 //! 2. `let mut sync = spec.new_sync_state()`.
 //! 3. For each `spec.tasks[i]`: create task `TaskRef(i)` with its policy, nice, affinity
 //!    (`spec.cpuset(id)`; `None` is every CPU) and `custom_slice_ns`; its interpreter is
@@ -79,6 +82,7 @@ pub mod action;
 pub mod generators;
 pub mod ids;
 pub mod interp;
+pub mod length;
 pub mod limits;
 pub mod obs;
 pub mod program;
@@ -97,6 +101,7 @@ pub use ids::{
     TemplateId, TimerId,
 };
 pub use interp::ProgramState;
+pub use length::{COUNTED_LIMIT_NS, CutShort, OPEN_ENDED_NS};
 pub use limits::{LimitError, Limits, Resource, Room, Size};
 pub use obs::{ProbeRecord, RunObservations, TaskObservation, WakeupSample};
 pub use program::{Event, Loops, Phase, Policy, Program, SchedAttr, SchedChange};

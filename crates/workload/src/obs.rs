@@ -28,6 +28,12 @@ pub struct TaskObservation {
     /// The longest single stretch runnable but not running (after a wake-up or a preemption),
     /// as `perf sched latency`'s "Max delay".
     pub max_wait_ns: u64,
+    /// Its waits to run (`sched_info.pcount`, one per arrival on a CPU, plus one for a wait
+    /// still going on when the run ended), as `perf sched latency` counts its delays.
+    pub nr_waits: u64,
+    /// The wait still going on when the run ended (runnable, not yet run), ns; not in
+    /// `wait_ns`, which counts completed waits as `run_delay` does.
+    pub final_wait_ns: u64,
     /// Times it was switched out voluntarily (blocked or slept).
     pub nr_voluntary_switches: u64,
     /// Times it was preempted.
@@ -51,6 +57,8 @@ impl TaskObservation {
             work_ns: 0,
             wait_ns: 0,
             max_wait_ns: 0,
+            nr_waits: 0,
+            final_wait_ns: 0,
             nr_voluntary_switches: 0,
             nr_involuntary_switches: 0,
             nr_migrations: 0,

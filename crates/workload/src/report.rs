@@ -381,5 +381,7 @@ impl PlatHistogram {
     }
 }
 
+pub mod perf_stat;
+
 #[cfg(test)]
 mod tests;

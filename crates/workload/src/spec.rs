@@ -66,6 +66,10 @@ pub struct Part {
     pub tasks: Range<u32>,
     /// Its fork templates (indices into `spec.templates`).
     pub templates: Range<u32>,
+    /// How long the tool itself asks to run (schbench `-r`, ebizzy `-S`, tbench's warmup and
+    /// runtime, sysbench `--time`, rt-app `global.duration`); `None` when it stops after a
+    /// count (pipe loops, sysbench requests) or never.
+    pub asks_ns: Option<u64>,
 }
 
 impl PartialEq for Part {
@@ -74,6 +78,7 @@ impl PartialEq for Part {
             && self.report.eq_dyn(other.report.as_ref())
             && self.tasks == other.tasks
             && self.templates == other.templates
+            && self.asks_ns == other.asks_ns
     }
 }
 

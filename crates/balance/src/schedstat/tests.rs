@@ -4,10 +4,10 @@ use lbsim_topology::{CpuId, SdParams, Topology, parse_machine};
 use super::*;
 
 /// The /proc/schedstat text of a 2-CPU machine (one MC domain per CPU) with a few counters
-/// set, in version 17's layout: per domain, name and span, then 11 counters for each of
-/// busy / idle / newly idle, then alb_*, sbe_*, sbf_* and ttwu_*.
+/// set, in each version's layout. Version 17: per domain, name and span, then 11 counters
+/// for each of busy / idle / newly idle, then alb_*, sbe_*, sbf_* and ttwu_*.
 #[test]
-fn version_17_layout() {
+fn version_15_16_17_layouts() {
     let t = Topology::build(&parse_machine("cores=2").unwrap(), &SdParams::default()).unwrap();
     let mut s = Schedstat::new(&t);
     s.cpus[0].sched_count = 12;
@@ -28,7 +28,42 @@ fn version_17_layout() {
         cpu1 0 0 0 0 0 0 0 0 0
         domain0 MC 3 0 0 0 512 0 0 0 0 0 0 0 2 0 0 0 0 1 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 4 0 0 1 0 0 0 0 0 0 0 9 0
     "#]]
+    .assert_eq(&s.format_version(&t, 1234, SchedstatVersion::V17));
+    // Version 16 (the default): no name, one imbalance column (the sum), busy first.
+    expect![[r#"
+        version 16
+        timestamp 1234
+        cpu0 0 0 12 0 0 0 3000000 0 0
+        domain0 3 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+        cpu1 0 0 0 0 0 0 0 0 0
+        domain0 3 0 0 0 512 0 0 0 0 2 0 0 1 1 0 0 0 0 0 0 0 0 0 0 4 0 0 1 0 0 0 0 0 0 0 9 0
+    "#]]
     .assert_eq(&s.format(&t, 1234));
+    // Version 15: the idle columns before the busy ones.
+    expect![[r#"
+        version 15
+        timestamp 1234
+        cpu0 0 0 12 0 0 0 3000000 0 0
+        domain0 3 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+        cpu1 0 0 0 0 0 0 0 0 0
+        domain0 3 2 0 0 1 1 0 0 0 0 0 0 512 0 0 0 0 0 0 0 0 0 0 0 4 0 0 1 0 0 0 0 0 0 0 9 0
+    "#]]
+    .assert_eq(&s.format_version(&t, 1234, SchedstatVersion::V15));
+}
+
+/// The version each kernel prints (stats.c history).
+#[test]
+fn versions_of_kernels() {
+    let of = |a, b| SchedstatVersion::of_kernel(a, b).number();
+    assert_eq!([of(5, 15), of(6, 1), of(6, 6), of(6, 9)], [15; 4]);
+    assert_eq!([of(6, 10), of(6, 12), of(6, 13)], [16; 3]);
+    assert_eq!([of(6, 14), of(6, 16), of(7, 0)], [17; 3]);
+    assert_eq!(SchedstatVersion::default().number(), 16);
+    assert_eq!(
+        SchedstatVersion::from_number(15),
+        Some(SchedstatVersion::V15)
+    );
+    assert_eq!(SchedstatVersion::from_number(14), None);
 }
 
 /// Sums over the machine, for summaries.

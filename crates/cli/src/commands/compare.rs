@@ -57,7 +57,8 @@ pub struct Args {
     /// The first seed; the runs use seeds SEED, SEED+1, ... on both sides [default: 1].
     #[arg(long)]
     pub seed: Option<u64>,
-    /// How long to simulate each run (`500ms`, `2s`) [default: 1s].
+    /// How long to simulate each run (`500ms`, `2s`) [default: as long as the workload asks,
+    /// 1s for one with no end].
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
     /// Worker threads [default: the available parallelism]. Results do not depend on it.
@@ -155,7 +156,10 @@ struct Plan {
     base: String,
     patched: String,
     seeds: Vec<u64>,
-    duration_ns: u64,
+    /// `--duration`; `None`: as long as the workload asks.
+    duration_ns: Option<u64>,
+    /// The length each run lasts at most (`duration_ns` or the workload's own), once built.
+    run_ns: u64,
     budget: crate::budget::Budget,
     kernel: Option<String>,
 }
@@ -205,6 +209,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         duration_ns: scenario.duration_ns,
         budget: scenario.budget,
         kernel: scenario.kernel,
+        run_ns: 0,
     })
 }
 
@@ -235,9 +240,10 @@ fn side_config(plan: &Plan, side: &str, list: &str) -> anyhow::Result<SimConfig>
 /// Runs `lbsim compare`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let format = args.format.text_or_json("compare")?;
-    let plan = plan(args)?;
+    let mut plan = plan(args)?;
     let base = side_config(&plan, "base", &plan.base)?;
     let patched = side_config(&plan, "patched", &plan.patched)?;
+    plan.run_ns = base.duration_ns;
     for w in workload_warnings(&base.workload) {
         eprintln!("lbsim: {w}");
     }
@@ -255,6 +261,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let runs = run_ab(&base, &patched, &plan.seeds, &factory, &ctl);
     bar.finish();
     let runs = runs?;
+    // Every seed stops where the first does when the limit cuts the workload (the limit is
+    // the same on both sides): one note per part, from the first run.
+    if let Some(first) = runs.base.first() {
+        for c in &first.cut_short {
+            eprintln!("lbsim: note: {c}");
+        }
+    }
     let comparison = compare(&runs.base, &runs.patched);
     let text = match format {
         TextOrJson::Json => json_pretty(&ComparisonJson::of(&comparison))?,
@@ -365,7 +378,7 @@ fn text_report(plan: &Plan, runs: &AbRuns, c: &Comparison) -> String {
             format!(
                 "{} a side ({seeds}), {} s simulated each",
                 c.runs,
-                plan.duration_ns as f64 / 1e9
+                plan.run_ns as f64 / 1e9
             ),
         ],
         vec!["machine:".to_owned(), plan.topology.clone()],

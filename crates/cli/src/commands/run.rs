@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use anyhow::Context as _;
+use lbsim_balance::schedstat::SchedstatVersion;
 use lbsim_sim::engine::{CpuResult, GroupFairness, RunResult, Sim, SimError, TaskResult};
 use lbsim_workload::Report;
 use serde::Serialize;
@@ -10,7 +11,7 @@ use serde::Serialize;
 use crate::balancer::{BalancerKind, make_balancer};
 use crate::format::{Format, TextOrJson, json_pretty};
 use crate::output::OutputFile;
-use crate::scenario::workload_warnings;
+use crate::scenario::{cut_short_notes, workload_warnings};
 
 const WORKLOAD_HELP: &str = "A workload; repeatable, all run together.";
 
@@ -28,7 +29,8 @@ pub struct Args {
     #[arg(long = "workload", value_name = "WL", long_help = super::workload_help(WORKLOAD_HELP))]
     pub workloads: Vec<String>,
     /// How long to simulate (`500ms`, `2s`); a workload that ends sooner ends the run
-    /// [default: 1s].
+    /// [default: as long as the workload asks (schbench's runtime, rt-app's global.duration,
+    /// until pipe's or sysbench's count is done), 1s for one with no end].
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
     /// The master seed [default: 1].
@@ -51,17 +53,22 @@ pub struct Args {
     /// The balancer policy.
     #[arg(long, value_enum, default_value_t = BalancerKind::default())]
     pub balancer: BalancerKind,
-    /// Print /proc/schedstat (version 17) at the end of the run.
+    /// Print /proc/schedstat at the end of the run (the text report; JSON always has it).
     #[arg(long)]
     pub schedstat: bool,
+    /// The /proc/schedstat layout: 15 (kernels to v6.9), 16 (v6.10-v6.13) or 17 (v6.14 on)
+    /// [default: the `--kernel` release's, else 16 (the modelled v6.12's)].
+    #[arg(long, value_name = "N")]
+    pub schedstat_version: Option<u32>,
     /// Check invariants after every event; stop at the first violation.
     #[arg(long)]
     pub check: bool,
-    /// Write the scheduler trace to FILE (sched_switch, sched_waking, sched_wakeup_new,
-    /// sched_migrate_task, sched_process_exit, sched_pelt_cfs and lbsim_load_balance): a
-    /// Perfetto protobuf trace
-    /// if FILE ends in `.pftrace` or `.perfetto-trace`, ftrace text otherwise; ui.perfetto.dev
-    /// opens both. FILE must not exist yet (see --force); it appears whole or not at all.
+    /// Write the scheduler trace to FILE (sched_switch, sched_waking, sched_wakeup,
+    /// sched_process_fork, sched_wakeup_new, sched_migrate_task, sched_process_exit,
+    /// sched_pelt_cfs and lbsim_load_balance): a Perfetto protobuf trace if FILE ends in
+    /// `.pftrace`, `.perfetto-trace`, `.pb` or `.perfetto` (ui.perfetto.dev opens it), else
+    /// ftrace text as `trace-cmd report` prints it with raw events (trappy and LISA read it).
+    /// FILE must not exist yet (see --force); it appears whole or not at all.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
     /// Overwrite the --trace file if it exists.
@@ -83,6 +90,14 @@ pub struct Args {
 /// Runs `lbsim run`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let format = args.format.text_or_json("run")?;
+    let schedstat_version = args
+        .schedstat_version
+        .map(|n| {
+            SchedstatVersion::from_number(n).with_context(|| {
+                format!("--schedstat-version {n}: lbsim prints versions 15, 16 and 17")
+            })
+        })
+        .transpose()?;
     let (scenario, seed) = crate::scenario::RunInputs {
         file: args.file.clone(),
         topology: args.topology.clone(),
@@ -128,6 +143,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     let mut result = simulate(&cfg)?;
     let mut reports = spec.reports(&result.observations);
+    let mut notes = cut_short_notes(&spec, &result.observations, cfg.duration_ns);
     // A workload that re-runs itself in rounds (`schbench -a`) runs until its generator has no
     // next round; each round's summary is the first line of its report.
     let rounds = spec.rounds();
@@ -139,14 +155,20 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             round.workload = next.context("the next round")?;
             result = simulate(&round)?;
             reports = round.workload.reports(&result.observations);
+            notes = cut_short_notes(&round.workload, &result.observations, round.duration_ns);
             round_lines.push(first_line(&reports[0].text));
         }
     }
+    for n in &notes {
+        eprintln!("lbsim: {n}");
+    }
     if let (Some(file), Some(trace)) = (&trace_file, &result.trace) {
-        let perfetto = file
-            .path()
-            .extension()
-            .is_some_and(|e| e == "pftrace" || e == "perfetto-trace");
+        let perfetto = file.path().extension().is_some_and(|e| {
+            matches!(
+                e.to_str(),
+                Some("pftrace" | "perfetto-trace" | "pb" | "perfetto")
+            )
+        });
         file.write(|w| {
             if perfetto {
                 trace.write_perfetto(w)
@@ -154,6 +176,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 trace.write_ftrace(w)
             }
         })?;
+    }
+    if let Some((counters, jiffies)) = &result.schedstat_counters {
+        result.schedstat = Some(counters.format_version(
+            &cfg.topology,
+            *jiffies,
+            schedstat_version.unwrap_or(cfg.kernel.map_or(SchedstatVersion::V16, |(a, b)| {
+                SchedstatVersion::of_kernel(a, b)
+            })),
+        ));
     }
     let mut text = String::new();
     if let Some(title) = rounds
@@ -219,9 +250,18 @@ pub fn text_report(r: &RunResult, reports: &[Report]) -> String {
         us(l.max),
         l.count
     );
+    // The summary's fairness is over the largest group of like tasks (a benchmark's workers),
+    // as `RunResult::fairness` is computed; the label says which.
+    let group = lbsim_workload::report::largest_group(r.tasks.iter().map(|t| t.group.as_str()));
+    let n = r
+        .tasks
+        .iter()
+        .filter(|t| Some(t.group.as_str()) == group)
+        .count();
     let _ = writeln!(
         s,
-        "fairness (work done):      min/max {:.2}%  Jain {:.4}",
+        "work fairness, {n} {} tasks: min/max {:.2}%  Jain {:.4}",
+        group.unwrap_or("-"),
         r.fairness.min_max_ratio * 100.0,
         r.fairness.jain
     );

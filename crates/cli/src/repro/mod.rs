@@ -190,7 +190,7 @@ impl Experiment {
             workloads: point.workloads.clone(),
             features: vec![self.common.clone(), list.to_owned()],
             sets: Vec::new(),
-            duration_ns: self.duration_ns,
+            duration_ns: Some(self.duration_ns),
             budget: crate::budget::Budget::default(),
             kernel: self.kernel.map(str::to_owned),
         };

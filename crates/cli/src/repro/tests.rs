@@ -63,6 +63,7 @@ fn outcome(e: Experiment, f: impl Fn(usize, bool, u64) -> Vec<Metric>) -> Outcom
                         metrics: f(p, patched, seed),
                         events: 0,
                         event_hash: 0,
+                        cut_short: Vec::new(),
                     })
                     .collect()
             };

@@ -1,7 +1,7 @@
 use super::*;
 
 #[test]
-fn ftrace_lines_have_the_kernels_layout() {
+fn ftrace_lines_have_trace_cmd_reports_layout() {
     let mut t = Trace::new(2);
     let a = t.add_task("worker one", 0);
     let b = t.add_task("hog", -5);
@@ -45,26 +45,71 @@ fn ftrace_lines_have_the_kernels_layout() {
             update_time: 2_998_272,
         },
     );
+    t.push(
+        3_000_001,
+        1,
+        a,
+        TraceEvent::Wakeup {
+            pid: b,
+            target_cpu: 1,
+        },
+    );
+    t.push(
+        3_000_002,
+        1,
+        a,
+        TraceEvent::Fork {
+            parent_pid: a,
+            child_pid: b,
+        },
+    );
+    t.push(
+        3_000_003,
+        1,
+        a,
+        TraceEvent::Switch {
+            prev_pid: a,
+            prev_state: PrevState::Preempted,
+            next_pid: b,
+        },
+    );
     let mut out = Vec::new();
     t.write_ftrace(&mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
-    let lines: Vec<&str> = text.lines().skip(12).collect();
+    let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines,
         [
-            "          <idle>-0       [000] d..2.     0.000001: sched_waking: \
+            "cpus=2",
+            "          <idle>-0     [000]     0.000001500: sched_waking: \
              comm=worker_one pid=1 prio=120 target_cpu=001",
-            "             hog-2       [000] d..2.     0.002000: sched_migrate_task: \
+            "             hog-2     [000]     0.002000000: sched_migrate_task: \
              comm=worker_one pid=1 prio=120 orig_cpu=0 dest_cpu=1",
-            "          <idle>-0       [001] d..2.     0.002000: sched_switch: \
+            "          <idle>-0     [001]     0.002000123: sched_switch: \
              prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> \
              next_comm=worker_one next_pid=1 next_prio=120",
-            "      worker_one-1       [001] d..2.     0.003000: sched_pelt_cfs: cpu=1 path=/ \
+            "      worker_one-1     [001]     0.003000000: sched_pelt_cfs: cpu=1 path=/ \
              load=1024 runnable=1100 util=700 update_time=2998272",
+            "      worker_one-1     [001]     0.003000001: sched_wakeup: \
+             comm=hog pid=2 prio=115 target_cpu=001",
+            "      worker_one-1     [001]     0.003000002: sched_process_fork: \
+             comm=worker_one pid=1 child_comm=hog child_pid=2",
+            "      worker_one-1     [001]     0.003000003: sched_switch: \
+             prev_comm=worker_one prev_pid=1 prev_prio=120 prev_state=R+ ==> \
+             next_comm=hog next_pid=2 next_prio=115",
         ]
     );
-    assert!(text.starts_with("# tracer: nop\n"));
-    assert!(text.contains("entries-in-buffer/entries-written: 4/4   #P:2"));
+    assert_eq!(
+        t.event_counts(),
+        [
+            ("sched_migrate_task", 1),
+            ("sched_pelt_cfs", 1),
+            ("sched_process_fork", 1),
+            ("sched_switch", 2),
+            ("sched_wakeup", 1),
+            ("sched_waking", 1),
+        ]
+    );
     assert_eq!(t.tasks[1].prio, 115);
 }
 

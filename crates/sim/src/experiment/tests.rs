@@ -175,6 +175,7 @@ fn comparison_summaries() {
         ],
         events: 0,
         event_hash: 0,
+        cut_short: Vec::new(),
     };
     let base = [run(1, [1.0, 0.5]), run(2, [2.0, 0.5]), run(3, [3.0, 0.5])];
     let patched = [

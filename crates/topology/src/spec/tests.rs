@@ -53,6 +53,16 @@ fn key_value_lists_number_cpus_in_topology_order() {
         summary("llcs=1,clusters=2,cores=1,capacity=10x1,20"),
         "2 cpus: 0.0.0.0.0.0@10 0.0.0.1.1.0@20"
     );
+    // A capacity list alone names the CPUs (README's `lbsim topology capacity=462x4,1024x4`).
+    assert_eq!(
+        summary("capacity=462x2,1024x2"),
+        "4 cpus: 0.0.0.0.0.0@462 0.0.0.0.1.0@462 0.0.0.0.2.0@1024 0.0.0.0.3.0@1024"
+    );
+    // With a count key, the count rules and the list must match it.
+    assert_eq!(
+        err("cores=1,capacity=462x2"),
+        "capacity lists 2 values but the machine has 1 CPUs"
+    );
 }
 
 #[test]

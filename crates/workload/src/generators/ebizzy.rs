@@ -12,10 +12,13 @@
 //! and a TLB-shootdown `munmap` on a modern server core) give about 10000 records/s per
 //! thread.
 //!
-//! The report is ebizzy's (`%u records/s`, `real`, `user`, `sys`) with mmtests' per-thread
-//! values on the first line (`<total> records/s <thread 0> <thread 1> ...`); `user` and `sys`
-//! split the threads' CPU time between the copy and search (user) and the mmap, munmap and
-//! fault work (sys) in proportion to the modelled costs.
+//! The report is ebizzy's (`%u records/s`, `real`, `user`, `sys`), over the time simulated
+//! (the `-S` seconds asked for, or less when the run stopped sooner: `real` says which), then
+//! lbsim's per-thread rates on a `#` line of their own so that the first line stays the one
+//! scripts anchor on; `user` and `sys` split the threads' CPU time between the copy and
+//! search (user) and the mmap, munmap and fault work (sys) in proportion to the modelled
+//! costs; then the block `perf stat -e context-switches,cpu-migrations` prints (seed 004's
+//! measurement).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -25,6 +28,7 @@ use crate::ids::ProbeTag;
 use crate::limits::Size;
 use crate::obs::RunObservations;
 use crate::program::{Event, Program};
+use crate::report::perf_stat::perf_stat_block;
 use crate::report::{Fairness, Metric};
 
 const SEC: u64 = 1_000_000_000;
@@ -142,6 +146,7 @@ impl Generator for Ebizzy {
             b.task(format!("ebizzy-{i}"), "ebizzy", &program);
         }
         b.spec.duration_ns = Some(end + SEC);
+        b.asks_ns = Some(end);
     }
 
     fn report(p: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
@@ -156,22 +161,40 @@ impl Generator for Ebizzy {
                     .sum()
             })
             .collect();
-        let elapsed = p.runtime_s.max(1);
-        let per_thread: Vec<u64> = records.iter().map(|r| r / elapsed).collect();
+        let elapsed_ns = obs.sim_time_ns.min(p.runtime_s * SEC);
+        let rate = |r: u64| {
+            if elapsed_ns == 0 {
+                0
+            } else {
+                (u128::from(r) * u128::from(SEC) / u128::from(elapsed_ns)) as u64
+            }
+        };
+        let per_thread: Vec<u64> = records.iter().map(|&r| rate(r)).collect();
         let total: u64 = per_thread.iter().sum();
         let cpu_s = tasks.iter().map(|(_, t)| t.runtime_ns).sum::<u64>() as f64 / 1e9;
         let per_record = (p.mmap_ns + p.search_ns + p.munmap_ns).max(1) as f64;
         let user = cpu_s * p.search_ns as f64 / per_record;
         let sys = cpu_s - user;
         let mut s = String::new();
-        let _ = write!(s, "{total} records/s");
+        let _ = writeln!(s, "{total} records/s");
+        let _ = writeln!(s, "real {:5.2} s", elapsed_ns as f64 / 1e9);
+        let _ = writeln!(s, "user {user:5.2} s");
+        let _ = writeln!(s, "sys  {sys:5.2} s");
+        s.push_str("# lbsim: records/s per thread:");
         for r in &per_thread {
             let _ = write!(s, " {r}");
         }
         s.push('\n');
-        let _ = writeln!(s, "real {:5.2} s", p.runtime_s as f64);
-        let _ = writeln!(s, "user {user:5.2} s");
-        let _ = writeln!(s, "sys  {sys:5.2} s");
+        // Seed 004 ran ebizzy under `perf stat -e context-switches,cpu-migrations`: the
+        // process's counters (its threads'), over the time simulated.
+        let switches: u64 = tasks.iter().map(|(_, t)| t.nr_switches()).sum();
+        let migrations: u64 = tasks.iter().map(|(_, t)| t.nr_migrations).sum();
+        s.push_str(&perf_stat_block(
+            &format!("ebizzy -t {} -S {}", p.threads, p.runtime_s),
+            switches,
+            migrations,
+            elapsed_ns,
+        ));
         let f = Fairness::of(&records);
         let metrics = vec![
             Metric::new("records_per_second", "records/s", total as f64, true),

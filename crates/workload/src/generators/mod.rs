@@ -245,12 +245,15 @@ pub fn parse_workloads_within<S: AsRef<str>>(
 pub struct Builder {
     /// The workload so far (no part yet).
     pub spec: WorkloadSpec,
+    /// How long the tool asks to run, when it has a run length ([`Part::asks_ns`]).
+    pub asks_ns: Option<u64>,
 }
 
 impl Builder {
     pub(crate) fn new() -> Builder {
         Builder {
             spec: WorkloadSpec::empty(),
+            asks_ns: None,
         }
     }
 
@@ -313,6 +316,7 @@ impl Builder {
             report,
             tasks: 0..n,
             templates: 0..t,
+            asks_ns: self.asks_ns,
         });
         self.spec.validate().map_err(|error| WorkloadError::Spec {
             workload: label.to_string(),

@@ -163,10 +163,16 @@ impl Generator for Schbench {
             }
         }
         b.spec.duration_ns = Some(p.runtime_ns);
+        b.asks_ns = Some(p.runtime_ns);
     }
 
+    /// The blocks schbench prints at its end. `runtime N (s)` is the time simulated (the
+    /// runtime asked for, or less when the run stopped sooner), in whole seconds as schbench
+    /// prints its elapsed time; the RPS samples are the whole seconds simulated and the average
+    /// rps is over the time simulated.
     fn report(p: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
-        let runtime_s = p.runtime_ns / 1_000_000_000;
+        let elapsed_ns = obs.sim_time_ns.min(p.runtime_ns);
+        let runtime_s = elapsed_ns / 1_000_000_000;
         let mut wake = PlatHistogram::default();
         for pr in obs.part_probes(part, ProbeTag::Wakeup) {
             let us = pr.value / 1000;
@@ -178,7 +184,7 @@ impl Generator for Schbench {
         let mut per_second = vec![0u64; runtime_s as usize];
         let mut loops = 0u64;
         for pr in obs.part_probes(part, ProbeTag::Request) {
-            if pr.time_ns > p.runtime_ns {
+            if pr.time_ns > elapsed_ns {
                 continue;
             }
             loops += 1;
@@ -246,7 +252,11 @@ impl Generator for Schbench {
             &[20.0, 50.0, 90.0],
             50.0,
         ));
-        let avg_rps = loops as f64 / runtime_s.max(1) as f64;
+        let avg_rps = if elapsed_ns == 0 {
+            0.0
+        } else {
+            loops as f64 * 1e9 / elapsed_ns as f64
+        };
         let _ = writeln!(s, "average rps: {avg_rps:.2}");
         let _ = writeln!(
             s,

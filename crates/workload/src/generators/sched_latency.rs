@@ -8,7 +8,9 @@ use crate::report::{Fairness, nearest_rank};
 /// The `perf sched latency` table of a part's tasks (runtime, switches, average and maximum
 /// delay from becoming runnable to running), followed by an lbsim line with the fairness of
 /// the work they did. Follows perf's builtin-sched.c output_lat_thread(): the task cell is
-/// `"  %s:%d "` padded to 24 columns, then `"|%11.3f ms |%9d | avg:%8.3f ms | max:%8.3f ms |"`.
+/// `"  %s:%d "` padded to 24 columns, then `"|%11.3f ms |%9d | avg:%8.3f ms | max:%8.3f ms |"`;
+/// the average is `total_lat / nb_atoms`, over the waits (each arrival on a CPU, and the
+/// wait still going on at the end of the run, which counts in the maximum too).
 pub(crate) fn sched_latency_table(obs: &RunObservations, part: u16) -> String {
     let rule = format!(" {}\n", "-".repeat(83));
     let mut s = String::new();
@@ -22,7 +24,10 @@ pub(crate) fn sched_latency_table(obs: &RunObservations, part: u16) -> String {
         let cell = format!("  {}:{} ", t.name, r.0);
         let pad = 24usize.saturating_sub(cell.len());
         let n = t.nr_switches();
-        let avg = t.wait_ns.checked_div(n).unwrap_or(0);
+        let avg = (t.wait_ns + t.final_wait_ns)
+            .checked_div(t.nr_waits)
+            .unwrap_or(0);
+        let max = t.max_wait_ns.max(t.final_wait_ns);
         let _ = writeln!(
             s,
             "{cell}{}|{:11.3} ms |{:9} | avg:{:8.3} ms | max:{:8.3} ms |",
@@ -30,7 +35,7 @@ pub(crate) fn sched_latency_table(obs: &RunObservations, part: u16) -> String {
             t.runtime_ns as f64 / 1e6,
             n,
             avg as f64 / 1e6,
-            t.max_wait_ns as f64 / 1e6
+            max as f64 / 1e6
         );
         total_runtime += t.runtime_ns;
         total_switches += n;
@@ -47,7 +52,7 @@ pub(crate) fn sched_latency_table(obs: &RunObservations, part: u16) -> String {
     let f = Fairness::of(&works);
     let _ = writeln!(
         s,
-        "# lbsim: work min/max {:.4}, Jain's index {:.4} over {} tasks",
+        "# lbsim: fairness of the work done: min/max {:.4}, Jain's index {:.4} over {} tasks",
         f.min_max_ratio,
         f.jain,
         works.len()

@@ -46,7 +46,7 @@ pub struct Params {
     pub cost_ns: u64,
     /// Run-length jitter, percent.
     pub jitter_pct: u32,
-    /// Output layout (`format=0.4`, the default, or `1.0`).
+    /// The version modelled, output and start-up (`format=1.0`, the default, or `0.4`).
     pub format: Format,
 }
 
@@ -75,8 +75,8 @@ impl Generator for SysbenchCpu {
         Key::value("jitter", "0", "run-length jitter, percent"),
         Key::value(
             "format",
-            "0.4",
-            "output layout: 0.4 (0.4.12) or 1.0 (1.0.20)",
+            "1.0",
+            "the sysbench version: 1.0 (1.0.20's output, start barrier) or 0.4 (0.4.12's output, start mutex)",
         ),
     ];
     const EXAMPLE: &'static str = "sysbench-cpu:threads=8,requests=1000";
@@ -88,9 +88,9 @@ impl Generator for SysbenchCpu {
         let requests = a.u64_or("requests", Some(default_requests), 0, u64::MAX / 2)?;
         let cost_ns = a.duration("cost", Unit::Ms, 1)?;
         let jitter_pct = a.u32_in("jitter", 0, 100)?;
-        let format = match a.choice("format", &["0.4", "1.0"])? {
-            "1.0" => Format::V10,
-            _ => Format::V04,
+        let format = match a.choice("format", &["1.0", "0.4"])? {
+            "0.4" => Format::V04,
+            _ => Format::V10,
         };
         a.finish()?;
         if requests == 0 && time_ns.is_none() {
@@ -186,6 +186,7 @@ impl Generator for SysbenchCpu {
             cumulative_slack: false,
         });
         b.task("sysbench".to_owned(), "sysbench-main", &main);
+        b.asks_ns = p.time_ns;
     }
 
     fn report(p: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {

@@ -96,7 +96,7 @@ fn help_lists_every_workload_and_key() {
           time      default no limit: time limit (--max-time; a bare number is s)
           cost      default 1.3ms: work per request at capacity 1024 (a bare number is ms)
           jitter    default 0: run-length jitter, percent
-          format    default 0.4: output layout: 0.4 (0.4.12) or 1.0 (1.0.20)
+          format    default 1.0: the sysbench version: 1.0 (1.0.20's output, start barrier) or 0.4 (0.4.12's output, start mutex)
         hackbench: hackbench (rt-tests) and perf bench sched messaging: groups of senders and receivers (e.g. hackbench:groups=2)
           groups    default 10: groups (-g)
           fds       default 20: senders and receivers per group (-f)

@@ -85,7 +85,7 @@ fn sysbench_obs(arg: &str) -> (WorkloadSpec, RunObservations) {
 
 #[test]
 fn sysbench_0_4() {
-    let (spec, obs) = sysbench_obs("sysbench-cpu:threads=2,requests=8");
+    let (spec, obs) = sysbench_obs("sysbench-cpu:threads=2,requests=8,format=0.4");
     check(
         &spec,
         &obs,
@@ -191,7 +191,7 @@ fn sysbench_1_0_with_time_limit() {
 
 #[test]
 fn sysbench_0_4_time_limit_message() {
-    let (spec, obs) = sysbench_obs("sysbench-cpu:threads=2,time=20ms");
+    let (spec, obs) = sysbench_obs("sysbench-cpu:threads=2,time=20ms,format=0.4");
     let r = &spec.reports(&obs)[0];
     assert!(r.text.contains("Threads started!\nTime limit exceeded, exiting...\n(last message repeated 1 times)\nDone.\n"));
 }
@@ -283,6 +283,8 @@ fn schbench_blocks() {
     obs.tasks[1].nr_voluntary_switches = 100;
     obs.tasks[2].wait_ns = 80 * MS;
     obs.tasks[2].nr_voluntary_switches = 100;
+    // The workers' last spins end just past the 3 s asked for.
+    obs.sim_time_ns = 3_030 * MS;
     check(
         &spec,
         &obs,
@@ -375,6 +377,7 @@ fn tbench_lines() {
             if n > 0 { 300 * US } else { 0 },
         );
     }
+    obs.sim_time_ns = 7_000 * MS;
     check(
         &spec,
         &obs,
@@ -411,15 +414,25 @@ fn ebizzy_per_thread() {
         probe(&mut obs, t, 10_000 * MS, ProbeTag::TallyMaxLatency, 0);
         obs.tasks[t as usize].runtime_ns = 9_600 * MS;
     }
+    obs.sim_time_ns = 10_000 * MS;
     check(
         &spec,
         &obs,
         expect![[r#"
-        30032 records/s 10000 9600 10432
-        real 10.00 s
-        user 27.00 s
-        sys   1.80 s
-    "#]],
+            30032 records/s
+            real 10.00 s
+            user 27.00 s
+            sys   1.80 s
+            # lbsim: records/s per thread: 10000 9600 10432
+
+             Performance counter stats for 'ebizzy -t 3 -S 10':
+
+                             0      context-switches
+                             0      cpu-migrations
+
+                 10.000000000 seconds time elapsed
+
+        "#]],
         expect![[r#"
         records_per_second = 30032 records/s (higher is better)
         thread_records_min_max_ratio = 0.9202365774867955 ratio (higher is better)
@@ -459,6 +472,105 @@ fn perf_bench_pipe() {
     );
 }
 
+/// A run stopped at 1.5 s by `--duration` reports the 1.5 s simulated, never the runtime
+/// asked for: `runtime 1 (s)` (whole seconds, as schbench prints its elapsed time), one RPS
+/// sample per whole second, the average rps over 1.5 s.
+#[test]
+fn schbench_cut_short_reports_the_time_simulated() {
+    let spec = crate::parse_workload("schbench:m=1,t=2,runtime=30").unwrap();
+    let mut obs = blank(&spec);
+    // 100 requests a second (one every 10 ms) for the 1.5 s simulated.
+    for i in 1..=150u64 {
+        probe(&mut obs, 1, i * 10 * MS, ProbeTag::Request, 30 * MS);
+        probe(&mut obs, 1, i * 10 * MS, ProbeTag::Wakeup, 50 * US);
+    }
+    obs.sim_time_ns = 1_500 * MS;
+    let r = &spec.reports(&obs)[0];
+    assert!(
+        r.text.contains("runtime 1 (s) (150 total samples)"),
+        "{}",
+        r.text
+    );
+    assert!(!r.text.contains("runtime 30"), "{}", r.text);
+    assert!(
+        r.text
+            .contains("RPS percentiles (requests) runtime 1 (s) (1 total samples)")
+    );
+    assert!(r.text.contains("average rps: 100.00"), "{}", r.text);
+    assert_eq!(r.metric("average_rps").unwrap().value, 100.0);
+}
+
+/// tbench stopped at 4.5 s (warmup 2 s, reset at 3 s, 3 s asked for): the lines of the 4
+/// whole seconds simulated (the reset tick prints none), not the 6 asked for; stopped in the warmup: a line saying that
+/// nothing was measured.
+#[test]
+fn tbench_cut_short_prints_the_seconds_simulated() {
+    let spec = crate::parse_workload("tbench:clients=1,runtime=3,warmup=2").unwrap();
+    let mut obs = blank(&spec);
+    for tick in 1..=4u64 {
+        let at = tick * 1_000 * MS + 10 * US;
+        probe(&mut obs, 0, at, ProbeTag::TallyCount, 1000);
+        probe(&mut obs, 0, at, ProbeTag::TallyMaxLatency, 100 * US);
+    }
+    obs.sim_time_ns = 4_500 * MS;
+    let text = &spec.reports(&obs)[0].text;
+    assert_eq!(text.matches(" sec  latency ").count(), 3, "{text}");
+    // Past the reset (tick 3), tick 4 is `execute 1 sec`; the run asked for three more.
+    assert!(text.contains("execute   1 sec"), "{text}");
+    assert!(!text.contains("execute   3 sec"), "{text}");
+    assert!(!text.contains("nothing measured"), "{text}");
+    obs.sim_time_ns = 1_500 * MS;
+    let text = &spec.reports(&obs)[0].text;
+    assert!(!text.contains("execute"), "{text}");
+    assert!(
+        text.contains("# lbsim: the run stopped before the warmup was over"),
+        "{text}"
+    );
+}
+
+/// ebizzy stopped at 2.5 s of its 10: records/s over the 2.5 s, `real 2.50 s`.
+#[test]
+fn ebizzy_cut_short_rates_over_the_time_simulated() {
+    let spec = crate::parse_workload("ebizzy:threads=2,runtime=10").unwrap();
+    let mut obs = blank(&spec);
+    for (t, n) in [(0u32, 25_000u64), (1, 20_000)] {
+        probe(&mut obs, t, 2_500 * MS, ProbeTag::TallyCount, n);
+        probe(&mut obs, t, 2_500 * MS, ProbeTag::TallyMaxLatency, 0);
+    }
+    obs.sim_time_ns = 2_500 * MS;
+    let text = &spec.reports(&obs)[0].text;
+    assert!(
+        text.starts_with("18000 records/s\nreal  2.50 s\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# lbsim: records/s per thread: 10000 8000\n"),
+        "{text}"
+    );
+}
+
+/// pipe stopped before its loops: the round trips task 0 counted, over the time simulated.
+#[test]
+fn pipe_cut_short_counts_the_round_trips_done() {
+    let spec = crate::parse_workload("pipe:loops=1000").unwrap();
+    let mut obs = blank(&spec);
+    probe(&mut obs, 0, 2 * MS, ProbeTag::TallyCount, 400);
+    obs.sim_time_ns = 2 * MS;
+    let r = &spec.reports(&obs)[0];
+    assert!(
+        r.text.contains("# Executed 400 pipe operations"),
+        "{}",
+        r.text
+    );
+    assert!(
+        r.text.contains("400 of 1000 round trips done"),
+        "{}",
+        r.text
+    );
+    assert_eq!(r.metric("usecs_per_op").unwrap().value, 5.0);
+    assert_eq!(r.metric("ops_per_sec").unwrap().value, 200_000.0);
+}
+
 #[test]
 fn sched_latency_tables() {
     let spec = crate::parse_workload("hogs:cpus=0-1").unwrap();
@@ -468,11 +580,17 @@ fn sched_latency_tables() {
     obs.tasks[0].wait_ns = 212_545_245_000;
     obs.tasks[0].nr_involuntary_switches = 779_188;
     obs.tasks[0].max_wait_ns = 58_337_000;
+    // 779,188 preemptions, so 779,189 arrivals on a CPU (the first one too).
+    obs.tasks[0].nr_waits = 779_189;
     obs.tasks[1].runtime_ns = 1_000 * MS;
     obs.tasks[1].work_ns = 500 * MS;
     obs.tasks[1].nr_voluntary_switches = 10;
+    // 11 arrivals, 3 ms of waits between them, and a 2.5 ms wait still going on at the end:
+    // 12 waits, 5.5 ms; the last one is the longest.
     obs.tasks[1].wait_ns = 3 * MS;
     obs.tasks[1].max_wait_ns = MS;
+    obs.tasks[1].nr_waits = 12;
+    obs.tasks[1].final_wait_ns = 2_500 * US;
     for i in 0..10u64 {
         obs.wakeups.push(crate::obs::WakeupSample {
             task: TaskRef(1),
@@ -488,11 +606,11 @@ fn sched_latency_tables() {
               Task                  |   Runtime ms  | Switches | Avg delay ms    | Max delay ms    |
              -----------------------------------------------------------------------------------
               hog-0-0:0             | 846018.956 ms |   779188 | avg:   0.273 ms | max:  58.337 ms |
-              hog-1-0:1             |   1000.000 ms |       10 | avg:   0.300 ms | max:   1.000 ms |
+              hog-1-0:1             |   1000.000 ms |       10 | avg:   0.458 ms | max:   2.500 ms |
              -----------------------------------------------------------------------------------
               TOTAL:                | 847018.956 ms |   779198 |
              ---------------------------------------------------
-            # lbsim: work min/max 0.0006, Jain's index 0.5006 over 2 tasks
+            # lbsim: fairness of the work done: min/max 0.0006, Jain's index 0.5006 over 2 tasks
             # lbsim: wake-up latency p50 35.0 us, p99 70.0 us, max 70.0 us over 10 wake-ups
         "#]],
         expect![[r#"

@@ -253,8 +253,37 @@ pub(crate) struct SyntaxError {
     pub(crate) column: usize,
 }
 
-/// Parses `src` (comments already blanked) into a spanned tree.
-pub(crate) fn parse(src: &str) -> Result<Spanned, SyntaxError> {
+/// An object's entries in file order.
+pub(crate) type Object = Vec<(Key, Spanned)>;
+
+/// An object as json-c holds it (`json_object_object_add()`, json_object.c): a key given
+/// again replaces the earlier value, in the earlier key's place, so the object has each key
+/// once. Keys for which `keep_repeats` is true stay as given, every occurrence in file order
+/// (rt-app's events, which `workgen` renames apart before rt-app reads them). Returns the
+/// object and, for each replacement, the earlier key and the later one.
+pub(crate) fn json_c_object(
+    obj: &[(Key, Spanned)],
+    keep_repeats: impl Fn(&str) -> bool,
+) -> (Object, Vec<(Key, Key)>) {
+    let mut out: Vec<(Key, Spanned)> = Vec::with_capacity(obj.len());
+    let mut replaced = Vec::new();
+    for (k, v) in obj {
+        if !keep_repeats(&k.name)
+            && let Some(slot) = out.iter_mut().find(|(e, _)| e.name == k.name)
+        {
+            replaced.push((slot.0.clone(), k.clone()));
+            slot.1 = v.clone();
+            continue;
+        }
+        out.push((k.clone(), v.clone()));
+    }
+    (out, replaced)
+}
+
+/// Parses `src` (comments already blanked, json-c's non-strict forms made strict) into a
+/// spanned tree, and the offset of the first non-blank byte after the top-level value, if
+/// any: json-c leaves such text unread, so the caller warns rather than fails.
+pub(crate) fn parse(src: &str) -> Result<(Spanned, Option<usize>), SyntaxError> {
     let pos = Rc::new(Cell::new(0));
     let reader = CountingReader {
         data: src.as_bytes(),
@@ -262,7 +291,7 @@ pub(crate) fn parse(src: &str) -> Result<Spanned, SyntaxError> {
     };
     let ctx = Ctx {
         src: src.as_bytes(),
-        pos,
+        pos: Rc::clone(&pos),
     };
     let mut de = serde_json::Deserializer::from_reader(reader);
     let err = |e: serde_json::Error| SyntaxError {
@@ -271,8 +300,12 @@ pub(crate) fn parse(src: &str) -> Result<Spanned, SyntaxError> {
         column: e.column(),
     };
     let v = ValueSeed(ctx).deserialize(&mut de).map_err(err)?;
-    de.end().map_err(err)?;
-    Ok(v)
+    let end = pos.get().min(src.len());
+    let rest = src.as_bytes()[end..]
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .map(|i| end + i);
+    Ok((v, rest))
 }
 
 /// 1-based line and column (in characters) of a byte offset.

@@ -9,6 +9,15 @@
 //! variable named after the thread; `sync` is signal-then-wait; a barrier's user count is the
 //! number of instances referencing it).
 //!
+//! Files are read as rt-app reads them, with json-c's default (non-strict) tokener: comments,
+//! trailing commas, single quotes, literals in any case, leading zeros, text after the
+//! top-level object (warned about) ([`lenient`](self) rewrites them in place); a key given
+//! twice in the top level, `tasks`, `phases` or a task's properties is stored as json-c stores
+//! it, the later value in the earlier's place, with a warning. Events are the exception: a
+//! repeated event key (`"run"` twice) runs every occurrence in file order, as after rt-app's
+//! `workgen` has renamed them apart (rt-app on the raw file would keep only the last). An
+//! unexpanded template placeholder (`__DURATION__`) is a one-line error naming it.
+//!
 //! Deliberate differences, each reported as a [`crate::Warning`] when a file uses it:
 //! - `calibration` is ignored: `run` durations are work at capacity 1024;
 //! - `mem`, `iorun` and `memrun` are CPU work at 10 bytes/ns (a memset-speed copy);
@@ -31,6 +40,7 @@ use crate::report::{Fairness, Metric, PartReport};
 use crate::spec::WorkloadSpec;
 
 pub(crate) mod json;
+mod lenient;
 mod parse;
 
 /// What the rt-app report needs besides the observations.
@@ -315,7 +325,7 @@ pub(crate) fn report(
     let f = Fairness::of(&works);
     let _ = writeln!(
         s,
-        "# work done: min/max {:.2}%, Jain's index {:.4} over {} threads",
+        "# work fairness over all {2} threads of the file: min/max {0:.2}%, Jain's index {1:.4}",
         f.min_max_ratio * 100.0,
         f.jain,
         works.len()

@@ -8,6 +8,7 @@ use crate::ids::{CondId, CpusetId, MutexId, SemId, TemplateId, TimerId};
 use crate::limits::{Room, Size};
 use crate::program::{Event, Loops, Phase, Policy, Program, SchedChange};
 use crate::rtapp::json::{self, Key, Node, Spanned};
+use crate::rtapp::lenient;
 use crate::rtapp::{RtappError, RtappReport};
 use crate::spec::{Part, TaskSpec, Warning, WorkloadSpec};
 use crate::sync::TimerSpec;
@@ -160,6 +161,32 @@ impl<'a> Parser<'a> {
             context: context.to_string(),
             message: message.into(),
         }
+    }
+
+    /// Object `obj` (at `context`) as rt-app's json-c holds it ([`json::json_c_object`]), with
+    /// a warning for each key given twice: the later value replaces the earlier, in its place.
+    fn json_c_object(
+        &mut self,
+        obj: &[(Key, Spanned)],
+        context: &str,
+        keep_repeats: impl Fn(&str) -> bool,
+    ) -> Vec<(Key, Spanned)> {
+        let (out, replaced) = json::json_c_object(obj, keep_repeats);
+        for (first, later) in replaced {
+            let (line, _) = json::line_col(self.src, first.at);
+            let kc = ctx(context, &later.name);
+            self.warn(
+                later.at,
+                &kc,
+                format!(
+                    "{:?} given twice (first at line {line}): as rt-app reads the file (json-c), \
+                     the later value replaces the earlier, in the earlier's place; rename one \
+                     to keep both",
+                    later.name
+                ),
+            );
+        }
+        out
     }
 
     fn warn(&mut self, at: usize, context: &str, message: impl Into<String>) {
@@ -710,17 +737,11 @@ impl<'a> Parser<'a> {
 
     fn task(&mut self, name: &str, key: &Key, obj: &[(Key, Spanned)]) -> R<TaskDef> {
         let c = ctx("tasks", name);
+        let obj = &self.json_c_object(obj, &c, |k| event_kind(k).is_some());
         // rt-app reads the instance count before the events (barrier users depend on it).
         let mut instances = 1u32;
-        let mut seen: Vec<&str> = Vec::new();
         for (k, v) in obj {
             let kc = ctx(&c, &k.name);
-            if event_kind(&k.name).is_none() {
-                if seen.contains(&k.name.as_str()) {
-                    return Err(self.err(k.at, &kc, "property given twice"));
-                }
-                seen.push(&k.name);
-            }
             if k.name == "instance" {
                 let n = self.int(v, &kc)?;
                 if !(0..=1_000_000).contains(&n) {
@@ -805,13 +826,9 @@ impl<'a> Parser<'a> {
                     "events beside \"phases\" are ignored by rt-app",
                 );
             }
-            let mut names: Vec<&str> = Vec::new();
-            for (k, v) in pobj {
+            let pobj = self.json_c_object(pobj, &pc, |_| false);
+            for (k, v) in &pobj {
                 let kc = ctx(&pc, &k.name);
-                if names.contains(&k.name.as_str()) {
-                    return Err(self.err(k.at, &kc, "phase name given twice"));
-                }
-                names.push(&k.name);
                 let o = self.object(v, &kc)?;
                 let (p, cost) = self.phase(
                     &k.name,
@@ -964,7 +981,20 @@ pub(crate) fn parse(
 ) -> Result<WorkloadSpec, RtappError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let src = json::blank_comments(text);
-    let root = json::parse(&src).map_err(|e| RtappError::Syntax {
+    if let Some((name, at)) = lenient::find_placeholder(&src) {
+        let (line, column) = json::line_col(&src, at);
+        return Err(RtappError::Syntax {
+            path: path.to_string(),
+            line,
+            column,
+            message: format!(
+                "unexpanded template placeholder {name}: replace it with a value first (a \
+                 template's caller, such as LISA, substitutes these)"
+            ),
+        });
+    }
+    let src = lenient::strict(&src);
+    let (root, rest) = json::parse(&src).map_err(|e| RtappError::Syntax {
         path: path.to_string(),
         line: e.line.max(1),
         column: e.column.max(1),
@@ -985,7 +1015,14 @@ pub(crate) fn parse(
         cumulative_slack: false,
         log_basename: "rt-app".to_string(),
     };
-    let top = p.object(&root, "top level")?.to_vec();
+    if let Some(at) = rest {
+        p.warn(
+            at,
+            "top level",
+            "text after the top-level object ignored (json-c leaves it unread)",
+        );
+    }
+    let top = p.json_c_object(p.object(&root, "top level")?, "", |_| false);
     let mut global = None;
     let mut tasks = None;
     for (k, v) in &top {
@@ -996,9 +1033,6 @@ pub(crate) fn parse(
                 } else {
                     &mut tasks
                 };
-                if slot.is_some() {
-                    return Err(p.err(k.at, &k.name, "section given twice"));
-                }
                 *slot = Some((k.clone(), v.clone()));
             }
             "resources" => p.warn(
@@ -1016,14 +1050,11 @@ pub(crate) fn parse(
     let Some((tk, tv)) = tasks else {
         return Err(p.err(root.at, "top level", "no \"tasks\" section"));
     };
-    let tobj = p.object(&tv, "tasks")?.to_vec();
+    let tobj = p.json_c_object(p.object(&tv, "tasks")?, "tasks", |_| false);
     if tobj.is_empty() {
         return Err(p.err(tk.at, "tasks", "no tasks"));
     }
     for (k, _) in &tobj {
-        if p.def_names.contains(&k.name) {
-            return Err(p.err(k.at, &ctx("tasks", &k.name), "task name given twice"));
-        }
         p.def_names.push(k.name.clone());
     }
     let mut defs = Vec::with_capacity(tobj.len());
@@ -1091,6 +1122,7 @@ pub(crate) fn parse(
         }),
         tasks: 0..n,
         templates: 0..nt,
+        asks_ns: duration,
     });
     p.spec.duration_ns = duration;
     p.spec.validate().map_err(|e| RtappError::Invalid {

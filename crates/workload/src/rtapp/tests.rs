@@ -288,7 +288,7 @@ fn errors_name_file_line_column_and_cause() {
             "test.json:1:12: tasks.t: phase \"phase0\" repeats forever without an event that takes time or blocks (run, runtime, sleep, timer, wait, barrier, suspend, sem_wait); rt-app would spin on system calls",
             "test.json:1:30: tasks.t.priority: priority 30 is not a nice value in -20..=19 (rt-app passes it to setpriority() for SCHED_OTHER)",
             "test.json:1:26: tasks.t.cpus: empty CPU list (sched_setaffinity would fail)",
-            "test.json:1:8: trailing characters",
+            "test.json:1:1: top level: no \"tasks\" section",
             "test.json:1:30: tasks.t.cpus: CPU -2 is out of range",
             "test.json:1:27: tasks.t.cpus: CPU -2 is out of range",
         ]
@@ -462,4 +462,196 @@ fn an_endless_file_is_refused_with_its_name_once() {
         "no/such.json: No such file or directory (os error 2)"
     );
     assert!(std::error::Error::source(&e).is_none());
+}
+
+/// json-c's default tokener accepts trailing commas, comments, single quotes, literals in
+/// any case and leading zeros; the file reads as its strict spelling does, and every line
+/// and column stays the file's.
+#[test]
+fn json_c_leniency_reads_as_the_strict_spelling() {
+    let lenient = "{\n  // a comment\n  'tasks': {\n    \"t\": {\n      \"instance\": 02,\n      \"loop\": 3,\n      \"run\": 1000, /* inline */\n      \"sleep\": 2000,\n      \"cpus\": [0, 1,],\n    },\n  },\n  \"global\": {\"duration\": 2, \"cumulative_slack\": FALSE,},\n}\n";
+    let strict = r#"{"tasks": {"t": {"instance": 2, "loop": 3, "run": 1000, "sleep": 2000, "cpus": [0, 1]}}, "global": {"duration": 2, "cumulative_slack": false}}"#;
+    let a = parse(lenient).unwrap_or_else(|e| panic!("{e}"));
+    let b = parse(strict).unwrap();
+    assert_eq!(a.tasks, b.tasks);
+    assert_eq!(a.duration_ns, Some(2_000_000_000));
+    // Positions are the file's: an error after the rewritten forms points at the right place.
+    let bad = "{'tasks': {\"t\": {\"run\": 1,},},\n \"global\": {\"duration\": \"x\",}}";
+    assert_eq!(
+        err(bad),
+        "test.json:2:25: global.duration: expected an integer, found a string"
+    );
+}
+
+/// Text after the top-level object is left unread by json-c: a warning, not an error.
+#[test]
+fn text_after_the_top_level_object_is_a_warning() {
+    let s = parse("{\"tasks\": {\"t\": {\"run\": 1}}}\n\n}junk").unwrap();
+    let w: Vec<String> = s.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        w,
+        [
+            "test.json:3:1: top level: text after the top-level object ignored (json-c leaves it unread)"
+        ]
+    );
+}
+
+/// A phase name given twice: as json-c stores the object, the later definition replaces the
+/// earlier in its place (rt-app runs three phases here, the second being the later
+/// "heavy"), with a warning naming both lines.
+#[test]
+fn a_repeated_phase_name_is_read_as_rt_app_reads_it() {
+    let text = "{\"tasks\": {\"t\": {\"loop\": 1, \"phases\": {\n  \"light\": {\"run\": 100},\n  \"heavy\": {\"run\": 7000},\n  \"light2\": {\"run\": 300},\n  \"heavy\": {\"run\": 9000, \"loop\": 2}\n}}}}";
+    let s = parse(text).unwrap();
+    let phases = &s.tasks[0].program.phases;
+    let names: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["light", "heavy", "light2"]);
+    assert_eq!(phases[1].events, [Event::Run { work_ns: 9_000_000 }]);
+    assert_eq!(phases[1].loops, Loops::Count(2));
+    let w: Vec<String> = s.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        w,
+        [
+            "test.json:5:3: tasks.t.phases.heavy: \"heavy\" given twice (first at line 3): as rt-app reads the file (json-c), the later value replaces the earlier, in the earlier's place; rename one to keep both"
+        ]
+    );
+    // The same for a task name and a task property; events keep every occurrence.
+    let s = parse(r#"{"tasks": {"a": {"run": 1}, "b": {"run": 2}, "a": {"run": 3, "loop": 1, "loop": 2, "run": 4}}}"#).unwrap();
+    assert_eq!(s.tasks.len(), 2);
+    assert_eq!(s.tasks[0].name, "a-0");
+    assert_eq!(
+        events(&s, 0),
+        [Event::Run { work_ns: 3_000 }, Event::Run { work_ns: 4_000 }]
+    );
+    assert_eq!(s.tasks[0].program.phases[0].loops, Loops::Count(2));
+    assert_eq!(s.warnings.len(), 2, "{:?}", s.warnings);
+}
+
+/// An unexpanded template placeholder is named, in one line, where it stands.
+#[test]
+fn an_unexpanded_placeholder_is_named() {
+    assert_eq!(
+        err("{\"global\": {\"duration\": __DURATION__},\n \"tasks\": {\"t\": {\"run\": 1}}}"),
+        "test.json:1:25: unexpanded template placeholder __DURATION__: replace it with a value first (a template's caller, such as LISA, substitutes these)"
+    );
+}
+
+/// rt-app's own doc/ examples, read from a fetched rt-app repository (a bare git mirror, or a
+/// checkout) named by `LBSIM_RTAPP_REPO` or at the default mirror path; skipped with a
+/// printed reason when there is none. Each file runs, or is refused with a one-line error
+/// naming what lbsim does not model (real-time policies) or what rt-app refuses too.
+#[test]
+fn rt_app_doc_examples_run_or_are_refused_with_the_reason() {
+    let repo = std::env::var("LBSIM_RTAPP_REPO")
+        .unwrap_or_else(|_| "/work/.mirror/scheduler-tools+rt-app/repo".to_owned());
+    let files = match doc_files(&repo) {
+        Ok(f) => f,
+        Err(why) => {
+            println!("skipped: no rt-app repository at {repo} ({why}); set LBSIM_RTAPP_REPO");
+            return;
+        }
+    };
+    // (file, None: runs; Some(text): the error contains it).
+    let expected: &[(&str, Option<&str>)] = &[
+        ("doc/examples/browser-long.json", None),
+        ("doc/examples/browser-short.json", None),
+        (
+            "doc/examples/cpufreq_governor_efficiency/calibration.json",
+            Some("SCHED_FIFO is not modelled"),
+        ),
+        (
+            "doc/examples/cpufreq_governor_efficiency/dvfs.json",
+            Some("SCHED_FIFO is not modelled"),
+        ),
+        (
+            "doc/examples/custom-slice.json",
+            Some("SCHED_DEADLINE is not modelled"),
+        ),
+        // Fragments for rt-app's merge script: no "tasks" (rt-app exits on it too).
+        (
+            "doc/examples/merge/global.json",
+            Some("no \"tasks\" section"),
+        ),
+        (
+            "doc/examples/merge/resources.json",
+            Some("no \"tasks\" section"),
+        ),
+        // The pre-2015 vocabulary (exec, lock_order): rt-app finds no events and exits.
+        (
+            "doc/examples/merge/thread0.json",
+            Some("unknown key \"exec\""),
+        ),
+        (
+            "doc/examples/merge/thread1.json",
+            Some("unknown key \"exec\""),
+        ),
+        (
+            "doc/examples/merge/thread2.json",
+            Some("unknown key \"exec\""),
+        ),
+        (
+            "doc/examples/merge/thread3.json",
+            Some("unknown key \"exec\""),
+        ),
+        ("doc/examples/mp3-long.json", None),
+        ("doc/examples/mp3-short.json", None),
+        ("doc/examples/spreading-tasks.json", None),
+        ("doc/examples/template.json", None),
+        ("doc/examples/tutorial/example1.json", None),
+        ("doc/examples/tutorial/example10.json", None),
+        ("doc/examples/tutorial/example11.json", None),
+        ("doc/examples/tutorial/example2.json", None),
+        ("doc/examples/tutorial/example3.json", None),
+        ("doc/examples/tutorial/example4.json", None),
+        ("doc/examples/tutorial/example5.json", None),
+        ("doc/examples/tutorial/example6.json", None),
+        ("doc/examples/tutorial/example7.json", None),
+        ("doc/examples/tutorial/example8.json", None),
+        ("doc/examples/tutorial/example9.json", None),
+        // `"suspend",` has no value: json-c's tokener refuses it (key separator expected).
+        ("doc/examples/video-long.json", Some("6:13: expected `:`")),
+        ("doc/examples/video-short.json", Some("6:13: expected `:`")),
+    ];
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    let want: Vec<&str> = expected.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, want, "the doc/ files changed");
+    for ((name, text), (_, outcome)) in files.iter().zip(expected) {
+        let r = parse_str(text, name, name);
+        match (outcome, r) {
+            (None, Ok(spec)) => {
+                let mut ex = RefExec::new(spec, Share::RoundRobin);
+                ex.run(50_000_000);
+            }
+            (Some(why), Err(e)) => {
+                let e = e.to_string();
+                assert!(e.contains(why), "{name}: {e}");
+                assert_eq!(e.lines().count(), 1, "{name}: {e}");
+            }
+            (None, Err(e)) => panic!("{name} is refused: {e}"),
+            (Some(why), Ok(_)) => panic!("{name} was expected to be refused ({why})"),
+        }
+    }
+}
+
+/// The JSON files under `doc/` of the rt-app repository at `repo` (sorted, with their text).
+fn doc_files(repo: &str) -> Result<Vec<(String, String)>, String> {
+    let git = |args: &[&str]| -> Result<String, String> {
+        let out = std::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(repo)
+            .args(args)
+            .output()
+            .map_err(|e| format!("git: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
+        }
+        String::from_utf8(out.stdout).map_err(|e| e.to_string())
+    };
+    let list = git(&["ls-tree", "-r", "--name-only", "HEAD", "doc/"])?;
+    let mut names: Vec<&str> = list.lines().filter(|l| l.ends_with(".json")).collect();
+    names.sort_unstable();
+    names
+        .into_iter()
+        .map(|n| Ok((n.to_owned(), git(&["show", &format!("HEAD:{n}")])?)))
+        .collect()
 }
