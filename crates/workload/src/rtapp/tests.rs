@@ -463,3 +463,15 @@ fn an_endless_file_is_refused_with_its_name_once() {
     );
     assert!(std::error::Error::source(&e).is_none());
 }
+
+/// Found by fuzzing (`cargo xtask fuzz --target rtapp`): a global duration whose ns overflow
+/// u64 panicked (overflow checks) or wrapped to a short run.
+#[test]
+fn a_global_duration_past_u64_ns_is_an_error() {
+    expect![[r#"test.json:1:25: global.duration: 104294967295 s does not fit in ns (u64)"#]]
+        .assert_eq(&err(
+            r#"{"global": {"duration": 104294967295}, "tasks": {"t": {"run": 1}}}"#,
+        ));
+    let ok = parse(r#"{"global": {"duration": 18446744073}, "tasks": {"t": {"run": 1}}}"#);
+    assert_eq!(ok.unwrap().duration_ns, Some(18_446_744_073_000_000_000));
+}
