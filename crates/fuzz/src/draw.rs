@@ -11,7 +11,7 @@ use lbsim_topology::{parse_machine, presets};
 
 /// A source of choices.
 pub trait Choices {
-    /// A number in `0..n` (`n > 0`).
+    /// A number in `0..n` (0 when `n` is 0).
     fn below(&mut self, n: u64) -> u64;
 
     /// One of `items`.
@@ -52,7 +52,7 @@ impl Choices for Bytes<'_> {
         } else {
             (0..4).fold(0, |acc, _| (acc << 8) | self.byte())
         };
-        v % n
+        v % n.max(1)
     }
 }
 
@@ -290,6 +290,26 @@ fn int_value(c: &mut impl Choices, lo: u64, hi: u64) -> u64 {
                 (1u64 << top) - 1
             };
             lo + (c.below(span.saturating_add(1).max(1)) & span).min(hi - lo)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the `sim` target: a one-CPU machine asked for `below(0)` (a divide by zero).
+    #[test]
+    fn below_zero_is_zero_and_draws_fit_their_bounds() {
+        assert_eq!(Bytes::new(&[7]).below(0), 0);
+        for seed in 0..200u8 {
+            let data: Vec<u8> = (0..64)
+                .map(|i| seed.wrapping_mul(31).wrapping_add(i))
+                .collect();
+            let s = scenario(&mut Bytes::new(&data), &crate::sim::SIM_BOUNDS);
+            let cpus = parse_machine(&s.topology).unwrap().nr_cpus() as u64;
+            assert!(cpus <= 16, "{}", s.topology);
+            assert!((1..=8).contains(&s.duration_ms));
         }
     }
 }

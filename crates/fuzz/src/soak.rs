@@ -19,7 +19,7 @@ pub const SOAK_BOUNDS: Bounds = Bounds {
     max_cpus: 256,
     max_threads: 64,
     presets: true,
-    duration_ms: (10, 300),
+    duration_ms: (5, 50),
 };
 
 /// What a soak does.
@@ -74,7 +74,7 @@ pub fn soak(plan: &Plan) -> Summary {
                 out.failures.push(line);
             }
         }
-        if out.runs % 20 == 0 {
+        if out.runs % 10 == 0 {
             eprintln!(
                 "soak: {} runs in {:.0}s, {} refused, {} failed",
                 out.runs,
