@@ -3,11 +3,14 @@
 //! `cargo xtask verify` is the one test command (README, `.ci/run`).
 //! `cargo xtask bench` runs the benchmarks.
 //! `cargo xtask params` regenerates `docs/parameters.md` from the parameter registry.
+//! `cargo xtask fuzz` runs the fuzz targets, `cargo xtask soak` the soak (`fuzz.rs`).
 //!
 //! Every subcommand prints each command it runs before running it.
 
 // xtask is tooling, not a model crate: it may time its steps with the wall clock.
 #![allow(clippy::disallowed_methods)]
+
+mod fuzz;
 
 use std::env;
 use std::process::{Command, ExitCode};
@@ -17,11 +20,17 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [options]
 
 commands:
-  verify [--full]   fmt check, clippy (-D warnings), workspace tests, doc build;
+  verify [--full]   fmt check, clippy (-D warnings), workspace tests, doc build,
+                    a short fuzz run of every target, determinism, smoke;
                     --full raises proptest case counts and runs slow tests
   bench [FILTER]    run the benchmarks (release build)
   params            regenerate docs/parameters.md from the parameter registry
                     (`lbsim features --format markdown`)
+  fuzz [--time S] [--target NAME] [--stable] [--replay FILE]
+                    run the fuzz targets (cargo-fuzz on nightly where installed,
+                    else the stable driver), S seconds each (default 60)
+  soak [--minutes M] [--seed N]
+                    random scenarios under --check through the release binary
 ";
 
 fn main() -> ExitCode {
@@ -34,6 +43,8 @@ fn main() -> ExitCode {
         "verify" => verify(rest),
         "bench" => bench(rest),
         "params" => params(rest),
+        "fuzz" => fuzz::fuzz(rest),
+        "soak" => fuzz::soak(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -94,7 +105,8 @@ fn run_step(s: &Step) -> Result<f64, String> {
     Ok(secs)
 }
 
-/// `cargo xtask verify [--full]`.
+/// `cargo xtask verify [--full]`: fmt, clippy, tests, doc, a short fixed fuzz run of every
+/// target (stable driver), the determinism check and the smoke run.
 fn verify(args: &[String]) -> Result<(), String> {
     let mut full = false;
     for a in args {
@@ -136,7 +148,7 @@ fn verify(args: &[String]) -> Result<(), String> {
     ];
     let start = Instant::now();
     let mut timings = Vec::new();
-    let total = steps.len() + 2;
+    let total = steps.len() + 3;
     for s in &steps {
         match run_step(s) {
             Ok(secs) => timings.push(format!("{} {secs:.0}s", s.label)),
@@ -151,7 +163,8 @@ fn verify(args: &[String]) -> Result<(), String> {
         }
     }
     for (label, f) in [
-        ("determinism", determinism as fn() -> Result<f64, String>),
+        ("fuzz", fuzz::verify_step as fn() -> Result<f64, String>),
+        ("determinism", determinism),
         ("smoke", smoke),
     ] {
         match f() {

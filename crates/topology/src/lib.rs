@@ -42,4 +42,4 @@ pub use lbsim_kernel::params::ParamError;
 pub use machine::{CpuDesc, CpuTopology, MAX_NUMNODES, Machine, MachineError};
 pub use params::SdParams;
 pub use smt::SmtThroughput;
-pub use spec::{MachineSpec, Preset, SpecError, parse_machine, presets};
+pub use spec::{MachineSpec, Preset, SpecError, parse_file_text, parse_machine, presets};

@@ -857,16 +857,23 @@ pub fn load_file(path: &Path) -> Result<Machine, SpecError> {
             path: shown.clone(),
             message: e.to_string(),
         })?;
+    parse_file_text(&text, &shown)
+}
+
+/// Parses the text of a machine file (what [`load_file`] reads): JSON when `path` ends in
+/// `.json` or the text starts with `{`, TOML otherwise; `path` names the file in messages.
+pub fn parse_file_text(text: &str, path: &str) -> Result<Machine, SpecError> {
+    let shown = path.to_owned();
     let one_line = |m: String| m.split_whitespace().collect::<Vec<_>>().join(" ");
     let is_json =
         shown.to_ascii_lowercase().ends_with(".json") || text.trim_start().starts_with('{');
     let file: FileSpec = if is_json {
-        serde_json::from_str(&text).map_err(|e| SpecError::ParseFile {
+        serde_json::from_str(text).map_err(|e| SpecError::ParseFile {
             path: shown.clone(),
             message: one_line(e.to_string()),
         })?
     } else {
-        toml::from_str(&text).map_err(|e| {
+        toml::from_str(text).map_err(|e| {
             let line = e
                 .span()
                 .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);

@@ -913,7 +913,12 @@ impl<'a> Parser<'a> {
             match k.name.as_str() {
                 "duration" => {
                     let d = self.int(fv, &c)?;
-                    duration = (d > 0).then(|| d as u64 * 1_000_000_000);
+                    duration = match u64::try_from(d) {
+                        Ok(0) | Err(_) => None,
+                        Ok(s) => Some(s.checked_mul(1_000_000_000).ok_or_else(|| {
+                            self.err(fv.at, &c, format!("{s} s does not fit in ns (u64)"))
+                        })?),
+                    };
                 }
                 "calibration" => {
                     match &fv.node {

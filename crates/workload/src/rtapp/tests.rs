@@ -655,3 +655,15 @@ fn doc_files(repo: &str) -> Result<Vec<(String, String)>, String> {
         .map(|n| Ok((n.to_owned(), git(&["show", &format!("HEAD:{n}")])?)))
         .collect()
 }
+
+/// Found by fuzzing (`cargo xtask fuzz --target rtapp`): a global duration whose ns overflow
+/// u64 panicked (overflow checks) or wrapped to a short run.
+#[test]
+fn a_global_duration_past_u64_ns_is_an_error() {
+    expect![[r#"test.json:1:25: global.duration: 104294967295 s does not fit in ns (u64)"#]]
+        .assert_eq(&err(
+            r#"{"global": {"duration": 104294967295}, "tasks": {"t": {"run": 1}}}"#,
+        ));
+    let ok = parse(r#"{"global": {"duration": 18446744073}, "tasks": {"t": {"run": 1}}}"#);
+    assert_eq!(ok.unwrap().duration_ns, Some(18_446_744_073_000_000_000));
+}

@@ -1,0 +1,426 @@
+//! The fuzz targets: one function per parser, and [`TARGETS`], the one list both drivers
+//! and `cargo xtask fuzz --target NAME` read.
+//!
+//! Each function returns whether the input was accepted (parsed without error): the stable
+//! driver keeps accepted inputs as new starting points, a poor man's coverage signal.
+
+use std::path::Path;
+
+use lbsim::budget::{Budget, MachineBudget};
+use lbsim::scenario::{ScenarioFile, settings_for};
+use lbsim_sim::params::Settings;
+use lbsim_sim::profile::{Profile, VERSIONS};
+use lbsim_topology::{Machine, Topology, parse_file_text, parse_machine};
+use lbsim_workload::parse_workloads_within;
+
+/// One fuzz target.
+#[derive(Clone, Copy, Debug)]
+pub struct Target {
+    /// Its name (`--target NAME`, `fuzz/corpus/NAME/`, `fuzz/fuzz_targets/NAME.rs`).
+    pub name: &'static str,
+    /// Runs one input; returns whether it was accepted. Panics on a failure.
+    pub run: fn(&[u8]) -> bool,
+    /// Tokens the stable driver's mutator inserts (keys, values, punctuation).
+    pub dict: &'static [&'static str],
+    /// Inputs `cargo xtask verify` runs on this target.
+    pub verify_runs: u64,
+}
+
+/// Every target, in the order `cargo xtask fuzz` runs them.
+pub const TARGETS: &[Target] = &[
+    Target {
+        name: "rtapp",
+        run: rtapp,
+        dict: RTAPP_DICT,
+        verify_runs: 2000,
+    },
+    Target {
+        name: "topology",
+        run: topology,
+        dict: MACHINE_DICT,
+        verify_runs: 2000,
+    },
+    Target {
+        name: "machine-file",
+        run: machine_file,
+        dict: MACHINE_FILE_DICT,
+        verify_runs: 2000,
+    },
+    Target {
+        name: "workload",
+        run: workload,
+        dict: WORKLOAD_DICT,
+        verify_runs: 2000,
+    },
+    Target {
+        name: "scenario",
+        run: scenario,
+        dict: SCENARIO_DICT,
+        verify_runs: 2000,
+    },
+    Target {
+        name: "settings",
+        run: settings,
+        dict: SETTINGS_DICT,
+        verify_runs: 2000,
+    },
+    Target {
+        name: "sim",
+        run: crate::sim::sim,
+        dict: &[],
+        verify_runs: 40,
+    },
+];
+
+/// The target called `name`.
+pub fn target(name: &str) -> Option<&'static Target> {
+    TARGETS.iter().find(|t| t.name == name)
+}
+
+const RTAPP_DICT: &[&str] = &[
+    "\"tasks\"",
+    "\"global\"",
+    "\"instance\"",
+    "\"loop\"",
+    "\"phases\"",
+    "\"run\"",
+    "\"runtime\"",
+    "\"sleep\"",
+    "\"timer\"",
+    "\"period\"",
+    "\"ref\"",
+    "\"lock\"",
+    "\"unlock\"",
+    "\"wait\"",
+    "\"signal\"",
+    "\"broad\"",
+    "\"sync\"",
+    "\"barrier\"",
+    "\"suspend\"",
+    "\"resume\"",
+    "\"yield\"",
+    "\"fork\"",
+    "\"delay\"",
+    "\"cpus\"",
+    "\"policy\"",
+    "\"priority\"",
+    "\"SCHED_OTHER\"",
+    "\"SCHED_FIFO\"",
+    "\"SCHED_IDLE\"",
+    "\"util_min\"",
+    "\"util_max\"",
+    "\"taskgroup\"",
+    "\"duration\"",
+    "\"calibration\"",
+    "\"default_policy\"",
+    "\"mutex\"",
+    "\"res\"",
+    "\"deadline\"",
+    "\"mem\"",
+    "\"iorun\"",
+    "\"nice\"",
+    "\"nodes_membind\"",
+    "{",
+    "}",
+    "[",
+    "]",
+    ":",
+    ",",
+    "\"",
+    "-1",
+    "true",
+    "null",
+    "1e9",
+];
+
+const MACHINE_DICT: &[&str] = &[
+    "nodes=",
+    "sockets=",
+    "llcs=",
+    "clusters=",
+    "cores=",
+    "threads=",
+    "capacity=",
+    "distance=",
+    "numbering=",
+    "node_reclaim_distance=",
+    "smt_throughput=",
+    "idle_states=",
+    "preset=",
+    "spread",
+    "linear",
+    "ideal",
+    "x4",
+    "hikey",
+    "epyc-2s",
+    "xeon-4s",
+    ",",
+    "=",
+    ";",
+    "10 20,20 10",
+    "1024x",
+    "skl",
+    "zen2",
+    "bdw",
+    "hi6220",
+    "power8",
+];
+
+const MACHINE_FILE_DICT: &[&str] = &[
+    "nodes = ",
+    "sockets = ",
+    "llcs = ",
+    "cores = ",
+    "threads = ",
+    "capacity = ",
+    "distance = ",
+    "numbering = ",
+    "preset = ",
+    "[[cpus]]\n",
+    "node = ",
+    "llc = ",
+    "core = ",
+    "cluster = ",
+    "package = ",
+    "\"nodes\":",
+    "\"cpus\":",
+    "\"capacity\":",
+    "\"distance\":",
+    "[[10,20],[20,10]]",
+    "{",
+    "}",
+    "[",
+    "]",
+    "\n",
+    "\"",
+    "=",
+    "4294967295",
+];
+
+const WORKLOAD_DICT: &[&str] = &[
+    "busy:",
+    "periodic:",
+    "sysbench-cpu:",
+    "hackbench:",
+    "schbench:",
+    "tbench:",
+    "ebizzy:",
+    "pipe:",
+    "hogs:",
+    "pingpong:",
+    "threads=",
+    "nice=",
+    "run=",
+    "period=",
+    "groups=",
+    "fds=",
+    "loops=",
+    "mode=thread",
+    "ipc=pipe",
+    "datasize=",
+    "cpus=",
+    "per_cpu=",
+    "m=",
+    "t=",
+    "auto=",
+    "runtime=",
+    "clients=",
+    "requests=",
+    "jitter=",
+    "1ms",
+    "4us",
+    "2s",
+    "0-3",
+    ",",
+    "=",
+    ":",
+    "\n",
+];
+
+const SCENARIO_DICT: &[&str] = &[
+    "description = ",
+    "topology = ",
+    "workloads = ",
+    "duration = ",
+    "features = ",
+    "seed = ",
+    "runs = ",
+    "base = ",
+    "patched = ",
+    "kernel = ",
+    "[tunables]\n",
+    "migration_cost_ns = ",
+    "imbalance_pct = ",
+    "\"busy:threads=4\"",
+    "\"hikey\"",
+    "\"5.9\"",
+    "\"1s\"",
+    "\"NO_LB_RELAX_BY_FAILED\"",
+    "[",
+    "]",
+    "\"",
+    "\n",
+    "=",
+    "'''",
+];
+
+const SETTINGS_DICT: &[&str] = &[
+    "NO_",
+    "imbalance_pct=",
+    "migration_cost_ns=",
+    "hz=",
+    "base_slice_ns=",
+    "cpuidle=off",
+    "smt_throughput=ideal",
+    "background_wakeups_hz=",
+    "cost_context_switch_ns=",
+    "TTWU_QUEUE",
+    "LB_RELAX_BY_FAILED",
+    "NEXT_BUDDY",
+    "WA_BIAS",
+    "UTIL_EST",
+    ",",
+    "=",
+    "\n",
+];
+
+/// Panics if an error message, as the binary prints it (`lbsim::errors::one_line`: causes
+/// joined, control characters escaped), is not one line, whatever the input held.
+fn one_line(what: &str, msg: &str) {
+    let msg = lbsim::errors::one_line(&anyhow::Error::msg(msg.to_owned()));
+    assert!(
+        !msg.contains('\n') && !msg.contains('\r'),
+        "{what}: an error message of more than one line: {msg:?}"
+    );
+}
+
+/// Whether `text` would make a machine-spec parser open a file (a path), which targets
+/// must not do: the machine-file target covers file contents.
+fn names_a_file(text: &str) -> bool {
+    let lower = text.trim().to_ascii_lowercase();
+    text.contains('/') || lower.ends_with(".toml") || lower.ends_with(".json")
+}
+
+/// Checks `machine` against the default budget, then builds its sched domains, as
+/// `lbsim topology` does.
+fn build_topology(spec: &str, machine: &Machine) -> bool {
+    if MachineBudget::default()
+        .check("--topology", spec, machine)
+        .is_err()
+    {
+        return false;
+    }
+    let sd = Settings::new(machine.nr_cpus() as u32).sd;
+    match Topology::build(machine, &sd) {
+        Ok(_) => true,
+        Err(e) => {
+            one_line("Topology::build", &e.to_string());
+            false
+        }
+    }
+}
+
+/// rt-app JSON (`rtapp:FILE.json`): lbsim_workload's rt-app parser.
+pub fn rtapp(data: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(data);
+    match lbsim_workload::rtapp::parse_str(&text, "fuzz.json", "rtapp:fuzz.json") {
+        Ok(_) => true,
+        Err(e) => {
+            one_line("rt-app", &e.to_string());
+            false
+        }
+    }
+}
+
+/// Machine spec strings (`--topology`): CPU counts, `key=value` lists, presets.
+pub fn topology(data: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(data);
+    if names_a_file(&text) {
+        return false;
+    }
+    match parse_machine(&text) {
+        Ok(m) => build_topology(&text, &m),
+        Err(e) => {
+            one_line("parse_machine", &e.to_string());
+            false
+        }
+    }
+}
+
+/// Machine files (TOML, or JSON when the text starts with `{`).
+pub fn machine_file(data: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(data);
+    match parse_file_text(&text, "fuzz.toml") {
+        Ok(m) => build_topology("fuzz.toml", &m),
+        Err(e) => {
+            one_line("machine file", &e.to_string());
+            false
+        }
+    }
+}
+
+/// `--workload` options, one a line (rt-app files are left to the `rtapp` target).
+pub fn workload(data: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(data);
+    let args: Vec<&str> = text.split('\n').take(4).collect();
+    if args
+        .iter()
+        .any(|a| a.split(':').next().is_some_and(|n| n.trim() == "rtapp"))
+    {
+        return false;
+    }
+    match parse_workloads_within(&args, Budget::default().workload_limits()) {
+        Ok(_) => true,
+        Err(e) => {
+            one_line("parse_workloads", &Budget::describe(&e));
+            false
+        }
+    }
+}
+
+/// Scenario files (TOML). Files that name other files (a machine file, an rt-app file) are
+/// skipped.
+pub fn scenario(data: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(data);
+    if text.contains('/')
+        || text.contains("rtapp")
+        || text.contains(".toml")
+        || text.contains(".json")
+    {
+        return false;
+    }
+    match ScenarioFile::parse(&text, Path::new("fuzz.toml")) {
+        Ok(_) => true,
+        Err(e) => {
+            one_line("scenario file", &format!("{e:#}"));
+            false
+        }
+    }
+}
+
+/// `--features` and `--set` lists: the first byte picks the CPU count and the kernel
+/// profile, the first line is a features list, every other line a `--set`.
+pub fn settings(data: &[u8]) -> bool {
+    let Some((&head, rest)) = data.split_first() else {
+        return false;
+    };
+    let nr_cpus = u32::from(head % 64) + 1;
+    let profile = match usize::from(head / 64) {
+        0 => None,
+        i => Profile::parse(VERSIONS[(i * 5) % VERSIONS.len()]).ok(),
+    };
+    let text = String::from_utf8_lossy(rest);
+    let mut lines = text.split('\n');
+    let features: Vec<String> = lines.next().map(str::to_owned).into_iter().collect();
+    let sets: Vec<String> = lines.take(8).map(str::to_owned).collect();
+    match settings_for(profile, nr_cpus, &features, &sets) {
+        Ok(_) => true,
+        Err(e) => {
+            one_line("settings", &format!("{e:#}"));
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

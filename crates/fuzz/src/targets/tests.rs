@@ -1,0 +1,42 @@
+use std::path::Path;
+
+use super::*;
+use crate::driver::corpus;
+
+fn root() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+/// The seed corpus is what it says: every hand-written seed parses (so a mutation starts from
+/// valid input, and a parser that starts refusing valid input fails here), and some of the
+/// `sim` target's byte seeds draw a scenario that runs.
+#[test]
+fn every_target_accepts_its_seeds() {
+    for t in TARGETS {
+        let seeds = corpus::load(root(), t.name).unwrap();
+        assert!(seeds.len() >= 2, "{}: too few seeds", t.name);
+        let accepted = seeds.iter().filter(|s| (t.run)(s)).count();
+        if t.name == "sim" {
+            assert!(accepted >= 1, "sim: no seed ran");
+        } else {
+            assert_eq!(accepted, seeds.len(), "{}: a seed was refused", t.name);
+        }
+    }
+}
+
+/// Inputs that would open files are skipped, not parsed.
+#[test]
+fn paths_are_not_opened() {
+    assert!(!topology(b"/dev/stdin"));
+    assert!(!topology(b"machine.toml"));
+    assert!(!workload(b"rtapp:/dev/stdin"));
+    assert!(!scenario(b"topology = \"/dev/stdin\""));
+}
+
+#[test]
+fn names_are_unique_and_found() {
+    for t in TARGETS {
+        assert_eq!(target(t.name).map(|f| f.name), Some(t.name));
+    }
+    assert!(target("nope").is_none());
+}
