@@ -8,7 +8,7 @@
 //!
 //! Reused from today's path ([`crate::wake`]) because the kernel's code was the same in
 //! v4.6-v5.4: record_wakee() and wake_wide() (v4.6 = v6.12; only the caller of record_wakee()
-//! moved, see [`LegacyVersion::record_wakee_in_task_waking`]), core.c's select_task_rq()
+//! moved, see [`super::LegacyVersion::record_wakee_in_task_waking`]), core.c's select_task_rq()
 //! wrapper (is_cpu_allowed(), select_fallback_rq(), ttwu_stat()), the `has_idle_cores` hint
 //! (test_idle_cores(), set_idle_cores(), __update_idle_core(), v4.9-v6.12) and lbsim's
 //! `IDLE_RESERVE` marks.
