@@ -197,22 +197,24 @@ fn prefer_sibling_nr_diff_cuts_migrations_at_least_2_fold_for_22_and_48_threads(
 }
 
 #[test]
-fn tip_avg_high_changes_nothing_below_47_workers_per_message_thread() {
+fn tip_avg_high_keeps_the_p99_at_the_machines_floor_where_base_stacks() {
     // Seed 003 measured p99 wake-up latency 177 -> 193 us at N = 38 and 10160 -> 184 us at
-    // N = 39 on a 2016 kernel, where a CPU chosen for a wake-up still looked idle to the next
-    // concurrent wake-up until the wakee was enqueued. Since v5.8 idle_cpu() also checks
-    // rq->ttwu_pending, set as soon as the wake-up is queued, so concurrent wake-ups of
-    // schbench's workers no longer stack, and the patch changes nothing on lbsim's
-    // v6.6-v6.12 model (see docs/experiments.md). The p99 itself is the machine's: each
-    // worker sleeps 30 ms, so its CPU is in C6 (Broadwell-EX, exit latency 133 us) and the
-    // wake-up waits for the exit, plus up to 37 serial futex wakes of its message thread:
-    // between 133 us (one exit, less the spread) and 300 us, as the seed's 177 us is.
+    // N = 39 on v4.6. The 4.6 profile places wake-ups as v4.6 did (lbsim_balance::legacy::
+    // wake): wake_affine() compares weighted_cpuload() (runnable_load_avg), and
+    // select_idle_sibling() takes target, an idle prev in the LLC, or a wholly idle group of
+    // the LLC, else stacks on target. Without the patch a message thread's CPU whose
+    // runnable_load_avg lags looks light, wake-ups are pulled to it and stack (lbsim stacks
+    // already at N = 38, where the seed did not); LB_TIP_AVG_HIGH tips that load up by
+    // min(NICE_0_LOAD, load.weight / 2), the wakees stay on their idle previous CPUs, and the
+    // p99 stays the machine's: each worker sleeps 30 ms, so its CPU is in C6 (Broadwell-EX,
+    // exit latency 133 us) and the wake-up waits for the exit, plus up to 38 serial futex
+    // wakes of its message thread: between 133 us and 300 us, as the seed's 184 us is.
     let o = run("tip-avg-high", 3);
     for (point, n) in [(0, 38), (1, 39)] {
         let m = metric(&o, point, "wakeup_latency_p99");
         let machine = |v: f64| (106.0..300.0).contains(&v);
         assert!(
-            !m.significant && machine(m.base.mean) && machine(m.patched.mean),
+            machine(m.patched.mean) && m.base.mean >= 10.0 * m.patched.mean && m.significant,
             "N = {n}: p99 base {:.1} us patched {:.1} us (p = {:?})",
             m.base.mean,
             m.patched.mean,

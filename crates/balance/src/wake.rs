@@ -885,25 +885,48 @@ pub fn select_task_rq_fair(
         new_cpu = sched_balance_find_dst_cpu(ctx, st, level, cpu, prev_cpu, p, sd_flag, work);
     } else if ttwu {
         new_cpu = select_idle_sibling(ctx, st, wake, p, prev_cpu, new_cpu, work);
-        if ctx.features.enabled(LbFeat::IdleReserve)
-            && (Sis {
-                ctx,
-                reserved_by: &wake.reserved_by,
-                p,
-            })
-            .idle(new_cpu)
-        {
-            let t = &ctx.tasks[p];
-            wake.set_reservation(
-                new_cpu,
-                Reservation {
-                    task: p,
-                    switches: t.nvcsw + t.nivcsw,
-                },
-            );
-        }
+        idle_reserve_placed(ctx, wake, p, new_cpu);
     }
     new_cpu
+}
+
+/// `IDLE_RESERVE` (lbsim's reconstruction, see the module documentation): the fast path gave
+/// `p` the CPU `new_cpu`; if it is idle (and not reserved for another task), mark it as
+/// reserved for `p`. Also called by the pre-v5.5 placement ([`crate::legacy`]).
+pub(crate) fn idle_reserve_placed(
+    ctx: &BalanceCtx<'_>,
+    wake: &mut WakeState,
+    p: TaskId,
+    new_cpu: CpuId,
+) {
+    if ctx.features.enabled(LbFeat::IdleReserve)
+        && (Sis {
+            ctx,
+            reserved_by: &wake.reserved_by,
+            p,
+        })
+        .idle(new_cpu)
+    {
+        let t = &ctx.tasks[p];
+        wake.set_reservation(
+            new_cpu,
+            Reservation {
+                task: p,
+                switches: t.nvcsw + t.nivcsw,
+            },
+        );
+    }
+}
+
+/// `IDLE_RESERVE`: whether `cpu` is reserved for a task other than `p` (so that an idle test
+/// of the wake-up search counts it as busy). For the pre-v5.5 placement ([`crate::legacy`]).
+pub(crate) fn idle_reserved_for_other(
+    ctx: &BalanceCtx<'_>,
+    wake: &WakeState,
+    cpu: CpuId,
+    p: TaskId,
+) -> bool {
+    reserved_for_other(ctx, &wake.reserved_by, cpu, p)
 }
 
 /// Follows core.c: is_cpu_allowed() (v6.6-v6.12) for a user task: in its affinity and active

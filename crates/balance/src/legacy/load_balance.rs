@@ -1,7 +1,7 @@
 //! One load-balancing pass at one domain before v5.5: load_balance() with
 //! should_we_balance(), need_active_balance() and the active-balance stopper
 //! (active_load_balance_cpu_stop()), following kernel/sched/fair.c of v4.6 (with the v4.20
-//! misfit case and the v5.4 changes of KERNEL-HISTORY §2.10 as [`LegacyVersion`](super::LegacyVersion) decides).
+//! misfit case and the v5.4 changes of KERNEL-HISTORY §2.10 as [`super::LegacyVersion`] decides).
 
 use lbsim_topology::{CpuId, Cpumask};
 

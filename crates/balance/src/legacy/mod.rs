@@ -21,29 +21,34 @@
 //! `find_busiest_queue.rs`, `detach.rs` (task_hot(), can_migrate_task(),
 //! detach_tasks()), `load_balance.rs` (load_balance(), should_we_balance(),
 //! need_active_balance(), the stopper), `rebalance.rs` (tick trigger, nohz kick and idle
-//! balance, rebalance_domains(), idle_balance()).
+//! balance, rebalance_domains(), idle_balance()), `wake.rs` (select_task_rq_fair(),
+//! wake_affine() with effective_load() and its v4.13/v4.14/v4.16 forms, wake_cap(),
+//! idle_cpu()), `sis.rs` (select_idle_sibling() of v4.6 and of the v4.9 rewrite with
+//! select_idle_core/cpu/smt(), SIS_PROP, recent_used_cpu), `fork.rs` (the slow path:
+//! find_idlest_group(), find_idlest_cpu() of v4.6).
 //!
 //! Reused from today's balancer because the kernel's code was the same: the domain,
 //! group-capacity, nohz and schedstat state ([`BalanceState`]), `struct lb_env`
 //! ([`crate::lb::LbEnv`]), the balance-interval arithmetic, update_blocked_averages(), the
-//! nohz idle mask bookkeeping and kick_ilb(), and the decision record of the invariant
-//! checks. Not yet modelled (today's code runs instead): the wake-up and fork placement
-//! of these kernels (v4.6's select_idle_sibling(), wake_affine() with effective_load(),
-//! find_idlest_group() on source_load()/target_load()); [`crate::wake`] (v6.6-v6.12)
-//! places tasks. Left out as in today's balancer: NUMA balancing (fbq_type), group
+//! nohz idle mask bookkeeping and kick_ilb(), the decision record of the invariant
+//! checks, and on the wake-up path record_wakee(), wake_wide(), core.c's select_task_rq()
+//! wrapper and the idle-core hint (see `wake.rs`). Left out as in today's balancer: NUMA balancing (fbq_type), group
 //! scheduling, CFS bandwidth, SD_ASYM_PACKING (check_asym_packing(), which the topology
 //! crate never builds), energy-aware scheduling.
 
 pub mod cpu_load;
 pub mod detach;
 pub mod find_busiest_queue;
+pub mod fork;
 pub mod group_stats;
 pub mod imbalance;
 pub mod load;
 pub mod load_balance;
 pub mod rebalance;
+pub mod sis;
 pub mod types;
 pub mod version;
+pub mod wake;
 
 use lbsim_rq::TaskId;
 use lbsim_topology::{CpuId, SchedDomain, Topology};
@@ -55,7 +60,7 @@ use crate::ctx::{
 use crate::lb::{CpuIdleType, Pass, idle_cpu};
 use crate::params::LbFeat;
 use crate::state::BalanceState;
-use crate::wake::{self, WakeState};
+use crate::wake::WakeState;
 
 pub use self::cpu_load::{CpuLoad, LoadIdx};
 pub use self::version::LegacyVersion;
@@ -155,8 +160,11 @@ pub struct LegacyBalancer {
     pub state: BalanceState,
     /// `cpu_load[]`, `capacity_orig`, the release.
     pub legacy: LegacyState,
-    /// The wake-up path's state (today's wake-up path places tasks).
+    /// The wake-up path's state shared with today's path: the idle tasks' record_wakee()
+    /// fields and the `IDLE_RESERVE` marks.
     pub wake: WakeState,
+    /// The wake-up path's own state (`avg_scan_cost`).
+    pub lwake: self::wake::LegacyWakeState,
 }
 
 impl LegacyBalancer {
@@ -167,6 +175,7 @@ impl LegacyBalancer {
             state: BalanceState::new(topo, jiffies, hz),
             legacy: LegacyState::new(topo, jiffies, version),
             wake: WakeState::new(topo.nr_cpus()),
+            lwake: self::wake::LegacyWakeState::new(topo.nr_cpus()),
         }
     }
 
@@ -177,7 +186,7 @@ impl LegacyBalancer {
 
     fn outcome(&mut self, ctx: &BalanceCtx<'_>, pass: Pass, pulled_task: bool) -> BalanceOutcome {
         for m in &pass.migrations {
-            wake::idle_reserve_task_moved(&mut self.wake, m.task, m.src);
+            crate::wake::idle_reserve_task_moved(&mut self.wake, m.task, m.src);
         }
         BalanceOutcome {
             elapsed_ns: ctx.cost.charge(&pass.work),
@@ -191,8 +200,8 @@ impl LegacyBalancer {
 }
 
 impl Balancer for LegacyBalancer {
-    /// Today's placement ([`crate::wake::select_task_rq`], v6.6-v6.12): the wake-up path of
-    /// v4.6-v5.4 is not modelled yet.
+    /// Follows core.c: select_task_rq() -> fair.c: select_task_rq_fair() (v4.6-v5.4, by
+    /// release; see [`self::wake::select_task_rq`]).
     fn select_task_rq(
         &mut self,
         ctx: &mut BalanceCtx<'_>,
@@ -201,9 +210,11 @@ impl Balancer for LegacyBalancer {
         this_cpu: CpuId,
         wake_flags: WakeFlags,
     ) -> Placement {
-        wake::select_task_rq(
+        self::wake::select_task_rq(
             ctx,
             &mut self.state,
+            &self.legacy,
+            &mut self.lwake,
             &mut self.wake,
             p,
             prev_cpu,
@@ -301,10 +312,11 @@ impl Balancer for LegacyBalancer {
         self.outcome(ctx, pass, false)
     }
 
-    /// Today's __update_idle_core() (v6.6-v6.12), which the reused wake-up path reads
-    /// (v4.6 had no idle-core hint).
+    /// Follows fair.c: __update_idle_core() (v4.9-v5.4, the same as v6.6-v6.12's, so
+    /// today's [`crate::wake::update_idle_core`]), which select_idle_core() reads; v4.6-v4.8
+    /// had no idle-core hint and no reader of it.
     fn idle_enter(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) {
-        wake::update_idle_core(ctx, &mut self.state, cpu);
+        crate::wake::update_idle_core(ctx, &mut self.state, cpu);
     }
 
     /// Follows fair.c: nohz_balance_enter_idle() (v4.6: the idle mask, `nr_cpus` and the
@@ -320,7 +332,7 @@ impl Balancer for LegacyBalancer {
     }
 
     fn task_running(&mut self, _ctx: &mut BalanceCtx<'_>, p: TaskId, cpu: CpuId) {
-        wake::idle_reserve_task_running(&mut self.wake, p, cpu);
+        crate::wake::idle_reserve_task_running(&mut self.wake, p, cpu);
     }
 
     fn schedstat_mut(&mut self) -> Option<&mut crate::schedstat::Schedstat> {

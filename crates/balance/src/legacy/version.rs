@@ -152,6 +152,70 @@ impl LegacyVersion {
     }
 }
 
+impl LegacyVersion {
+    // -----------------------------------------------------------------------------------
+    // Wake-up and fork/exec placement (KERNEL-HISTORY §1, §3).
+
+    /// Up to v4.7 record_wakee() runs from task_waking_fair(), which try_to_wake_up() calls
+    /// before select_task_rq() whatever the task's affinity; v4.8 removed task_waking_fair()
+    /// ("Prepare to fix fairness problems on migration") and select_task_rq_fair() calls
+    /// record_wakee() itself, so a task allowed on one CPU no longer flips its waker.
+    pub const fn record_wakee_in_task_waking(self) -> bool {
+        !self.at_least(4, 8)
+    }
+
+    /// v4.9 (3273163c6775, "Let asymmetric CPU configurations balance at wake-up") to v5.6:
+    /// `want_affine` also needs `!wake_cap()`.
+    pub const fn wake_cap(self) -> bool {
+        self.at_least(4, 9)
+    }
+
+    /// v4.9 (10e2f1acd010, "Rewrite and improve select_idle_siblings()"):
+    /// select_idle_sibling(p, prev, target) with select_idle_core()/_cpu()/_smt() and the
+    /// LLC's `has_idle_cores`; before, the walk of sd_llc's domains for a wholly idle group.
+    pub const fn sis_rewrite(self) -> bool {
+        self.at_least(4, 9)
+    }
+
+    /// v4.11 (4c77b18cf8b7, "Make select_idle_cpu() more aggressive"): the v4.9 cut-off
+    /// (`avg_idle / 512 < avg_scan_cost` gives up) becomes the feature `SIS_AVG_CPU`, off.
+    pub const fn sis_avg_cpu_feature(self) -> bool {
+        self.at_least(4, 11)
+    }
+
+    /// v4.13 (1ad3aaf3fcd2, "Implement new approach to scale select_idle_cpu()"): `SIS_PROP`
+    /// bounds the scan by `avg_idle` over `avg_scan_cost`.
+    pub const fn sis_prop(self) -> bool {
+        self.at_least(4, 13)
+    }
+
+    /// v4.13 (3fed382b46ba, 815abf5af45f): wake_affine() is true for CPUs sharing an LLC and
+    /// otherwise compares NUMA nodes; effective_load() is gone.
+    pub const fn wake_affine_numa(self) -> bool {
+        self.at_least(4, 13)
+    }
+
+    /// v4.14 (90001d67be2f, d153b153446f, f2cdd9cc6c97): wake_affine_idle() and
+    /// wake_affine_weight() under `WA_IDLE`, `WA_WEIGHT`, `WA_BIAS`.
+    pub const fn wake_affine_idle_weight(self) -> bool {
+        self.at_least(4, 14)
+    }
+
+    /// v4.16: wake_affine_idle()/_weight() return a CPU (wake_affine_idle() wants this and
+    /// prev to share the LLC and prefers an idle prev; a tie of wake_affine_weight() stays on
+    /// prev, a sync wake-up adding 1 to prev's side), and select_idle_sibling() tries the
+    /// task's `recent_used_cpu`, which select_task_rq_fair() sets for the waker.
+    pub const fn recent_used_cpu(self) -> bool {
+        self.at_least(4, 16)
+    }
+
+    /// v5.4 (3c29e651e16d, "Fall back to sched-idle CPU if idle CPU isn't found"):
+    /// select_idle_cpu() also takes a CPU running only SCHED_IDLE tasks.
+    pub const fn sis_sched_idle(self) -> bool {
+        self.at_least(5, 4)
+    }
+}
+
 impl std::fmt::Display for LegacyVersion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}.{}", self.major, self.minor)
