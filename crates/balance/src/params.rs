@@ -23,8 +23,9 @@ lbsim_kernel::sched_features! {
     /// Remove irq/steal time from CPU capacity (scale_rt_capacity(); not modelled: lbsim has
     /// no irq or steal time).
     NontaskCapacity = "NONTASK_CAPACITY", pos 16, on, Origin::kernel("v6.1, v6.6, v6.12"), not_modelled;
-    /// select_idle_cpu(): proportional scan limit (removed after v6.7; not modelled).
-    SisProp = "SIS_PROP", pos 18, off, Origin::kernel("v6.1, v6.6"), not_modelled;
+    /// select_idle_cpu(): proportional scan limit (v4.13-v6.6, removed in v6.7); read by the
+    /// pre-v5.5 profiles' placement (`legacy::sis`), not by the v6.12 select_idle_cpu().
+    SisProp = "SIS_PROP", pos 18, off, Origin::kernel("v4.13-v6.6");
     /// select_idle_cpu(): scan budget from the LLC's utilization.
     SisUtil = "SIS_UTIL", pos 19, on, Origin::kernel("v6.1, v6.6, v6.12");
     /// detach_tasks(): skip tasks whose load is tiny relative to nr_balance_failed.

@@ -36,7 +36,7 @@ pub fn run_checked(s: &Scenario) -> bool {
             vec![s.features.clone()]
         },
         sets: s.sets.clone(),
-        duration_ns: s.duration_ms * 1_000_000,
+        duration_ns: Some(s.duration_ms * 1_000_000),
         budget: Budget::default(),
         kernel: s.kernel.clone(),
     };

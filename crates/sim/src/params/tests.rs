@@ -154,7 +154,11 @@ fn settings_route_by_declaration() {
 fn behaviour_switches_skip_the_unmodelled() {
     let names: Vec<&str> = behaviour_switches().iter().map(|d| d.name).collect();
     assert!(names.contains(&"LB_UTIL_SKIP_SINGLE") && names.contains(&"TTWU_QUEUE"));
-    assert!(!names.contains(&"HRTICK") && !names.contains(&"SIS_PROP"));
+    assert!(!names.contains(&"HRTICK") && !names.contains(&"NONTASK_CAPACITY"));
+    assert!(
+        names.contains(&"SIS_PROP"),
+        "the pre-v5.5 placement reads it"
+    );
 }
 
 /// Rule (crate::profile): a kernel profile's settings are that release's: its features.h
