@@ -208,3 +208,93 @@ fn a_traced_run_is_the_same_run_and_its_trace_is_consistent() {
         "a PELT sample at every switch, and at ticks"
     );
 }
+
+#[test]
+fn schbench_threads_are_started_by_the_threads_that_start_them() {
+    // schbench.c: main() starts each message thread, and each message thread its own
+    // workers (pthread_create() in message_thread()), so fork placement runs from the
+    // creating thread's CPU at the time it creates.
+    use lbsim_balance::kernel::KernelBalancer;
+    use lbsim_sim::engine::Sim;
+    use lbsim_sim::trace::TraceEvent;
+
+    let cfg = config("x86-4c-smt2", &["schbench:m=2,t=3,runtime=1"], 200, 1);
+    let balancer = KernelBalancer::new(&cfg.topology, 0, cfg.tunables.hz);
+    let r = Sim::new(cfg, balancer)
+        .expect("setup")
+        .with_trace()
+        .run()
+        .expect("run");
+    let trace = r.trace.expect("a trace");
+    let name = |pid: u32| trace.tasks[pid as usize - 1].comm.clone();
+    let mut parents = Vec::new();
+    let mut first_fork_ns = Vec::new();
+    for rec in &trace.records {
+        if let TraceEvent::Fork {
+            parent_pid,
+            child_pid,
+        } = rec.event
+        {
+            let parent = if parent_pid == 0 {
+                "swapper".to_owned()
+            } else {
+                name(parent_pid)
+            };
+            parents.push((name(child_pid), parent));
+            first_fork_ns.push(rec.time_ns);
+        }
+    }
+    let expect = [
+        ("schbench", "swapper"),
+        ("schbench-msg-0", "schbench"),
+        ("schbench-msg-1", "schbench"),
+    ];
+    for (child, parent) in expect {
+        assert!(
+            parents.iter().any(|(c, p)| c == child && p == parent),
+            "{child} from {parent}: {parents:?}"
+        );
+    }
+    for i in 0..2 {
+        for j in 0..3 {
+            let child = format!("schbench-worker-{i}-{j}");
+            let parent = format!("schbench-msg-{i}");
+            assert!(
+                parents.iter().any(|(c, p)| *c == child && *p == parent),
+                "{child} from {parent}: {parents:?}"
+            );
+        }
+    }
+    assert_eq!(parents.len(), 1 + 2 + 6);
+    // Each creation costs its creator CPU time: the forks are spread out in time.
+    assert!(first_fork_ns.windows(2).any(|w| w[1] > w[0]));
+    // Every thread ran: the workers woke, spun and reported.
+    assert_eq!(r.tasks.len(), 9);
+    assert!(r.tasks.iter().all(|t| t.runtime_ns > 0), "{:?}", r.tasks);
+}
+
+#[test]
+fn a_delayed_task_keeps_its_place_for_the_tasks_that_name_it() {
+    // rt-app: task `late` starts after a delay and suspends; task `early` resumes it by name.
+    // The engine creates `late` last, yet `early`'s resume must reach `late`, not itself.
+    let dir = std::env::temp_dir().join(format!("lbsim-delay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("delay.json");
+    std::fs::write(
+        &file,
+        r#"{
+  "tasks": {
+    "late": { "delay": 5000, "loop": 1, "suspend": "late", "run": 2000 },
+    "early": { "loop": 1, "run": 10000, "resume": "late", "sleep": 1000 }
+  },
+  "global": { "duration": 1, "default_policy": "SCHED_OTHER" }
+}"#,
+    )
+    .unwrap();
+    let wl = format!("rtapp:{}", file.display());
+    let r = run_kernel(config("hikey", &[&wl], 100, 1));
+    std::fs::remove_dir_all(&dir).ok();
+    let late = r.tasks.iter().find(|t| t.name.starts_with("late")).unwrap();
+    // Resumed after early's 10 ms run, late runs its 2 ms.
+    assert!(late.runtime_ns >= 2_000_000, "{:?}", r.tasks);
+}

@@ -279,7 +279,9 @@ impl<B: Balancer> Core<B> {
         let exited = self
             .by_ref
             .iter()
-            .filter(|&&r| self.tasks[self.runs[r as usize].id].state == TaskState::Exited)
+            .filter(|&&r| {
+                r != NOT_CREATED && self.tasks[self.runs[r as usize].id].state == TaskState::Exited
+            })
             .count();
         if exited != self.workload_exited {
             return Err(SimError::Invariant {

@@ -3,6 +3,9 @@
 
 use crate::prelude::*;
 
+/// [`Core::by_ref`]'s entry for a task of the spec not created yet.
+pub(crate) const NOT_CREATED: u32 = u32::MAX;
+
 /// A simulation in progress.
 #[derive(Debug)]
 pub struct Core<B: Balancer> {
@@ -17,8 +20,11 @@ pub struct Core<B: Balancer> {
     pub(crate) cpus: Vec<CpuState>,
     pub(crate) runs: Vec<TaskRun>,
     pub(crate) run_of: SecondaryMap<TaskId, u32>,
-    /// Workload TaskRef index -> run index.
+    /// Workload TaskRef index -> run index ([`NOT_CREATED`] for a task of the spec not
+    /// created yet).
     pub(crate) by_ref: Vec<u32>,
+    /// Tasks of the spec not created yet (delayed starts, threads another task spawns).
+    pub(crate) not_created: usize,
     /// Workload tasks that have exited (so that the end-of-workload test is O(1) per event).
     pub(crate) workload_exited: usize,
     /// The scheduler trace, when [`Core::with_trace`] asked for one; pid = run index + 1.
@@ -127,6 +133,7 @@ impl<B: Balancer> Core<B> {
             runs: Vec::new(),
             run_of: SecondaryMap::new(),
             by_ref: Vec::new(),
+            not_created: 0,
             workload_exited: 0,
             trace: None,
             sync,
@@ -166,8 +173,15 @@ impl<B: Balancer> Core<B> {
             }
             sim.enter_idle_task(cpu);
         }
+        // Every task of the spec has its TaskRef (its index) from the start, whenever it is
+        // created: at its start time by the launcher, or when another task spawns it.
         for (i, spec) in sim.cfg.workload.tasks.iter().enumerate() {
-            sim.fx.at(spec.start_ns, Ev::Start(i as u32));
+            sim.obs.tasks.push(TaskObservation::not_created(spec));
+            sim.by_ref.push(NOT_CREATED);
+            sim.not_created += 1;
+            if !spec.spawned {
+                sim.fx.at(spec.start_ns, Ev::Start(i as u32));
+            }
         }
         if sim.cfg.engine.background_wakeups_hz > 0 {
             for c in 0..nr_cpus {
@@ -317,7 +331,7 @@ impl<B: Balancer> Core<B> {
 
     pub(crate) fn all_workload_tasks_exited(&self) -> bool {
         !self.by_ref.is_empty()
-            && self.by_ref.len() >= self.cfg.workload.tasks.len()
+            && self.not_created == 0
             && self.workload_exited == self.by_ref.len()
     }
 

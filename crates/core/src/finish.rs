@@ -8,7 +8,7 @@ impl<B: Balancer> Core<B> {
     /// last probes at the run's end (a run that stops before a benchmark's own end still
     /// reports what it did: `ProgramState::take_tally`).
     fn flush_tallies(&mut self) {
-        for &ri in &self.by_ref {
+        for &ri in self.by_ref.iter().filter(|&&r| r != NOT_CREATED) {
             if let Kind::Workload { wref, program, .. } = &mut self.runs[ri as usize].kind
                 && let Some((count, max_latency_ns)) = program.take_tally()
             {
@@ -42,6 +42,9 @@ impl<B: Balancer> Core<B> {
         let mut migrations = 0;
         let mut switches = 0;
         for (i, &ri) in self.by_ref.iter().enumerate() {
+            if ri == NOT_CREATED {
+                continue;
+            }
             let r = &self.runs[ri as usize];
             let t = &self.tasks[r.id];
             let work_ns = (r.work_units / 1024) as u64;

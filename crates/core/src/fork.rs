@@ -21,17 +21,32 @@ impl<B: Balancer> Core<B> {
         } else {
             mask.first().unwrap_or(CpuId(0))
         };
-        self.create_workload_task(spec, parent);
+        self.create_workload_task(spec, parent, Some(TaskRef(i)));
     }
 
-    /// `fork()` + `wake_up_new_task()` from `parent_cpu`.
+    /// A spawned task of the spec (`pthread_create()` by the task running on `cpu`).
+    pub(crate) fn spawn_task(&mut self, r: TaskRef, cpu: CpuId) {
+        if self.by_ref.get(r.index()) != Some(&NOT_CREATED) {
+            self.error.get_or_insert(SimError::Workload(format!(
+                "task {} is spawned a second time",
+                self.obs.tasks[r.index()].name
+            )));
+            return;
+        }
+        let spec = self.cfg.workload.tasks[r.index()].clone();
+        self.create_workload_task(spec, cpu, Some(r));
+    }
+
+    /// `fork()` + `wake_up_new_task()` from `parent_cpu` of a task of the spec (`Some(its
+    /// TaskRef)`) or of a fork template's new instance (`None`: the next TaskRef).
     pub(crate) fn create_workload_task(
         &mut self,
         spec: lbsim_workload::TaskSpec,
         parent_cpu: CpuId,
+        of_spec: Option<TaskRef>,
     ) {
         let nr = self.rqs.len();
-        let wref = TaskRef(self.obs.tasks.len() as u32);
+        let wref = of_spec.unwrap_or(TaskRef(self.obs.tasks.len() as u32));
         let mask = match spec.affinity {
             None => Cpumask::full(nr),
             Some(id) => {
@@ -63,8 +78,14 @@ impl<B: Balancer> Core<B> {
         let rng = self.streams.rng(Stream::Task, u64::from(wref.0));
         let ri = self.add_run(id, Kind::Workload { wref, program, rng });
         self.set_affinity(ri as usize, mask);
-        self.by_ref.push(ri);
-        self.obs.tasks.push(TaskObservation::new(&spec, self.now));
+        if of_spec.is_some() {
+            self.by_ref[wref.index()] = ri;
+            self.obs.tasks[wref.index()] = TaskObservation::new(&spec, self.now);
+            self.not_created -= 1;
+        } else {
+            self.by_ref.push(ri);
+            self.obs.tasks.push(TaskObservation::new(&spec, self.now));
+        }
         // fork: sched_fork() / task_fork_fair() on the parent's CPU.
         let now = self.now;
         self.rqs[parent_cpu.index()].task_fork_fair(&mut self.tasks, id, now);

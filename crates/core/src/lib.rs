@@ -91,7 +91,7 @@ mod prelude {
     pub(crate) use crate::account::IwoSummary;
     pub(crate) use crate::check;
     pub(crate) use crate::config::{SimConfig, SimError};
-    pub(crate) use crate::core::Core;
+    pub(crate) use crate::core::{Core, NOT_CREATED};
     pub(crate) use crate::effects::{Effects, Ev, EventKey};
     pub(crate) use crate::metrics::{Samples, fairness};
     pub(crate) use crate::params::CoreFeat;

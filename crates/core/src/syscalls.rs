@@ -85,11 +85,17 @@ impl<B: Balancer> Core<B> {
                 Action::Fork(t) => {
                     let wref = TaskRef(self.obs.tasks.len() as u32);
                     match self.cfg.workload.fork_task(t, &mut self.sync, wref) {
-                        Ok(spec) => self.create_workload_task(spec, cpu),
+                        Ok(spec) => self.create_workload_task(spec, cpu, None),
                         Err(e) => {
                             self.error.get_or_insert(SimError::Workload(e.to_string()));
                             return;
                         }
+                    }
+                }
+                Action::Spawn(r) => {
+                    self.spawn_task(r, cpu);
+                    if self.error.is_some() {
+                        return;
                     }
                 }
                 Action::Probe { tag, value } => {
@@ -151,6 +157,8 @@ impl<B: Balancer> Core<B> {
                         .iter()
                         .rev()
                         .map(|w| (self.by_ref[w.task.index()], w.sync))
+                        // A post to a thread not created yet only sets its token.
+                        .filter(|&(r, _)| r != NOT_CREATED)
                         .collect();
                     self.runs[ri].cur = Cur::Waking { wakes, then_block };
                     if !self.issue_wakes(cpu, ri) {

@@ -141,7 +141,6 @@ impl<B: Balancer> Core<B> {
                 now,
             );
         }
-        self.tasks[id].wake_cpu = cpu;
         self.runs[ri].wake_ns = Some(now);
         // ttwu_queue_cond() (v6.12): a remote CPU that does not share the waker's cache, or
         // that has nothing running, gets the wake-up through its wake list.

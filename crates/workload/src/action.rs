@@ -83,6 +83,9 @@ pub enum Action {
     /// Create a new task from `spec.templates[id]` with
     /// [`crate::WorkloadSpec::fork_task`].
     Fork(TemplateId),
+    /// Create `spec.tasks[task]`, a [`crate::TaskSpec::spawned`] task, forking it from this
+    /// task's CPU.
+    Spawn(TaskRef),
     /// A zero-time marker: the engine records `(task, now, tag, value)` in
     /// [`crate::RunObservations::probes`].
     Probe {

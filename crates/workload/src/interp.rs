@@ -355,6 +355,7 @@ impl ProgramState {
             Event::Send { chan, msgs } => self.push(Action::Send { chan, msgs }),
             Event::Recv { chan } => self.push(Action::Recv { chan }),
             Event::Fork(t) => self.push(Action::Fork(t)),
+            Event::Spawn(t) => self.push(Action::Spawn(t)),
             Event::Probe(tag) => self.probe(tag, 0),
             Event::Mark => self.mark_ns = now,
             Event::ProbeSinceMark(tag) => self.probe(tag, now.saturating_sub(self.mark_ns)),

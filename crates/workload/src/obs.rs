@@ -14,8 +14,10 @@ pub struct TaskObservation {
     pub part: u16,
     /// Its fairness group.
     pub group: String,
-    /// When the engine created it.
-    pub created_ns: u64,
+    /// When the engine created it; `None` for a task of the spec it did not create: a
+    /// [`TaskSpec::spawned`] thread whose creator never got to spawn it, or one whose start is
+    /// after the run's end. Such tasks are left out of [`RunObservations::part_tasks`].
+    pub created_ns: Option<u64>,
     /// When it exited, if it did.
     pub exited_ns: Option<u64>,
     /// Time on a CPU (`se.sum_exec_runtime`).
@@ -48,10 +50,18 @@ impl TaskObservation {
     /// Zeroed counters for a task created at `created_ns`.
     pub fn new(spec: &TaskSpec, created_ns: u64) -> TaskObservation {
         TaskObservation {
+            created_ns: Some(created_ns),
+            ..TaskObservation::not_created(spec)
+        }
+    }
+
+    /// The entry of a task of the spec not created yet (it keeps its [`TaskRef`]).
+    pub fn not_created(spec: &TaskSpec) -> TaskObservation {
+        TaskObservation {
             name: spec.name.clone(),
             part: spec.part,
             group: spec.group.clone(),
-            created_ns,
+            created_ns: None,
             exited_ns: None,
             runtime_ns: 0,
             work_ns: 0,
@@ -115,7 +125,7 @@ impl RunObservations {
         self.tasks
             .iter()
             .enumerate()
-            .filter(move |(_, t)| t.part == part)
+            .filter(move |(_, t)| t.part == part && t.created_ns.is_some())
             .map(|(i, t)| (TaskRef(i as u32), t))
     }
 

@@ -132,6 +132,10 @@ pub enum Event {
     },
     /// rt-app `fork`: create a new thread from a task definition.
     Fork(TemplateId),
+    /// `pthread_create()` of a task of the spec marked [`crate::TaskSpec::spawned`]: the
+    /// engine forks it from this task's CPU now (a benchmark whose threads start their own
+    /// threads, as schbench's message threads start their workers).
+    Spawn(TaskRef),
     /// Record a probe with value 0.
     Probe(ProbeTag),
     /// Remember the current time (for [`Event::ProbeSinceMark`]).

@@ -43,6 +43,10 @@ pub struct TaskSpec {
     pub group: String,
     /// Index of the [`Part`] (the `--workload` option) the task belongs to.
     pub part: u16,
+    /// Created by another task's [`Event::Spawn`] (its `pthread_create()`), from that task's
+    /// CPU when it runs the event, rather than by the launcher at `start_ns`. The task keeps
+    /// its [`TaskRef`] (its index in `spec.tasks`) either way.
+    pub spawned: bool,
     /// What the task does.
     pub program: Arc<Program>,
 }
@@ -183,6 +187,17 @@ pub enum SpecError {
         /// Channel capacity.
         capacity: u32,
     },
+    /// A spawn of a task created at the start, or a spawned task that no other task spawns
+    /// exactly once.
+    #[error("task {task}: spawns task {target}, which {why}")]
+    BadSpawn {
+        /// The task holding the spawn event (or the spawned task itself).
+        task: String,
+        /// The task spawned.
+        target: String,
+        /// What is wrong.
+        why: &'static str,
+    },
     /// A nice value outside -20..=19.
     #[error("task {task}: nice {nice} is outside -20..=19")]
     BadNice {
@@ -258,6 +273,7 @@ fn remap_event(e: &Event, o: &Offsets) -> Event {
         Event::SemWait(s) => Event::SemWait(SemId(s.0 + o.sem)),
         Event::SemPost(s) => Event::SemPost(SemId(s.0 + o.sem)),
         Event::Resume(t) => Event::Resume(TaskRef(t.0 + o.task)),
+        Event::Spawn(t) => Event::Spawn(TaskRef(t.0 + o.task)),
         Event::Send { chan, msgs } => Event::Send {
             chan: ChanId(chan.0 + o.chan),
             msgs,
@@ -438,6 +454,45 @@ impl WorkloadSpec {
         for t in self.tasks.iter().chain(self.templates.iter()) {
             self.validate_task(t, n_tasks)?;
         }
+        self.validate_spawns()?;
+        Ok(())
+    }
+
+    /// Every [`TaskSpec::spawned`] task is the target of exactly one [`Event::Spawn`] among
+    /// the initial tasks' programs (templates may not spawn: a second instance would spawn the
+    /// same thread again), so that each such thread is created once.
+    fn validate_spawns(&self) -> Result<(), SpecError> {
+        for t in &self.templates {
+            if let Some(Event::Spawn(x)) = t.program.events().find(|e| matches!(e, Event::Spawn(_)))
+            {
+                return Err(SpecError::BadSpawn {
+                    task: t.name.clone(),
+                    target: self.tasks[x.index()].name.clone(),
+                    why: "a fork template would create again at each fork",
+                });
+            }
+        }
+        let mut spawns = vec![0u32; self.tasks.len()];
+        for t in &self.tasks {
+            for e in t.program.events() {
+                if let Event::Spawn(x) = e {
+                    spawns[x.index()] = spawns[x.index()].saturating_add(1);
+                }
+            }
+        }
+        for (t, &n) in self.tasks.iter().zip(&spawns) {
+            if t.spawned && n != 1 {
+                return Err(SpecError::BadSpawn {
+                    task: t.name.clone(),
+                    target: t.name.clone(),
+                    why: if n == 0 {
+                        "no task spawns"
+                    } else {
+                        "more than one event spawns"
+                    },
+                });
+            }
+        }
         Ok(())
     }
 
@@ -493,6 +548,16 @@ impl WorkloadSpec {
                     Event::Barrier(b) => check("barrier", b.0, s.barriers.len())?,
                     Event::SemWait(x) | Event::SemPost(x) => check("semaphore", x.0, s.sems.len())?,
                     Event::Resume(x) => check("task", x.0, n_tasks as usize)?,
+                    Event::Spawn(x) => {
+                        check("task", x.0, n_tasks as usize)?;
+                        if !self.tasks[x.index()].spawned {
+                            return Err(SpecError::BadSpawn {
+                                task: t.name.clone(),
+                                target: self.tasks[x.index()].name.clone(),
+                                why: "is created at the start",
+                            });
+                        }
+                    }
                     Event::Send { chan, msgs } => {
                         check("channel", chan.0, s.chans.len())?;
                         let c = &s.chans[chan.index()];

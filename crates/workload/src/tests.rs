@@ -23,6 +23,8 @@ enum Status {
     Blocked(Action),
     Sleeping(u64),
     Exited,
+    /// A spawned task before its spawn.
+    NotCreated,
 }
 
 struct Task {
@@ -73,7 +75,9 @@ impl RefExec {
     fn create(&mut self, ts: TaskSpec) {
         let i = self.tasks.len();
         let r = TaskRef(i as u32);
-        let status = if ts.start_ns > self.now {
+        let status = if ts.spawned {
+            Status::NotCreated
+        } else if ts.start_ns > self.now {
             Status::Sleeping(ts.start_ns)
         } else {
             self.queue.push_back(i);
@@ -85,7 +89,11 @@ impl RefExec {
             status,
             retry: None,
         });
-        self.obs.tasks.push(TaskObservation::new(&ts, self.now));
+        self.obs.tasks.push(if ts.spawned {
+            TaskObservation::not_created(&ts)
+        } else {
+            TaskObservation::new(&ts, self.now)
+        });
         self.done_suspends.push(0);
     }
 
@@ -187,6 +195,13 @@ impl RefExec {
                         .fork_task(t, &mut self.sync, TaskRef(self.tasks.len() as u32))
                         .expect("fork");
                     self.create(ts);
+                }
+                Action::Spawn(t) => {
+                    let j = t.index();
+                    assert_eq!(self.tasks[j].status, Status::NotCreated, "spawned twice");
+                    self.tasks[j].status = Status::Runnable;
+                    self.obs.tasks[j] = TaskObservation::new(&self.spec.tasks[j], self.now);
+                    self.queue.push_back(j);
                 }
                 Action::Probe { tag, value } => self.obs.probes.push(ProbeRecord {
                     task: r,
@@ -501,7 +516,8 @@ fn defaults_follow_the_tools() {
     let s = spec("hackbench");
     assert_eq!(s.tasks.len(), 400);
     let s = spec("schbench");
-    assert_eq!(s.tasks.len(), 2 * 17);
+    // main() and 2 message threads with 16 workers each.
+    assert_eq!(s.tasks.len(), 1 + 2 * 17);
     assert_eq!(s.duration_ns, Some(30_000_000_000));
     use generators::parse_params;
     let generators::schbench::Params {
@@ -866,6 +882,7 @@ fn task_with(program: Program) -> TaskSpec {
         jitter_pct: 0,
         group: "t".into(),
         part: 0,
+        spawned: false,
         program: std::sync::Arc::new(program),
     }
 }
@@ -1146,4 +1163,36 @@ fn add_cpuset_interns_many_lists_by_value() {
     assert_eq!(both.add_cpuset(vec![1, 2]).index(), 40_001);
     assert_eq!(both.add_cpuset(vec![5]), CpusetId(5));
     assert_eq!(both.add_cpuset(vec![0, 1, 2]).index(), 40_002);
+}
+
+#[test]
+fn spawned_threads_are_spawned_exactly_once_by_a_task_of_the_spec() {
+    // schbench: main() 0 spawns the message thread 1, which spawns its workers 2 and 3.
+    let s = spec("schbench:m=1,t=2");
+    assert!(!s.tasks[0].spawned);
+    assert!(s.tasks[1..].iter().all(|t| t.spawned));
+    s.validate().unwrap();
+    // A spawn of a task the launcher creates at the start would create it twice.
+    let mut bad = s.clone();
+    bad.tasks[1].spawned = false;
+    let e = bad.validate().unwrap_err().to_string();
+    assert!(e.contains("is created at the start"), "{e}");
+    // A spawned task that nothing spawns would never run.
+    let mut bad = s.clone();
+    bad.tasks[0].spawned = true;
+    let e = bad.validate().unwrap_err().to_string();
+    assert!(e.contains("no task spawns"), "{e}");
+}
+
+#[test]
+fn spawned_threads_start_when_spawned() {
+    let s = spec("schbench:m=1,t=2,runtime=1");
+    let mut ex = RefExec::new(s, Share::RunToBlock);
+    ex.run(300_000_000);
+    // main() ran first, then the message thread, then its workers, each at its creation.
+    let created: Vec<Option<u64>> = ex.obs.tasks.iter().map(|t| t.created_ns).collect();
+    assert_eq!(created[0], Some(0));
+    assert!(created[1].unwrap() > 0, "{created:?}");
+    assert!(created[2].unwrap() > created[1].unwrap(), "{created:?}");
+    assert!(created[3].unwrap() > created[2].unwrap(), "{created:?}");
 }

@@ -485,6 +485,10 @@ fn wakeup_migration_moves_the_load() {
     set_task_cpu(&mut rq0, &mut tasks, p, CpuId(1), now);
     assert_eq!(tasks[p].se.avg.last_update_time, 0);
     assert_eq!(tasks[p].se.nr_migrations, 1);
+    // __set_task_cpu(): `p->wake_cpu = cpu`, whoever moved the task, so that its next
+    // wake-up searches from where it was last put.
+    assert_eq!(tasks[p].cpu, CpuId(1));
+    assert_eq!(tasks[p].wake_cpu, CpuId(1));
     assert_eq!(rq0.cfs.avg.removed.nr, 1);
     rq1.ttwu_do_activate(&mut tasks, p, WakeFlags::TTWU | WakeFlags::MIGRATED, now);
     assert_eq!(

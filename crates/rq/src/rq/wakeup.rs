@@ -277,6 +277,7 @@ impl Rq {
     pub fn wake_up_new_task(&mut self, tasks: &mut Tasks, p: TaskId, now_ns: u64) {
         debug_assert_eq!(tasks[p].state, TaskState::New);
         tasks[p].cpu = self.cpu;
+        tasks[p].wake_cpu = self.cpu;
         self.update_rq_clock(now_ns);
         let weight = tasks[p].se.se_weight();
         let runnable_init = if self.params.features.enabled(RqFeat::RunnableAvgInitUtil) {
@@ -368,7 +369,9 @@ impl Rq {
 /// Move a task's CPU, running the fair class's migration hook on its old runqueue.
 ///
 /// Follows core.c: `set_task_cpu()` (v6.12): if the CPU changes, `migrate_task_rq_fair()` on
-/// the source and `se.nr_migrations++`; then `task_cpu(p) = new_cpu`. `src` must be the task's
+/// the source and `se.nr_migrations++`; then `__set_task_cpu()`: `task_cpu(p) = new_cpu` and
+/// `p->wake_cpu = new_cpu`, so the next wake-up searches from where the task last ran
+/// whoever moved it (a wake-up, the load balancer, the stopper). `src` must be the task's
 /// current runqueue.
 pub fn set_task_cpu(src: &mut Rq, tasks: &mut Tasks, p: TaskId, new_cpu: CpuId, now_ns: u64) {
     debug_assert_eq!(
@@ -380,4 +383,5 @@ pub fn set_task_cpu(src: &mut Rq, tasks: &mut Tasks, p: TaskId, new_cpu: CpuId, 
         tasks[p].se.nr_migrations += 1;
     }
     tasks[p].cpu = new_cpu;
+    tasks[p].wake_cpu = new_cpu;
 }

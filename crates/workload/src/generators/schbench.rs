@@ -23,7 +23,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use crate::generators::{Args, Builder, Generator, Key, Unit, WorkloadError};
+use crate::generators::{Args, Builder, Generator, Key, PTHREAD_CREATE_NS, Unit, WorkloadError};
 use crate::ids::ProbeTag;
 use crate::limits::Size;
 use crate::obs::RunObservations;
@@ -55,6 +55,9 @@ pub struct Params {
 /// RPS block 20/50/90 with 50 starred.
 const PLIST: [f64; 5] = [20.0, 50.0, 90.0, 99.0, 99.9];
 
+/// The group of schbench's main thread (it starts the message threads, then sleeps).
+const MAIN_GROUP: &str = "schbench-main";
+
 /// p99 (us) below which `schbench -a` adds a worker and runs again.
 pub const AUTO_P99_LIMIT_US: u64 = 2000;
 
@@ -64,9 +67,9 @@ pub const MAX_WORKERS: u32 = 100_000;
 /// The most threads (message threads and their workers) a schbench workload may have.
 pub const MAX_THREADS: u64 = 1_000_000;
 
-/// The threads `p` makes: each message thread and its `t` workers.
+/// The threads `p` makes: main(), each message thread and its `t` workers.
 fn threads(p: &Params) -> u64 {
-    u64::from(p.m) * (u64::from(p.t) + 1)
+    1 + u64::from(p.m) * (u64::from(p.t) + 1)
 }
 
 impl Generator for Schbench {
@@ -116,10 +119,19 @@ impl Generator for Schbench {
     }
 
     fn size(p: &Params) -> Size {
-        Size::tasks(u64::from(p.m) * (1 + u64::from(p.t)))
+        Size::tasks(threads(p))
     }
 
     fn build(p: &Params, b: &mut Builder) {
+        // main() starts the message threads one after the other; each message thread starts
+        // its own workers before its loop (schbench.c: main(), message_thread()). Every
+        // pthread_create() is a fork placed from the creating thread's CPU then.
+        let mut main_events = Vec::new();
+        let main = b.task(
+            "schbench".to_owned(),
+            MAIN_GROUP,
+            &Arc::new(Program::forever(vec![])),
+        );
         for i in 0..p.m {
             let list = b.spec.sync.add_list(format!("message thread {i}"));
             let mut msg_events = vec![
@@ -139,8 +151,14 @@ impl Generator for Schbench {
             let msg = b.task(
                 format!("schbench-msg-{i}"),
                 "schbench-msg",
-                &Arc::new(Program::forever(msg_events)),
+                &Arc::new(Program::forever(vec![])),
             );
+            b.last().spawned = true;
+            main_events.push(Event::Run {
+                work_ns: PTHREAD_CREATE_NS,
+            });
+            main_events.push(Event::Spawn(msg));
+            let mut msg_start = Vec::new();
             let worker = Arc::new(Program::forever(vec![
                 Event::ExitAfter {
                     abs_ns: p.runtime_ns,
@@ -155,13 +173,30 @@ impl Generator for Schbench {
                 Event::Mark,
             ]));
             for j in 0..p.t {
-                b.task(
+                let w = b.task(
                     format!("schbench-worker-{i}-{j}"),
                     "schbench-worker",
                     &worker,
                 );
+                b.last().spawned = true;
+                msg_start.push(Event::Run {
+                    work_ns: PTHREAD_CREATE_NS,
+                });
+                msg_start.push(Event::Spawn(w));
             }
+            b.spec.tasks[msg.index()].program =
+                Arc::new(Program::prologue_then_forever(msg_start, msg_events));
         }
+        // Then main() sleeps until the runtime is up and joins them: off the CPU for the
+        // rest of the run, which its exit stands for.
+        main_events.push(Event::Exit);
+        b.spec.tasks[main.index()].program = Arc::new(Program {
+            phases: vec![crate::program::Phase::once("main", main_events)],
+            loops: crate::program::Loops::Count(1),
+            local_timers: Vec::new(),
+            rtapp_log: false,
+            cumulative_slack: false,
+        });
         b.spec.duration_ns = Some(p.runtime_ns);
         b.asks_ns = Some(p.runtime_ns);
     }
@@ -207,7 +242,7 @@ impl Generator for Schbench {
             if t.group == "schbench-msg" {
                 msg_delay += d;
                 n_msg += 1;
-            } else {
+            } else if t.group == "schbench-worker" {
                 worker_delay += d;
                 n_worker += 1;
             }
@@ -369,9 +404,10 @@ mod tests {
 
     #[test]
     fn auto_mode_stops_before_the_thread_limits() {
-        // 10 x (99_999 + 1) = 1,000,000 threads is the limit; one more worker each passes it.
-        assert!(Schbench::next_round(&params(10, 99_998), &report(10, 0)).is_some());
-        assert!(Schbench::next_round(&params(10, 99_999), &report(10, 0)).is_none());
+        // main() + 10 x (99_998 + 1) = 999,991 threads fits the 1,000,000 limit; one more
+        // worker each (1,000,001) passes it.
+        assert!(Schbench::next_round(&params(10, 99_997), &report(10, 0)).is_some());
+        assert!(Schbench::next_round(&params(10, 99_998), &report(10, 0)).is_none());
         // One message thread: t stops at its own limit, MAX_WORKERS.
         assert!(Schbench::next_round(&params(1, MAX_WORKERS - 1), &report(10, 0)).is_some());
         assert!(Schbench::next_round(&params(1, MAX_WORKERS), &report(10, 0)).is_none());

@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use crate::generators::{Args, Builder, Generator, Key, Unit, WorkloadError};
+use crate::generators::{Args, Builder, Generator, Key, PTHREAD_CREATE_NS, Unit, WorkloadError};
 use crate::ids::ProbeTag;
 use crate::limits::Size;
 use crate::obs::RunObservations;
@@ -167,13 +167,15 @@ impl Generator for SysbenchCpu {
         let t = b.template("sysbench".to_owned(), WORKER_GROUP, &worker);
         b.spec.templates[t.index()].jitter_pct = p.jitter_pct;
         // The main thread creates the workers one after the other (pthread_create: a clone
-        // and a stack mapping, CLONE_NS each; it occupies its CPU meanwhile, which fork
+        // and a stack mapping, PTHREAD_CREATE_NS each; it occupies its CPU meanwhile, which fork
         // placement sees), releases them (0.4: unlocks the start mutex it took first; 1.0:
         // arrives last at the barrier), and then waits in pthread_join, off the CPU for the
         // rest of the run: its exit stands for that.
         let mut main = main_lock;
         for _ in 0..p.threads {
-            main.push(Event::Run { work_ns: CLONE_NS });
+            main.push(Event::Run {
+                work_ns: PTHREAD_CREATE_NS,
+            });
             main.push(Event::Fork(t));
         }
         main.push(main_release);
@@ -319,6 +321,3 @@ impl Generator for SysbenchCpu {
 
 /// The group of the worker threads (the main thread is in `sysbench-main`).
 const WORKER_GROUP: &str = "sysbench";
-
-/// Work of one `pthread_create()` in the main thread, at capacity 1024.
-const CLONE_NS: u64 = 15_000;

@@ -253,36 +253,40 @@ fn hackbench_rt_tests_and_perf() {
 fn schbench_blocks() {
     let spec = crate::parse_workload("schbench:m=1,t=2,runtime=3,auto=1").unwrap();
     let mut obs = blank(&spec);
+    // Tasks: main() 0, the message thread 1, workers 2 and 3.
     // Wake-up latencies 1..=200 us and two outliers, spread over the workers.
     let mut t = 0;
     for i in 0..200u64 {
         t += 10 * MS;
         probe(
             &mut obs,
-            1 + (i % 2) as u32,
+            2 + (i % 2) as u32,
             t,
             ProbeTag::Wakeup,
             (i + 1) * US + 500,
         );
     }
-    probe(&mut obs, 1, t + MS, ProbeTag::Wakeup, 9_000 * US);
-    probe(&mut obs, 2, t + MS, ProbeTag::Wakeup, 12_345 * US);
-    probe(&mut obs, 2, t + MS, ProbeTag::Wakeup, 300);
+    probe(&mut obs, 2, t + MS, ProbeTag::Wakeup, 9_000 * US);
+    probe(&mut obs, 3, t + MS, ProbeTag::Wakeup, 12_345 * US);
+    probe(&mut obs, 3, t + MS, ProbeTag::Wakeup, 300);
     for i in 0..150u64 {
         probe(
             &mut obs,
-            1,
+            2,
             i * 19 * MS,
             ProbeTag::Request,
             30 * MS + i * US,
         );
     }
-    obs.tasks[0].wait_ns = 5 * MS;
-    obs.tasks[0].nr_voluntary_switches = 100;
-    obs.tasks[1].wait_ns = 40 * MS;
+    // main() waited too, which is neither a message thread's nor a worker's delay.
+    obs.tasks[0].wait_ns = 900 * MS;
+    obs.tasks[0].nr_voluntary_switches = 1;
+    obs.tasks[1].wait_ns = 5 * MS;
     obs.tasks[1].nr_voluntary_switches = 100;
-    obs.tasks[2].wait_ns = 80 * MS;
+    obs.tasks[2].wait_ns = 40 * MS;
     obs.tasks[2].nr_voluntary_switches = 100;
+    obs.tasks[3].wait_ns = 80 * MS;
+    obs.tasks[3].nr_voluntary_switches = 100;
     // The workers' last spins end just past the 3 s asked for.
     obs.sim_time_ns = 3_030 * MS;
     check(
@@ -311,22 +315,22 @@ fn schbench_blocks() {
         sched delay: message 50 (usec) worker 600 (usec)
     "#]],
         expect![[r#"
-        wakeup_latency_p50 = 101 us (lower is better)
-        wakeup_latency_p90 = 182 us (lower is better)
-        wakeup_latency_p99 = 200 us (lower is better)
-        wakeup_latency_p999 = 12336 us (lower is better)
-        wakeup_latency_max = 12345 us (lower is better)
-        wakeup_samples = 202 count (higher is better)
-        request_latency_p50 = 30048 us (lower is better)
-        request_latency_p99 = 30176 us (lower is better)
-        rps_p50 = 53 requests/s (higher is better)
-        average_rps = 50 requests/s (higher is better)
-        sched_delay_message = 50 us (lower is better)
-        sched_delay_worker = 600 us (lower is better)
-        cpu_migrations = 0 count (lower is better)
-        context_switches = 300 count (lower is better)
-        work_min_max_ratio = 1 ratio (higher is better)
-        work_jain_index = 1 ratio (higher is better)"#]],
+            wakeup_latency_p50 = 101 us (lower is better)
+            wakeup_latency_p90 = 182 us (lower is better)
+            wakeup_latency_p99 = 200 us (lower is better)
+            wakeup_latency_p999 = 12336 us (lower is better)
+            wakeup_latency_max = 12345 us (lower is better)
+            wakeup_samples = 202 count (higher is better)
+            request_latency_p50 = 30048 us (lower is better)
+            request_latency_p99 = 30176 us (lower is better)
+            rps_p50 = 53 requests/s (higher is better)
+            average_rps = 50 requests/s (higher is better)
+            sched_delay_message = 50 us (lower is better)
+            sched_delay_worker = 600 us (lower is better)
+            cpu_migrations = 0 count (lower is better)
+            context_switches = 301 count (lower is better)
+            work_min_max_ratio = 1 ratio (higher is better)
+            work_jain_index = 1 ratio (higher is better)"#]],
     );
     let reports = spec.reports(&obs);
     assert_eq!(spec.rounds(), Some("schbench -a"));
@@ -343,7 +347,7 @@ fn schbench_blocks() {
         next.parts[0].label,
         "schbench:m=1,t=3,cputime=30000us,sleeptime=30000us,runtime=3s,auto=1"
     );
-    assert_eq!(next.tasks.len(), 4);
+    assert_eq!(next.tasks.len(), 5);
 }
 
 #[test]

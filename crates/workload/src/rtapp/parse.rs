@@ -1090,6 +1090,7 @@ pub(crate) fn parse(
             jitter_pct: 0,
             group: def.name.clone(),
             part: 0,
+            spawned: false,
             program: Arc::clone(&program),
         };
         for _ in 0..def.instances {
