@@ -298,3 +298,49 @@ fn a_delayed_task_keeps_its_place_for_the_tasks_that_name_it() {
     // Resumed after early's 10 ms run, late runs its 2 ms.
     assert!(late.runtime_ns >= 2_000_000, "{:?}", r.tasks);
 }
+
+#[test]
+fn wakeups_within_an_llc_go_through_the_wake_list_from_v6_0_only() {
+    // core.c ttwu_queue_cond(): since v6.0 (f3dd3f674555) a wake-up onto an idle CPU of the
+    // waker's LLC is queued on that CPU's wake list, and the CPU enqueues it when the IPI
+    // arrives (sched_wakeup fires there); before, only wake-ups across LLCs were queued and
+    // the waker enqueued the rest itself (sched_wakeup fires on the waker's CPU).
+    use lbsim_balance::kernel::KernelBalancer;
+    use lbsim_sim::engine::Sim;
+    use lbsim_sim::trace::TraceEvent;
+
+    // A pinned pair on two cores of x86-4c-smt2's one LLC, each idle when woken.
+    let wakeups_on_target = |kernel: Option<(u32, u32)>| {
+        let mut cfg = config("x86-4c-smt2", &["pingpong:cpus=0,2"], 100, 1);
+        cfg.kernel = kernel;
+        let balancer = KernelBalancer::new(&cfg.topology, 0, cfg.tunables.hz);
+        let r = Sim::new(cfg, balancer)
+            .expect("setup")
+            .with_trace()
+            .run()
+            .expect("run");
+        let t = r.trace.expect("a trace");
+        let (mut on_target, mut total) = (0, 0);
+        for rec in &t.records {
+            if let TraceEvent::Wakeup { target_cpu, .. } = rec.event {
+                total += 1;
+                if rec.cpu == target_cpu {
+                    on_target += 1;
+                }
+            }
+        }
+        (on_target, total)
+    };
+    let (v6_12, n) = wakeups_on_target(None);
+    assert!(n > 100, "{n} wake-ups");
+    assert!(
+        v6_12 * 10 > n * 9,
+        "v6.12: {v6_12} of {n} enqueued by their CPU"
+    );
+    let (v5_19, n) = wakeups_on_target(Some((5, 19)));
+    assert!(n > 100, "{n} wake-ups");
+    assert!(
+        v5_19 * 10 < n,
+        "v5.19: {v5_19} of {n} enqueued by their CPU"
+    );
+}

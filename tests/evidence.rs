@@ -198,47 +198,53 @@ fn prefer_sibling_nr_diff_cuts_migrations_at_least_2_fold_for_22_and_48_threads(
 
 #[test]
 fn tip_avg_high_keeps_the_p99_at_the_machines_floor_until_the_cpus_run_out() {
-    // Seed 003 measured schbench -m4's p99 wake-up latency on v4.6: base 177 us at N = 38 and
-    // 10 ms at 39; patched 193 us at 38, under 300 us up to 47, 3308 us at 48 ("47*4+4 =
-    // nr_cpus"). The 4.6 profile places wake-ups as v4.6 did (lbsim_balance::legacy::wake),
-    // and schbench starts its threads as schbench does (main() starts each message thread,
-    // which starts its own workers), so each message thread's workers fill the node it is
-    // on. Without the patch a message thread's lagging runnable_load_avg makes wake_affine()
-    // pull workers that the balancer moved to another node back to it, where
-    // select_idle_sibling() v4.6 stacks them once the node has no wholly idle core;
-    // LB_TIP_AVG_HIGH tips that load up by min(NICE_0_LOAD, load.weight / 2), the wakees stay
-    // on their idle previous CPUs, and the p99 is the machine's: the worker's CPU left C6
-    // (Broadwell-EX, 133 us exit) plus its message thread's serial wakes.
+    // Seed 003 measured schbench -m4's p99 wake-up latency on v4.6 (one run per N): base 177
+    // us at N = 38 and 10 ms at 39; patched 193 us at 38, under 300 us up to 47, 3308 us at 48
+    // ("47*4+4 = nr_cpus"). The 4.6 profile places wake-ups as v4.6 did
+    // (lbsim_balance::legacy::wake, core.c's v4.6 ttwu_queue()), and schbench starts its
+    // threads as schbench does (main() starts each message thread, which starts its own
+    // workers), so each message thread's workers gather in its node. Without the patch a
+    // message thread's lagging runnable_load_avg makes wake_affine() pull workers back to
+    // it, and select_idle_sibling() v4.6, finding no wholly idle core, takes a CPU another
+    // sleeping worker will wake on: a run either settles with every worker on its own CPU
+    // or keeps stacking, and the more workers, the more runs stack. LB_TIP_AVG_HIGH tips the
+    // message thread's CPU's load up by min(NICE_0_LOAD, load.weight / 2): wake_affine() says
+    // no, the wakees stay on their idle previous CPUs, and the p99 is the machine's: the
+    // worker's CPU left C6 (Broadwell-EX, 133 us exit) plus its message thread's serial wakes.
     let mut exp = def("tip-avg-high");
     exp.points.retain(|p| ["38", "47", "48"].contains(&p.value));
-    let o = run_exp(exp, 5);
+    exp.points[0].workloads = vec!["schbench:m=4,t=34,runtime=5".to_owned()];
+    let o = run_exp(exp, 8);
     let p99 = |point| metric(&o, point, "wakeup_latency_p99");
+    // A run stacks when its p99 is a wait behind another worker's 30 ms spin, not an exit.
+    let stacked = |v: &[f64]| v.iter().filter(|&&x| x > 1000.0).count();
     let floor = |v: f64| (106.0..300.0).contains(&v);
-    let (n38, n47, n48) = (p99(0), p99(1), p99(2));
+    let (n34, n47, n48) = (p99(0), p99(1), p99(2));
     assert!(
-        floor(n38.base.mean) && floor(n38.patched.mean),
-        "N = 38: base {:.1} patched {:.1} us",
-        n38.base.mean,
-        n38.patched.mean
+        stacked(&n34.base.values) == 0 && floor(n34.base.mean) && floor(n34.patched.mean),
+        "N = 34: base {:?} patched {:?} us",
+        n34.base.values,
+        n34.patched.values
     );
     assert!(
-        n47.patched.mean < 3.0 * n38.patched.mean,
-        "patched N = 47 {:.1} us against {:.1} at 38",
-        n47.patched.mean,
-        n38.patched.mean
-    );
-    // 196 threads on 192 CPUs: the patched side breaks too, the base far more.
-    assert!(
-        n48.patched.mean > 2.0 * n47.patched.mean,
-        "patched N = 48 {:.1} us against {:.1} at 47",
-        n48.patched.mean,
-        n47.patched.mean
+        // 192 threads on 192 CPUs: the odd run breaks, the mean stays near the floor.
+        stacked(&n47.patched.values) * 4 <= n47.patched.values.len()
+            && n47.patched.mean < 3.0 * n34.patched.mean,
+        "patched N = 47 {:?} us against {:.1} at 34",
+        n47.patched.values,
+        n34.patched.mean
     );
     assert!(
-        n48.base.mean > 5.0 * n38.base.mean && n48.base.mean > n48.patched.mean && n48.significant,
-        "N = 48: base {:.1} patched {:.1} us (p = {:?})",
-        n48.base.mean,
-        n48.patched.mean,
-        n48.p_value
+        stacked(&n47.base.values) * 2 > n47.base.values.len() && n47.significant,
+        "base N = 47 {:?} us: most runs stack",
+        n47.base.values
+    );
+    // 196 threads on 192 CPUs: the patched side breaks too.
+    assert!(
+        stacked(&n48.patched.values) * 4 >= n48.patched.values.len()
+            && stacked(&n48.base.values) == n48.base.values.len(),
+        "N = 48: base {:?} patched {:?} us",
+        n48.base.values,
+        n48.patched.values
     );
 }

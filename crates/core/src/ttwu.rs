@@ -142,13 +142,7 @@ impl<B: Balancer> Core<B> {
             );
         }
         self.runs[ri].wake_ns = Some(now);
-        // ttwu_queue_cond() (v6.12): a remote CPU that does not share the waker's cache, or
-        // that has nothing running, gets the wake-up through its wake list.
-        let queue = self.cfg.features.enabled(CoreFeat::TtwuQueue)
-            && cpu != this_cpu
-            && (!self.cfg.topology.cpus_share_cache(this_cpu, cpu)
-                || self.rqs[cpu.index()].nr_running == 0);
-        if queue {
+        if self.ttwu_queue_cond(this_cpu, cpu) {
             self.queue_wakelist(cpu, id, migrated);
         } else {
             self.account(cpu);
@@ -156,6 +150,28 @@ impl<B: Balancer> Core<B> {
             self.trace_wakeup(this_cpu, id);
             self.after_enqueue(cpu, this_cpu);
         }
+    }
+
+    /// Whether a wake-up from `this_cpu` onto `cpu` goes through `cpu`'s wake list (with
+    /// `TTWU_QUEUE`) rather than being enqueued by the waker.
+    ///
+    /// Follows core.c: ttwu_queue_cond() (v6.12, as since v6.0, f3dd3f674555): a CPU that
+    /// does not share the waker's LLC, or one with nothing running. Before v6.0 (the `--kernel`
+    /// profile's release): v4.6-v5.7 ttwu_queue() queued only across LLCs; v5.8-v5.19
+    /// (c6e7bd7afaeb) also a wakee still descheduling on a CPU with `nr_running <= 1`, which
+    /// lbsim's wake of a task still `curr` (in a newly idle balance) queues anyway. Deliberately
+    /// different before v5.8: there the waker spun on `p->on_cpu` until the wakee's CPU had
+    /// switched it out and then chose a CPU; lbsim queues such a wake-up on the wakee's CPU
+    /// as v5.8 does.
+    pub(crate) fn ttwu_queue_cond(&self, this_cpu: CpuId, cpu: CpuId) -> bool {
+        if !self.cfg.features.enabled(CoreFeat::TtwuQueue) || cpu == this_cpu {
+            return false;
+        }
+        if !self.cfg.topology.cpus_share_cache(this_cpu, cpu) {
+            return true;
+        }
+        let since_6_0 = self.cfg.kernel.is_none_or(|v| v >= (6, 0));
+        since_6_0 && self.rqs[cpu.index()].nr_running == 0
     }
 
     /// When an interrupt for `cpu` can be taken, if not now: interrupts are off while a
