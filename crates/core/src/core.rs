@@ -379,10 +379,13 @@ impl<B: Balancer> Core<B> {
             tick_nsec,
             rqs,
             tasks,
-            cpus,
             ..
         } = self;
-        let pending = Pending { cpus };
+        // The engine sets `rq->ttwu_pending` whenever it queues a wake-up (queue_wakelist()),
+        // at the engine's own time, so the runqueue flag already tells a pass about every
+        // wake-up queued by then; wake-ups other CPUs will queue later are events not yet
+        // handled, which no view could give. Hence no extra view of pending wake-ups.
+        let pending = lbsim_balance::ctx::NoPendingWakeups;
         let mut ctx = BalanceCtx {
             now_ns: *now,
             jiffies: *now / *tick_nsec,

@@ -72,8 +72,7 @@ pub use crate::result::{CpuResult, GroupFairness, RunResult, TaskResult};
 /// What every module of the core uses.
 mod prelude {
     pub(crate) use lbsim_balance::ctx::{
-        BalanceCtx, BalanceOutcome, Balancer, IlbKick, NewidleStep, PendingWakeups, StopperRequest,
-        WakeFlags,
+        BalanceCtx, BalanceOutcome, Balancer, IlbKick, NewidleStep, StopperRequest, WakeFlags,
     };
     pub(crate) use lbsim_balance::schedstat::CpuSchedstat;
     pub(crate) use lbsim_kernel::Policy;
@@ -97,5 +96,5 @@ mod prelude {
     pub(crate) use crate::params::CoreFeat;
     pub(crate) use crate::result::{CpuResult, GroupFairness, RunResult, TaskResult};
     pub(crate) use crate::rng::{SeedStreams, Stream, below};
-    pub(crate) use crate::state::{CpuState, Cur, Kind, Pending, TaskRun};
+    pub(crate) use crate::state::{CpuState, Cur, Kind, TaskRun};
 }

@@ -126,17 +126,3 @@ pub(crate) struct CpuState {
     pub(crate) stats_idle_calls: u64,
     pub(crate) stats_idle_sleeps: u64,
 }
-
-/// The view of pending wake-ups the balancer's passes consult.
-pub(crate) struct Pending<'a> {
-    pub(crate) cpus: &'a [CpuState],
-}
-
-impl PendingWakeups for Pending<'_> {
-    fn ttwu_pending_at(&self, cpu: CpuId, at_ns: u64) -> bool {
-        self.cpus[cpu.index()]
-            .wakelist
-            .iter()
-            .any(|&(_, _, sent)| sent <= at_ns)
-    }
-}

@@ -177,7 +177,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             }
         })?;
     }
-    if let Some((counters, jiffies)) = &result.schedstat_counters {
+    // /proc/schedstat is formatted only for an output that shows it (at 4096 CPUs the text is
+    // megabytes).
+    if let Some((counters, jiffies)) = &result.schedstat_counters
+        && (args.schedstat || format == TextOrJson::Json)
+    {
         result.schedstat = Some(counters.format_version(
             &cfg.topology,
             *jiffies,
