@@ -4,7 +4,6 @@
 //! workload that does not fit) is a refused input.
 
 use lbsim::balancer::{BalancerKind, make_balancer};
-use lbsim::budget::Budget;
 use lbsim::scenario::Scenario as RunScenario;
 use lbsim_sim::engine::{Sim, SimError};
 
@@ -37,7 +36,7 @@ pub fn run_checked(s: &Scenario) -> bool {
         },
         sets: s.sets.clone(),
         duration_ns: Some(s.duration_ms * 1_000_000),
-        budget: Budget::default(),
+        budget: crate::targets::fuzz_budget(),
         kernel: s.kernel.clone(),
     };
     let Ok(built) = run.build() else {
