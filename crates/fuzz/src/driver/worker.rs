@@ -1,7 +1,9 @@
 //! One target's fuzz loop, in the worker process: the seed corpus as it is, then seeded
 //! mutations of it (inputs the target accepted join the pool), until a count or a time is
 //! reached. A panic is caught and its input saved; a watchdog thread saves an input that
-//! runs past the time limit and ends the process.
+//! runs past the time limit and ends the process. The limit is on the CPU time of the thread
+//! running the input (`/proc/<pid>/task/<tid>/schedstat`), so a worker starved on a busy
+//! machine is not taken for a hang; without that file, on wall-clock time.
 
 // The driver measures wall-clock time (time limits, executions per second): it is tooling,
 // not a model crate.
@@ -68,7 +70,8 @@ pub fn run(plan: &Plan) -> Result<Summary, String> {
         File::create(&plan.current).map_err(|e| format!("{}: {e}", plan.current.display()))?;
     let started = Arc::new(AtomicU64::new(u64::MAX));
     let epoch = Instant::now();
-    watchdog(plan, Arc::clone(&started), epoch);
+    let clock = InputClock::of_this_thread(epoch);
+    watchdog(plan, Arc::clone(&started), clock.clone());
     std::panic::set_hook(Box::new(move |info| {
         eprintln!("lbsim-fuzz: {name}: panic: {info}");
     }));
@@ -96,7 +99,7 @@ pub fn run(plan: &Plan) -> Result<Summary, String> {
             .set_len(0)
             .and_then(|()| current.write_all_at(&input, 0))
             .map_err(|e| format!("{}: {e}", plan.current.display()))?;
-        started.store(epoch.elapsed().as_millis() as u64, Ordering::SeqCst);
+        started.store(clock.now_ms(), Ordering::SeqCst);
         let outcome = catch_unwind(AssertUnwindSafe(|| (plan.target.run)(&input)));
         started.store(u64::MAX, Ordering::SeqCst);
         summary.execs += 1;
@@ -124,9 +127,47 @@ pub fn run(plan: &Plan) -> Result<Summary, String> {
     Ok(summary)
 }
 
-/// Starts the thread that ends the process when one input runs past `plan.timeout`,
-/// saving the input first.
-fn watchdog(plan: &Plan, started: Arc<AtomicU64>, epoch: Instant) {
+/// The clock an input's run time is measured on: the CPU time of the thread running inputs
+/// when `/proc` gives it, else wall-clock time since `epoch`.
+#[derive(Clone, Debug)]
+struct InputClock {
+    /// `/proc/<pid>/task/<tid>/schedstat` of the input thread.
+    schedstat: Option<PathBuf>,
+    epoch: Instant,
+}
+
+impl InputClock {
+    /// The clock of the calling thread.
+    fn of_this_thread(epoch: Instant) -> InputClock {
+        let schedstat = std::fs::read_link("/proc/thread-self")
+            .ok()
+            .map(|rel| PathBuf::from("/proc").join(rel).join("schedstat"))
+            .filter(|p| cpu_ns(p).is_some());
+        InputClock { schedstat, epoch }
+    }
+
+    /// Milliseconds on this clock.
+    fn now_ms(&self) -> u64 {
+        match self.schedstat.as_deref().and_then(cpu_ns) {
+            Some(ns) => ns / 1_000_000,
+            None => self.epoch.elapsed().as_millis() as u64,
+        }
+    }
+}
+
+/// The first field of a `schedstat` file: ns spent on a CPU.
+fn cpu_ns(path: &std::path::Path) -> Option<u64> {
+    std::fs::read_to_string(path)
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Starts the thread that ends the process when one input runs past `plan.timeout` on
+/// `clock`, saving the input first.
+fn watchdog(plan: &Plan, started: Arc<AtomicU64>, clock: InputClock) {
     let plan = plan.clone();
     std::thread::spawn(move || {
         loop {
@@ -135,7 +176,7 @@ fn watchdog(plan: &Plan, started: Arc<AtomicU64>, epoch: Instant) {
             if at == u64::MAX {
                 continue;
             }
-            let ran = (epoch.elapsed().as_millis() as u64).saturating_sub(at);
+            let ran = clock.now_ms().saturating_sub(at);
             if Duration::from_millis(ran) < plan.timeout {
                 continue;
             }

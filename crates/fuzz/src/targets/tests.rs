@@ -40,3 +40,14 @@ fn names_are_unique_and_found() {
     }
     assert!(target("nope").is_none());
 }
+
+/// A workload within the default budget but over the fuzz budget is refused before any task
+/// is built (found as a 30 s "timeout" of the debug driver: 695,536 periodic threads).
+#[test]
+fn workloads_over_the_fuzz_budget_are_refused_at_once() {
+    assert!(!workload(b"periodic:threads=695536,run=1ms,period=8ms"));
+    assert!(!scenario(
+        b"topology = \"hikey\"\nworkloads = [\"periodic:threads=695536,run=1ms,period=8ms\"]\n"
+    ));
+    assert!(workload(b"periodic:threads=20000,run=1ms,period=8ms"));
+}
