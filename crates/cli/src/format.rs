@@ -26,6 +26,10 @@ pub enum Format {
     Csv,
     /// A Markdown table for the documentation (`lbsim features`: `docs/parameters.md`).
     Markdown,
+    /// compare-mmtests.pl's table (`lbsim compare`).
+    Mmtests,
+    /// The kernel test robot's (LKP) comparison (`lbsim compare`).
+    Lkp,
 }
 
 /// The formats of a command whose output is not one table.
@@ -45,6 +49,8 @@ impl Format {
             Format::Json => "json",
             Format::Csv => "csv",
             Format::Markdown => "markdown",
+            Format::Mmtests => "mmtests",
+            Format::Lkp => "lkp",
         }
     }
 
@@ -72,6 +78,10 @@ impl Format {
             Format::Markdown => {
                 bail!("--format markdown: only `lbsim features` writes Markdown (use text or json)")
             }
+            Format::Mmtests | Format::Lkp => bail!(
+                "--format {}: only `lbsim compare` prints that table (use text or json)",
+                self.name()
+            ),
         }
     }
 }

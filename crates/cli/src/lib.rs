@@ -14,3 +14,4 @@ pub mod output;
 pub mod repro;
 pub mod scenario;
 pub mod stdout;
+pub mod tables;

@@ -652,3 +652,76 @@ fn run_reads_a_scenario_file_and_flags_override_it() {
          or a scenario file"
     );
 }
+
+#[test]
+fn compare_prints_the_mmtests_and_lkp_tables() {
+    let args = |format: &'static str| {
+        [
+            "compare",
+            "--topology",
+            "hikey",
+            "--workload",
+            "busy:threads=9",
+            "--duration",
+            "200ms",
+            "--runs",
+            "3",
+            "--base",
+            "NO_LB_RELAX_BY_FAILED",
+            "--patched",
+            "",
+            "--format",
+            format,
+        ]
+    };
+    let mm = ok(&args("mmtests"));
+    let mut lines = mm.lines();
+    // The header: the sides' names split at their first '-' (lbsim-NO_LB_RELAX_BY_FAILED).
+    assert!(lines.next().unwrap().trim_end().ends_with("lbsim"), "{mm}");
+    let second = lines.next().unwrap();
+    assert!(second.contains("NO_LB_RELAX_BY_FAILED"), "{mm}");
+    assert!(second.trim_end().ends_with("(profile defaults)"), "{mm}");
+    // Every metric has its rows, the base's change is 0.00%, rates take Hmean.
+    for row in [
+        "Min       ",
+        "Amean     ",
+        "Stddev    ",
+        "CoeffVar  ",
+        "Max       ",
+    ] {
+        assert!(mm.lines().any(|l| l.starts_with(row)), "{row}: {mm}");
+    }
+    assert!(
+        mm.lines()
+            .skip(2)
+            .all(|l| l.contains("(   0.00%)") && (l.ends_with("%)") || l.ends_with("%*"))),
+        "{mm}"
+    );
+    assert!(mm.contains("sched.fairness_min_max"), "{mm}");
+
+    let lkp = ok(&args("lkp"));
+    let first = lkp.lines().next().unwrap();
+    assert!(
+        first.starts_with("lbsim noticed a ") && first.ends_with(" on:"),
+        "{lkp}"
+    );
+    assert!(
+        lkp.contains("         %stddev     %change         %stddev\n"),
+        "{lkp}"
+    );
+    assert!(
+        lkp.contains("machine/workload/runs:\n  hikey/busy:threads=9/3\n"),
+        "{lkp}"
+    );
+    // Only compare prints these tables.
+    let e = fails(&[
+        "run",
+        "--topology",
+        "2",
+        "--workload",
+        "busy",
+        "--format",
+        "mmtests",
+    ]);
+    assert!(e.contains("only `lbsim compare`"), "{e}");
+}

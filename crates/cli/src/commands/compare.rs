@@ -239,7 +239,12 @@ fn side_config(plan: &Plan, side: &str, list: &str) -> anyhow::Result<SimConfig>
 
 /// Runs `lbsim compare`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let format = args.format.text_or_json("compare")?;
+    let table = matches!(args.format, Format::Mmtests | Format::Lkp);
+    let format = if table {
+        TextOrJson::Text
+    } else {
+        args.format.text_or_json("compare")?
+    };
     let mut plan = plan(args)?;
     let base = side_config(&plan, "base", &plan.base)?;
     let patched = side_config(&plan, "patched", &plan.patched)?;
@@ -269,9 +274,29 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
     }
     let comparison = compare(&runs.base, &runs.patched);
-    let text = match format {
-        TextOrJson::Json => json_pretty(&ComparisonJson::of(&comparison))?,
-        TextOrJson::Text => text_report(&plan, &runs, &comparison),
+    let sides = crate::tables::Sides {
+        base: side_name(&plan.base),
+        patched: side_name(&plan.patched),
+    };
+    let text = match (args.format, format) {
+        (Format::Mmtests, _) => crate::tables::mmtests::render(
+            &crate::tables::Sides {
+                base: format!("lbsim-{}", sides.base),
+                patched: format!("lbsim-{}", sides.patched),
+            },
+            &comparison,
+        ),
+        (Format::Lkp, _) => crate::tables::lkp::render(
+            &sides,
+            &crate::tables::lkp::Testcase {
+                machine: plan.topology.clone(),
+                workloads: plan.workloads.clone(),
+                kernel: plan.kernel.clone(),
+            },
+            &comparison,
+        ),
+        (_, TextOrJson::Json) => json_pretty(&ComparisonJson::of(&comparison))?,
+        (_, TextOrJson::Text) => text_report(&plan, &runs, &comparison),
     };
     print(&text)?;
     if runs.interrupted() {
@@ -283,6 +308,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         std::process::exit(130);
     }
     Ok(())
+}
+
+/// A side's switches as a table names the side (an empty list: the profile's defaults).
+fn side_name(list: &str) -> String {
+    let l = list.trim();
+    if l.is_empty() {
+        "(profile defaults)".to_owned()
+    } else {
+        l.to_owned()
+    }
 }
 
 /// A number with about four significant digits, and the decimals it used.

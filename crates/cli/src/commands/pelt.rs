@@ -130,7 +130,9 @@ fn write_rows(
 ) -> io::Result<()> {
     match format {
         // `one_of` lets only csv and json through: the table is its own text.
-        Format::Csv | Format::Text | Format::Markdown => write_csv(out, rows)?,
+        Format::Csv | Format::Text | Format::Markdown | Format::Mmtests | Format::Lkp => {
+            write_csv(out, rows)?
+        }
         Format::Json => {
             writeln!(out, "[")?;
             for (i, r) in rows.enumerate() {
