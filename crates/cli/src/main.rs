@@ -28,6 +28,8 @@ enum Cmd {
     Run(commands::run::Args),
     /// Run a scenario over many seeds with two feature sets; compare every metric.
     Compare(commands::compare::Args),
+    /// Run a scenario over a grid of tunables, features and workload keys, many seeds each.
+    Sweep(commands::sweep::Args),
     /// Reproduce the five seed experiments: the reported numbers beside lbsim's.
     Repro(commands::repro::Args),
     /// Print the sched features as debugfs shows them, then every tunable with its value.
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
         Cmd::Pelt(args) => commands::pelt::run(&args),
         Cmd::Run(args) => commands::run::run(&args),
         Cmd::Compare(args) => commands::compare::run(&args),
+        Cmd::Sweep(args) => commands::sweep::run(&args),
         Cmd::Repro(args) => commands::repro::run(&args),
         Cmd::Features(args) => commands::features::run(&args),
     };

@@ -268,7 +268,7 @@ impl RunInputs {
 }
 
 /// The keys a scenario file may hold, in the order `lbsim` documents them.
-pub const FILE_KEYS: [&str; 11] = [
+pub const FILE_KEYS: [&str; 12] = [
     "description",
     "topology",
     "kernel",
@@ -280,6 +280,7 @@ pub const FILE_KEYS: [&str; 11] = [
     "runs",
     "base",
     "patched",
+    "vary",
 ];
 
 /// A scenario file: what the flags of `lbsim run` and `lbsim compare` hold, in TOML. Every key
@@ -329,6 +330,8 @@ pub struct ScenarioFile {
     pub patched: Option<String>,
     /// `kernel`: the kernel profile (`--kernel`).
     pub kernel: Option<String>,
+    /// `vary`: `lbsim sweep`'s axes, `NAME=VALUES` each (`--vary`).
+    pub vary: Vec<String>,
 }
 
 /// The TOML type of a value, for error messages.
@@ -501,6 +504,14 @@ impl ScenarioFile {
                             .and_then(|i| u64::try_from(i).ok())
                             .ok_or_else(|| expected(key, "a non-negative integer", v))?,
                     );
+                }
+                "vary" => {
+                    let axes = strings(key, v)?;
+                    for a in &axes {
+                        crate::commands::sweep::parse_axis(a)
+                            .map_err(|e| err(key, e.to_string()))?;
+                    }
+                    out.vary = axes;
                 }
                 "runs" => {
                     out.runs = Some(

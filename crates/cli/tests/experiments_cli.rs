@@ -725,3 +725,64 @@ fn compare_prints_the_mmtests_and_lkp_tables() {
     ]);
     assert!(e.contains("only `lbsim compare`"), "{e}");
 }
+
+#[test]
+fn a_sweep_split_in_shards_and_merged_prints_the_one_machine_table() {
+    let common = [
+        "sweep",
+        "--topology",
+        "hikey",
+        "--kernel",
+        "5.9",
+        "--workload",
+        "busy:threads=9",
+        "--duration",
+        "300ms",
+        "--runs",
+        "3",
+        "--vary",
+        "imbalance_pct=110,125",
+        "--vary",
+        "busy:threads=9..10",
+    ];
+    let whole = ok(&common);
+    assert!(
+        whole.contains("grid:       4 points (imbalance_pct x 2, busy:threads x 2), 3 seeds each"),
+        "{whole}"
+    );
+    assert!(
+        whole.contains("imbalance_pct=125 busy:threads=10"),
+        "{whole}"
+    );
+    let mut files = Vec::new();
+    for k in ["1/2", "2/2"] {
+        let mut a = common.to_vec();
+        a.extend(["--shard", k]);
+        let shard = ok(&a);
+        let v: Value = serde_json::from_str(&shard).expect("shard JSON");
+        assert_eq!(v["shards"], 2);
+        files.push(scratch(&format!("shard-{}.json", &k[..1]), &shard));
+    }
+    // Seeds 1 and 3 went to shard 1, seed 2 to shard 2, each at all four points.
+    let one: Value = serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    assert_eq!(one["runs"].as_array().unwrap().len(), 8);
+    let mut m = vec!["sweep", "--merge"];
+    let paths: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+    m.extend(paths.iter().map(String::as_str));
+    assert_eq!(ok(&m), whole);
+    // A missing shard, or a shard given twice, is an error.
+    let e = fails(&["sweep", "--merge", &paths[0]]);
+    assert!(e.contains("shard 2/2 is missing"), "{e}");
+    let e = fails(&["sweep", "--merge", &paths[0], &paths[0]]);
+    assert!(e.contains("given twice"), "{e}");
+    let e = fails(&[
+        "sweep",
+        "--topology",
+        "2",
+        "--workload",
+        "busy",
+        "--vary",
+        "x=5..1",
+    ]);
+    assert!(e.contains("empty range"), "{e}");
+}

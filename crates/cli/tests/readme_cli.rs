@@ -55,6 +55,24 @@ fn every_tour_command_runs() {
     // README's text -> the arguments this test runs it with.
     let concrete: Vec<(&str, Vec<String>)> = vec![
         (
+            "lbsim sweep --topology SPEC --workload WL --vary NAME=VALUES --runs N",
+            [
+                "sweep",
+                "--topology",
+                "4",
+                "--workload",
+                "busy:threads=5",
+                "--vary",
+                "busy:threads=4..5",
+                "--duration",
+                "50ms",
+                "--runs",
+                "2",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ),
+        (
             "lbsim repro [NAME ...] [--runs N]",
             vec![
                 "repro".into(),

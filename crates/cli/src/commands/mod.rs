@@ -5,6 +5,7 @@ pub mod features;
 pub mod pelt;
 pub mod repro;
 pub mod run;
+pub mod sweep;
 pub mod topology;
 
 /// The long help of a `--workload` flag: `first` line, then every workload `lbsim_workload`

@@ -57,6 +57,7 @@ cost_ipi_ns = 2000
             base: Some("NO_LB_RELAX_BY_FAILED,imbalance_pct=125".to_owned()),
             patched: Some(String::new()),
             kernel: Some("5.9".to_owned()),
+            vary: Vec::new(),
         }
     );
     // Single strings are accepted where lists are.
