@@ -19,6 +19,9 @@ pub use lbsim_core::{
 use crate::queue::EventQueue;
 use crate::time::SimTime;
 
+/// Events between two calls of [`Sim::run_with_progress`]'s callback.
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
@@ -86,8 +89,21 @@ impl<B: Balancer> Sim<B> {
     }
 
     /// Runs to the end and returns what was measured.
-    pub fn run(mut self) -> Result<RunResult, SimError> {
+    pub fn run(self) -> Result<RunResult, SimError> {
+        self.run_with_progress(&mut |_, _| {})
+    }
+
+    /// [`Sim::run`], calling `progress(now_ns, end_ns)` with the simulated time every
+    /// [`PROGRESS_EVERY`] events (a front end's progress display; it changes nothing in the
+    /// run).
+    pub fn run_with_progress(
+        mut self,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<RunResult, SimError> {
         while let Some(t) = self.queue.peek_time() {
+            if self.events.is_multiple_of(PROGRESS_EVERY) {
+                progress(t.as_ns().min(self.end_ns), self.end_ns);
+            }
             if t.as_ns() > self.end_ns {
                 break;
             }

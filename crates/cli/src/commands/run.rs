@@ -131,7 +131,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             Some(_) => sim.with_trace().with_trace_limit(args.max_trace_records),
             None => sim,
         };
-        sim.run().map_err(|e| match (e, &trace_file) {
+        let mut bar = crate::progress::SimProgress::new();
+        let result = sim.run_with_progress(&mut |now, end| bar.update(now, end));
+        bar.finish();
+        result.map_err(|e| match (e, &trace_file) {
             (SimError::TraceLimit { limit, time_ns }, Some(f)) => anyhow::anyhow!(
                 "--trace {}: the trace passed {limit} records at {:.6} s of simulated time \
                  (--max-trace-records N raises it); no file was written",
