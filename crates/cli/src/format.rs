@@ -79,7 +79,7 @@ impl Format {
                 bail!("--format markdown: only `lbsim features` writes Markdown (use text or json)")
             }
             Format::Mmtests | Format::Lkp => bail!(
-                "--format {}: only `lbsim compare` prints that table (use text or json)",
+                "--format {}: only `lbsim compare` (and `lbsim sweep` for mmtests) prints that table (use text or json)",
                 self.name()
             ),
         }

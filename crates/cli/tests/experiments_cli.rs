@@ -770,6 +770,24 @@ fn a_sweep_split_in_shards_and_merged_prints_the_one_machine_table() {
     let paths: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
     m.extend(paths.iter().map(String::as_str));
     assert_eq!(ok(&m), whole);
+    // The merged shards print mmtests' table too, one column per point.
+    let mut mm = m.clone();
+    mm.extend(["--format", "mmtests"]);
+    let table = ok(&mm);
+    assert!(
+        table
+            .lines()
+            .nth(1)
+            .unwrap()
+            .contains("imbalance_pct=125 busy:threads=10"),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("Amean     sched.migrations")),
+        "{table}"
+    );
     // A missing shard, or a shard given twice, is an error.
     let e = fails(&["sweep", "--merge", &paths[0]]);
     assert!(e.contains("shard 2/2 is missing"), "{e}");

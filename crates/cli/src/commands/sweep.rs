@@ -80,7 +80,7 @@ pub struct Args {
     /// The balancer policy.
     #[arg(long, value_enum, default_value_t = BalancerKind::default())]
     pub balancer: BalancerKind,
-    /// Output format.
+    /// Output format (`mmtests`: compare-mmtests.pl's table, one column per point).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// The runs' resource budget.
@@ -222,7 +222,10 @@ struct ShardFile {
 
 /// Runs `lbsim sweep`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let format = args.format.text_or_json("sweep")?;
+    let format = match args.format {
+        Format::Mmtests => Out::Mmtests,
+        f => Out::Plain(f.text_or_json("sweep")?),
+    };
     if !args.merge.is_empty() {
         return merge(args, format);
     }
@@ -442,8 +445,17 @@ fn with_key(workload: &str, key: &str, value: &str) -> String {
     format!("{kind}:{}", pairs.join(","))
 }
 
+/// How a sweep prints its results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Out {
+    /// `--format text` or `json`.
+    Plain(TextOrJson),
+    /// `--format mmtests`: compare-mmtests.pl's table, one column per point.
+    Mmtests,
+}
+
 /// Joins shard files.
-fn merge(args: &Args, format: TextOrJson) -> anyhow::Result<()> {
+fn merge(args: &Args, format: Out) -> anyhow::Result<()> {
     let mut files = Vec::new();
     for path in &args.merge {
         let text =
@@ -517,7 +529,7 @@ struct SweepJson<'a> {
 }
 
 /// The tables (or their JSON).
-fn render(def: &Definition, runs: &[ShardRun], format: TextOrJson) -> anyhow::Result<String> {
+fn render(def: &Definition, runs: &[ShardRun], out: Out) -> anyhow::Result<String> {
     let points = grid(&def.axes);
     let mut names: Vec<&ShardMetric> = Vec::new();
     for m in runs.iter().flat_map(|r| &r.metrics) {
@@ -525,6 +537,27 @@ fn render(def: &Definition, runs: &[ShardRun], format: TextOrJson) -> anyhow::Re
             names.push(m);
         }
     }
+    let format = match out {
+        Out::Plain(f) => f,
+        Out::Mmtests => {
+            let labels: Vec<String> = points
+                .iter()
+                .map(|p| format!("lbsim-{}", p.label(&def.axes)))
+                .collect();
+            let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+            let rows: Vec<crate::tables::mmtests::Row> = names
+                .iter()
+                .map(|m| crate::tables::mmtests::Row {
+                    name: m.name.clone(),
+                    higher_is_better: m.higher_is_better,
+                    columns: (0..points.len())
+                        .map(|p| values(runs, p, &m.name))
+                        .collect(),
+                })
+                .collect();
+            return Ok(crate::tables::mmtests::render_columns(&labels, &rows));
+        }
+    };
     let seeds_done = runs.iter().filter(|r| r.point == 0).count();
     let mut metrics = Vec::new();
     for m in &names {

@@ -177,21 +177,18 @@ fn cidiff(new: f64, new_ci: (f64, f64), base: f64, base_ci: (f64, f64)) -> f64 {
     if cisum == 0.0 { diff } else { diff / cisum }
 }
 
-/// Whether the patched mean differs significantly from the base's, as Compare.pm decides.
-fn significant(m: &MetricComparison) -> bool {
-    let higher = m.higher_is_better;
+/// Whether the mean of `values` differs significantly from the mean of `base`, as
+/// Compare.pm decides.
+fn significant(base: &[f64], values: &[f64], higher: bool) -> bool {
     let ci = |v: &[f64]| -> Option<(f64, f64)> {
         let mu = mean(v, higher)?;
         let q = Z_975 * stddev(v, higher)?;
         Some((mu - q, mu + q))
     };
-    let (Some(b), Some(p)) = (
-        mean(&m.base.values, higher),
-        mean(&m.patched.values, higher),
-    ) else {
+    let (Some(b), Some(p)) = (mean(base, higher), mean(values, higher)) else {
         return false;
     };
-    let (Some(bci), Some(pci)) = (ci(&m.base.values), ci(&m.patched.values)) else {
+    let (Some(bci), Some(pci)) = (ci(base), ci(values)) else {
         return false;
     };
     cidiff(b, bci, p, pci).abs() > 1.0
@@ -210,18 +207,41 @@ fn split_name(name: &str) -> (&str, &str) {
     name.split_once('-').unwrap_or(("", name))
 }
 
-/// The table.
+/// One metric's values per column (a side, or a sweep's point), base column first.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The metric's name (mmtests' "operation").
+    pub name: String,
+    /// True where higher is better (a rate: Hmean).
+    pub higher_is_better: bool,
+    /// The runs' values, per column.
+    pub columns: Vec<Vec<f64>>,
+}
+
+/// The table of an A/B comparison.
 pub fn render(sides: &Sides, c: &Comparison) -> String {
-    let stat_w = c
+    let rows: Vec<Row> = c
         .metrics
+        .iter()
+        .map(|m: &MetricComparison| Row {
+            name: m.name.clone(),
+            higher_is_better: m.higher_is_better,
+            columns: vec![m.base.values.clone(), m.patched.values.clone()],
+        })
+        .collect();
+    render_columns(&[sides.base.as_str(), sides.patched.as_str()], &rows)
+}
+
+/// The table of any number of columns named `names`, each compared with the first.
+pub fn render_columns(names: &[&str], rows: &[Row]) -> String {
+    let stat_w = rows
         .iter()
         .flat_map(|m| STATS.map(|s| s.name(m.higher_is_better).len()))
         .max()
         .unwrap_or(0);
-    let op_w = c.metrics.iter().map(|m| m.name.len()).max().unwrap_or(0);
+    let op_w = rows.iter().map(|m| m.name.len()).max().unwrap_or(0);
     let col = FIELD + COMPARE + 4;
     let mut s = String::new();
-    let names = [sides.base.as_str(), sides.patched.as_str()];
     for half in 0..2 {
         let _ = write!(s, "{:>w$}", "", w = stat_w + 1 + op_w);
         for n in names {
@@ -232,13 +252,16 @@ pub fn render(sides: &Sides, c: &Comparison) -> String {
         s.push('\n');
     }
     for stat in STATS {
-        for m in &c.metrics {
+        for m in rows {
             let higher = m.higher_is_better;
-            let base = value(stat, &m.base.values, higher);
-            let patched = value(stat, &m.patched.values, higher);
+            let empty = Vec::new();
+            let base_values = m.columns.first().unwrap_or(&empty);
+            let base = value(stat, base_values, higher);
             let _ = write!(s, "{:<stat_w$} {:<op_w$}", stat.name(higher), m.name);
-            let sig = stat == Stat::Mean && significant(m);
-            for (v, marked) in [(base, false), (patched, sig)] {
+            for (i, values) in m.columns.iter().enumerate() {
+                let v = value(stat, values, higher);
+                let marked =
+                    i > 0 && stat == Stat::Mean && significant(base_values, values, higher);
                 let pct = match (v, base) {
                     (Some(v), Some(b)) => change(stat, higher, v, b),
                     _ => 0.0,
