@@ -111,7 +111,7 @@ fn errors_name_the_file_the_key_and_what_was_expected() {
         (
             "topologie = \"hikey\"",
             "dir/s.toml: unknown key `topologie` (valid: description, topology, kernel, \
-             workloads, duration, features, tunables, seed, runs, base, patched)",
+             workloads, duration, features, tunables, seed, runs, base, patched, vary)",
         ),
         (
             "kernel = \"5.8\"",
@@ -168,6 +168,17 @@ fn errors_name_the_file_the_key_and_what_was_expected() {
     for (text, want) in cases {
         assert_eq!(error(text), want, "{text}");
     }
+    // A sweep's axes are checked as --vary checks them.
+    assert_eq!(
+        error("vary = [\"imbalance_pct=130..110\"]"),
+        "dir/s.toml: key `vary`: --vary `imbalance_pct=130..110`: `130..110` is an empty range"
+    );
+    assert_eq!(
+        parse("vary = [\"imbalance_pct=110,125\", \"busy:threads=8..9\"]")
+            .unwrap()
+            .vary,
+        ["imbalance_pct=110,125", "busy:threads=8..9"]
+    );
     // Errors from the other crates' parsers keep their own words, after the key.
     let e = error("topology = \"hikee\"");
     assert!(
