@@ -10,16 +10,16 @@
 //! `place_entity()` with `GENTLE_FAIR_SLEEPERS`/`START_DEBIT`, the min-vruntime pick with the
 //! next/last/skip buddies, `check_preempt_tick()` and `wakeup_preempt_entity()`.
 //!
-//! **The timeline is a vector, not an rbtree.** `tasks_timeline` holds the queued entities
-//! except `curr`; the pick scans it linearly. Results equal the kernel's augmented-rbtree
-//! search: the tree is ordered by (deadline, insertion) — `rb_add` puts an equal key to the
-//! right of the existing ones — and `pick_eevdf()`'s heap search returns the in-order first
-//! eligible entity, i.e. the eligible one with the earliest deadline, ties going to the one
-//! inserted first. Each node caches the entity's vruntime, deadline and weight, which cannot
-//! change while it is in the tree (the kernel would corrupt its tree otherwise). v6.6 sorted
-//! the tree by vruntime and searched with a min-deadline augmentation; the entity it picks is
-//! the same except when two eligible entities have equal deadlines (lbsim breaks that tie as
-//! v6.8+ does).
+//! **The timeline is an augmented balanced tree** (`timeline.rs`): `tasks_timeline` holds the
+//! queued entities except `curr`, ordered as the kernel's rbtree by (deadline, insertion) under
+//! EEVDF — `rb_add` puts an equal key to the right of the existing ones — and by (vruntime,
+//! insertion) under legacy CFS, each subtree caching its smallest vruntime and slice; insertion,
+//! removal, `pick_eevdf()`'s heap search (the in-order first eligible entity: the eligible one
+//! with the earliest deadline, ties going to the one inserted first), `min_vruntime` and
+//! `min_slice` take O(log n). The tree is an AVL tree over an arena, not a red-black tree (the
+//! picks and the minima depend only on the order, not on the shape). v6.6 sorted the tree by
+//! vruntime and searched with a min-deadline augmentation; the entity it picks is the same
+//! except when two eligible entities have equal deadlines (lbsim breaks that tie as v6.8+ does).
 //!
 //! The hierarchy is flat: there are no group entities, so `h_nr_running == nr_running` unless
 //! entities are delayed, and `rq->cfs_tasks` lives here as [`CfsRq::cfs_tasks`].
@@ -36,6 +36,7 @@
 
 mod cfs_legacy;
 mod eevdf;
+mod timeline;
 
 use std::collections::VecDeque;
 
@@ -46,6 +47,11 @@ use crate::params::RqFeat;
 use crate::tunables::{FairPick, SchedParams};
 use crate::weights::{LoadWeight, calc_delta_fair, scale_load_down};
 
+use timeline::{NIL, Node, Timeline};
+
+/// `RB_CLEAR_NODE()`: the `run_node` of an entity in no timeline.
+pub(crate) const NO_RUN_NODE: u32 = NIL;
+
 /// The two clocks a cfs_rq operation reads: `rq_clock_task()` and `cfs_rq_clock_pelt()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct CfsClock {
@@ -53,17 +59,6 @@ pub struct CfsClock {
     pub task: u64,
     /// `cfs_rq_clock_pelt(cfs_rq)` (no bandwidth throttling: `rq_clock_pelt(rq)`).
     pub pelt: u64,
-}
-
-/// One entity in `tasks_timeline`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Node {
-    id: TaskId,
-    /// Insertion sequence: the rbtree's order among equal keys.
-    seq: u64,
-    vruntime: u64,
-    deadline: u64,
-    weight: u64,
 }
 
 /// `(s64)(a - b) < 0`: `a` is before `b` on a wrapping virtual clock.
@@ -126,7 +121,7 @@ pub struct CfsRq {
     /// `TIF_NEED_RESCHED` on the rq's current task: `resched_curr()` was called since the last
     /// schedule.
     pub need_resched: bool,
-    timeline: Vec<Node>,
+    timeline: Timeline,
     next_seq: u64,
     cfs_tasks: VecDeque<TaskId>,
 }
@@ -157,7 +152,7 @@ impl CfsRq {
             skip: None,
             avg: CfsRqAvg::default(),
             need_resched: false,
-            timeline: Vec::with_capacity(16),
+            timeline: Timeline::default(),
             next_seq: 0,
             cfs_tasks: VecDeque::with_capacity(16),
         }
@@ -197,9 +192,20 @@ impl CfsRq {
         }
     }
 
-    /// The entities in `tasks_timeline` (queued, not `curr`), in no particular order.
+    /// The entities in `tasks_timeline` (queued, not `curr`), in tree order.
     pub fn timeline(&self) -> impl ExactSizeIterator<Item = TaskId> + '_ {
         self.timeline.iter().map(|n| n.id)
+    }
+
+    /// Whether `id` is in `tasks_timeline` (`RB_EMPTY_NODE(&se->run_node)` negated).
+    pub fn in_timeline<E: EntityStore>(&self, ents: &E, id: TaskId) -> bool {
+        self.timeline.get(ents.se(id).run_node, id).is_some()
+    }
+
+    /// Check the timeline's own structure: sorted, balanced, its cached minima and leftmost
+    /// right (an error names what is not).
+    pub fn check_timeline(&self) -> Result<(), String> {
+        self.timeline.check()
     }
 
     /// `resched_curr()`.
@@ -243,21 +249,45 @@ impl CfsRq {
 
     /// The root's augmented `min_vruntime`: the smallest vruntime in the timeline.
     fn timeline_min_vruntime(&self) -> Option<u64> {
-        let mut it = self.timeline.iter();
-        let first = it.next()?.vruntime;
-        Some(it.fold(first, |m, n| min_vruntime(m, n.vruntime)))
+        self.timeline.min_vruntime()
+    }
+
+    /// The smallest slice of the queued entities (`curr` if queued, and the timeline's root
+    /// `min_slice`); `u64::MAX` if none.
+    ///
+    /// Follows fair.c: `cfs_rq_min_slice()` (v6.12).
+    pub fn cfs_rq_min_slice<E: EntityStore>(&self, ents: &E) -> u64 {
+        let mut min_slice = u64::MAX;
+        if let Some(c) = self.curr {
+            let se = ents.se(c);
+            if se.on_rq {
+                min_slice = se.slice;
+            }
+        }
+        if let Some(root) = self.timeline.min_slice() {
+            min_slice = min_slice.min(root);
+        }
+        min_slice
     }
 
     // ---------------------------------------------------------------------------------
     // The timeline
 
-    /// Follows fair.c: `__enqueue_entity()`: add to the sums and the timeline.
-    pub fn __enqueue_entity<E: EntityStore>(&mut self, ents: &E, id: TaskId) {
-        let se = ents.se(id);
+    /// Sort the timeline by the pick policy's key (deadline under EEVDF, vruntime under legacy
+    /// CFS; see `timeline.rs`). A no-op unless the policy changed.
+    #[inline]
+    fn timeline_order(&mut self, pick: FairPick) {
+        self.timeline.set_order(pick);
+    }
+
+    /// Follows fair.c: `__enqueue_entity()`: add to the sums and the timeline (sorted as the
+    /// policy of the last life-cycle call: see [`CfsRq::enqueue_entity`]).
+    pub fn __enqueue_entity<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
         debug_assert!(
-            self.timeline.iter().all(|n| n.id != id),
+            !self.in_timeline(ents, id),
             "entity already in the timeline"
         );
+        let se = ents.se(id);
         let weight = scale_load_down(se.load.weight);
         let node = Node {
             id,
@@ -265,27 +295,30 @@ impl CfsRq {
             vruntime: se.vruntime,
             deadline: se.deadline,
             weight,
+            slice: se.slice,
         };
         self.next_seq += 1;
         self.avg_vruntime_add(node.vruntime, weight);
-        self.timeline.push(node);
+        ents.se_mut(id).run_node = self.timeline.insert(node);
     }
 
     /// Follows fair.c: `__dequeue_entity()`: remove from the timeline and the sums.
-    pub fn __dequeue_entity(&mut self, id: TaskId) {
-        let pos = self
-            .timeline
-            .iter()
-            .position(|n| n.id == id)
-            .unwrap_or_else(|| panic!("__dequeue_entity(): {id:?} is not in the timeline"));
-        let node = self.timeline.swap_remove(pos);
+    pub fn __dequeue_entity<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
+        let slot = ents.se(id).run_node;
+        assert!(
+            self.timeline.get(slot, id).is_some(),
+            "__dequeue_entity(): {id:?} is not in the timeline"
+        );
+        let node = self.timeline.remove(slot);
+        ents.se_mut(id).run_node = NIL;
         self.avg_vruntime_sub(node.vruntime, node.weight);
     }
 
-    /// The leftmost node: smallest key, then earliest insertion.
-    fn leftmost(&self, key: impl Fn(&Node) -> u64) -> Option<&Node> {
+    /// The leftmost node by another key than the tree's: smallest key, then earliest
+    /// insertion (a linear scan; the simulator never asks, since the tree follows the policy).
+    fn leftmost_by(&self, key: impl Fn(&Node) -> u64) -> Option<&Node> {
         let mut best: Option<&Node> = None;
-        for n in &self.timeline {
+        for n in self.timeline.iter() {
             best = match best {
                 None => Some(n),
                 Some(b) => {
@@ -304,16 +337,24 @@ impl CfsRq {
     /// Follows fair.c: `__pick_first_entity()`: the leftmost entity of the timeline — by
     /// deadline under EEVDF (v6.8+ tree order), by vruntime under legacy CFS.
     pub fn __pick_first_entity(&self, pick: FairPick) -> Option<TaskId> {
+        if pick == self.timeline.order() {
+            return self.timeline.first().map(|n| n.id);
+        }
         match pick {
-            FairPick::Eevdf => self.leftmost(|n| n.deadline).map(|n| n.id),
-            FairPick::Cfs => self.leftmost(|n| n.vruntime).map(|n| n.id),
+            FairPick::Eevdf => self.leftmost_by(|n| n.deadline).map(|n| n.id),
+            FairPick::Cfs => self.leftmost_by(|n| n.vruntime).map(|n| n.id),
         }
     }
 
     /// v6.1 `__pick_next_entity(se)`: the in-order successor of `id` in the vruntime-ordered
-    /// timeline.
-    fn successor_by_vruntime(&self, id: TaskId) -> Option<TaskId> {
-        let me = *self.timeline.iter().find(|n| n.id == id)?;
+    /// timeline (`None` if `id` is not in it).
+    fn successor_by_vruntime<E: EntityStore>(&self, ents: &E, id: TaskId) -> Option<TaskId> {
+        let slot = ents.se(id).run_node;
+        self.timeline.get(slot, id)?;
+        if self.timeline.order() == FairPick::Cfs {
+            return self.timeline.successor(slot).map(|n| n.id);
+        }
+        let me = *self.timeline.get(slot, id)?;
         let after = |n: &Node| {
             before(me.vruntime, n.vruntime) || (n.vruntime == me.vruntime && n.seq > me.seq)
         };
@@ -500,6 +541,7 @@ impl CfsRq {
         clock: CfsClock,
         params: &SchedParams,
     ) {
+        self.timeline_order(params.pick);
         let is_curr = self.curr == Some(id);
         match params.pick {
             FairPick::Eevdf => {
@@ -607,7 +649,7 @@ impl CfsRq {
                     se.rel_deadline = true;
                 }
                 if !is_curr {
-                    self.__dequeue_entity(id);
+                    self.__dequeue_entity(ents, id);
                 }
                 ents.se_mut(id).on_rq = false;
                 let se = ents.se(id);
@@ -630,7 +672,7 @@ impl CfsRq {
                 self.update_load_avg(ents, id, clock.pelt, action, params);
                 self.clear_buddies(id);
                 if !is_curr {
-                    self.__dequeue_entity(id);
+                    self.__dequeue_entity(ents, id);
                 }
                 ents.se_mut(id).on_rq = false;
                 let se = ents.se(id);
@@ -663,7 +705,7 @@ impl CfsRq {
     ) {
         self.clear_buddies(id);
         if ents.se(id).on_rq {
-            self.__dequeue_entity(id);
+            self.__dequeue_entity(ents, id);
             self.update_load_avg(ents, id, clock.pelt, UpdateFlags::UPDATE_TG, params);
             if params.pick == FairPick::Eevdf {
                 let se = ents.se_mut(id);
@@ -688,6 +730,7 @@ impl CfsRq {
         clock: CfsClock,
         params: &SchedParams,
     ) {
+        self.timeline_order(params.pick);
         let on_rq = ents.se(prev).on_rq;
         if on_rq {
             self.update_curr(ents, clock, params);
