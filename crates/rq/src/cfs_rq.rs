@@ -29,16 +29,18 @@
 //! `eevdf.rs` (v6.12: `avg_vruntime()`, eligibility and lag, `pick_eevdf()`,
 //! `update_deadline()`, `PREEMPT_SHORT`, `place_entity()`, the delayed dequeue) and
 //! `cfs_legacy.rs` (v6.1: `sched_slice()`, `place_entity()`, `wakeup_preempt_entity()`,
-//! `check_preempt_tick()`, the buddy pick). The interface both are used through is the life
-//! cycle here ([`CfsRq::enqueue_entity`], [`CfsRq::dequeue_entity`], [`CfsRq::update_curr`],
+//! `check_preempt_tick()`, the buddy pick). Two data structures have their own files:
+//! `timeline.rs` (the augmented tree of `tasks_timeline`) and `task_list.rs` (the linked list
+//! of `rq->cfs_tasks`); an entity keeps its slot in each (`se->run_node`, `se->group_node`).
+//! The interface both picks are used through is the life cycle here
+//! ([`CfsRq::enqueue_entity`], [`CfsRq::dequeue_entity`], [`CfsRq::update_curr`],
 //! [`CfsRq::set_next_entity`], [`CfsRq::entity_tick`], [`CfsRq::pick_next_entity`]), which
 //! selects on [`SchedParams::policy`](crate::tunables::SchedParams).
 
 mod cfs_legacy;
 mod eevdf;
+mod task_list;
 mod timeline;
-
-use std::collections::VecDeque;
 
 use lbsim_pelt::{CfsRqAvg, CfsRqLoad, SeLoad, UpdateFlags};
 
@@ -47,9 +49,11 @@ use crate::params::RqFeat;
 use crate::tunables::{FairPick, SchedParams};
 use crate::weights::{LoadWeight, calc_delta_fair, scale_load_down};
 
+use task_list::TaskList;
 use timeline::{NIL, Node, Timeline};
 
-/// `RB_CLEAR_NODE()`: the `run_node` of an entity in no timeline.
+/// `RB_CLEAR_NODE()`: the `run_node` of an entity in no timeline (and the `group_node` of
+/// one on no `cfs_tasks`).
 pub(crate) const NO_RUN_NODE: u32 = NIL;
 
 /// The two clocks a cfs_rq operation reads: `rq_clock_task()` and `cfs_rq_clock_pelt()`.
@@ -123,7 +127,7 @@ pub struct CfsRq {
     pub need_resched: bool,
     timeline: Timeline,
     next_seq: u64,
-    cfs_tasks: VecDeque<TaskId>,
+    cfs_tasks: TaskList,
 }
 
 impl Default for CfsRq {
@@ -154,42 +158,57 @@ impl CfsRq {
             need_resched: false,
             timeline: Timeline::default(),
             next_seq: 0,
-            cfs_tasks: VecDeque::with_capacity(16),
+            cfs_tasks: TaskList::default(),
         }
     }
 
     /// `rq->cfs_tasks`, head (most recently picked or enqueued) first. The load balancer's
     /// `detach_tasks()` scans it from the tail (`list_last_entry()`).
     pub fn cfs_tasks(&self) -> impl DoubleEndedIterator<Item = TaskId> + ExactSizeIterator + '_ {
-        self.cfs_tasks.iter().copied()
+        self.cfs_tasks.iter()
     }
 
     /// `list_move(&p->se.group_node, &rq->cfs_tasks)`: move a task to the head of
     /// `cfs_tasks` (done when it is picked, and by `detach_tasks()` for a skipped task).
-    /// Returns false if the task is not on the list.
+    /// Returns false if the task is not on the list. It finds the task by walking the list;
+    /// [`CfsRq::cfs_tasks_list_move`] takes it from its entity instead.
     pub fn cfs_tasks_move_to_head(&mut self, id: TaskId) -> bool {
-        match self.cfs_tasks.iter().position(|&t| t == id) {
-            Some(pos) => {
-                self.cfs_tasks.remove(pos);
-                self.cfs_tasks.push_front(id);
+        match self.cfs_tasks.find(id) {
+            Some(slot) => {
+                self.cfs_tasks.move_to_head(slot);
                 true
             }
             None => false,
         }
+    }
+
+    /// `list_move(&p->se.group_node, &rq->cfs_tasks)` through the entity's `group_node`: as
+    /// [`CfsRq::cfs_tasks_move_to_head`] in O(1).
+    pub fn cfs_tasks_list_move<E: EntityStore>(&mut self, ents: &E, id: TaskId) -> bool {
+        let slot = ents.se(id).group_node;
+        if !self.cfs_tasks.holds(slot, id) {
+            return false;
+        }
+        self.cfs_tasks.move_to_head(slot);
+        true
     }
 
     /// `list_move_tail(&p->se.group_node, &rq->cfs_tasks)`: move a task to the tail of
     /// `cfs_tasks` (done by the `detach_tasks()` of v4.6-v4.14, which scanned from the
     /// head, for a skipped task). Returns false if the task is not on the list.
     pub fn cfs_tasks_move_to_tail(&mut self, id: TaskId) -> bool {
-        match self.cfs_tasks.iter().position(|&t| t == id) {
-            Some(pos) => {
-                self.cfs_tasks.remove(pos);
-                self.cfs_tasks.push_back(id);
+        match self.cfs_tasks.find(id) {
+            Some(slot) => {
+                self.cfs_tasks.move_to_tail(slot);
                 true
             }
             None => false,
         }
+    }
+
+    /// Whether `id` is on `cfs_tasks` (through its entity's `group_node`).
+    pub fn on_cfs_tasks<E: EntityStore>(&self, ents: &E, id: TaskId) -> bool {
+        self.cfs_tasks.holds(ents.se(id).group_node, id)
     }
 
     /// The entities in `tasks_timeline` (queued, not `curr`), in tree order.
@@ -416,9 +435,11 @@ impl CfsRq {
 
     /// Follows fair.c: `account_entity_enqueue()`: add the weight, put the task at the head of
     /// `cfs_tasks` (`list_add`), count it.
-    fn account_entity_enqueue(&mut self, weight: u64, idle: bool, id: TaskId) {
+    fn account_entity_enqueue<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
+        let se = ents.se(id);
+        let (weight, idle) = (se.load.weight, se.idle);
         self.load.add(weight);
-        self.cfs_tasks.push_front(id);
+        ents.se_mut(id).group_node = self.cfs_tasks.push_front(id);
         self.nr_running += 1;
         if idle {
             self.idle_nr_running += 1;
@@ -426,10 +447,13 @@ impl CfsRq {
     }
 
     /// Follows fair.c: `account_entity_dequeue()`.
-    fn account_entity_dequeue(&mut self, weight: u64, idle: bool, id: TaskId) {
+    fn account_entity_dequeue<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
+        let se = ents.se(id);
+        let (weight, idle, slot) = (se.load.weight, se.idle, se.group_node);
         self.load.sub(weight);
-        if let Some(pos) = self.cfs_tasks.iter().position(|&t| t == id) {
-            self.cfs_tasks.remove(pos);
+        if self.cfs_tasks.holds(slot, id) {
+            self.cfs_tasks.remove(slot);
+            ents.se_mut(id).group_node = NO_RUN_NODE;
         } else {
             debug_assert!(false, "account_entity_dequeue(): {id:?} not on cfs_tasks");
         }
@@ -559,9 +583,7 @@ impl CfsRq {
                 if !is_curr {
                     self.place_entity(ents, id, flags, params);
                 }
-                let se = ents.se(id);
-                let (w, idle) = (se.load.weight, se.idle);
-                self.account_entity_enqueue(w, idle, id);
+                self.account_entity_enqueue(ents, id);
             }
             FairPick::Cfs => {
                 let renorm =
@@ -582,9 +604,7 @@ impl CfsRq {
                     UpdateFlags::UPDATE_TG | UpdateFlags::DO_ATTACH,
                     params,
                 );
-                let se = ents.se(id);
-                let (w, idle) = (se.load.weight, se.idle);
-                self.account_entity_enqueue(w, idle, id);
+                self.account_entity_enqueue(ents, id);
                 if flags.contains(EnqueueFlags::WAKEUP) {
                     self.place_entity_cfs(ents, id, false, clock.task, params);
                 }
@@ -652,9 +672,7 @@ impl CfsRq {
                     self.__dequeue_entity(ents, id);
                 }
                 ents.se_mut(id).on_rq = false;
-                let se = ents.se(id);
-                let (w, idle) = (se.load.weight, se.idle);
-                self.account_entity_dequeue(w, idle, id);
+                self.account_entity_dequeue(ents, id);
                 if !flags.contains(DequeueFlags::SAVE) || flags.contains(DequeueFlags::MOVE) {
                     self.update_min_vruntime(ents);
                 }
@@ -675,9 +693,7 @@ impl CfsRq {
                     self.__dequeue_entity(ents, id);
                 }
                 ents.se_mut(id).on_rq = false;
-                let se = ents.se(id);
-                let (w, idle) = (se.load.weight, se.idle);
-                self.account_entity_dequeue(w, idle, id);
+                self.account_entity_dequeue(ents, id);
                 if !sleep {
                     let min = self.min_vruntime;
                     let se = ents.se_mut(id);

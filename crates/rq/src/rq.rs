@@ -441,7 +441,7 @@ impl Rq {
                     ));
                 }
             }
-            if !cfs.cfs_tasks().any(|n| n == id) {
+            if !cfs.on_cfs_tasks(tasks, id) {
                 return err(format!("queued task {id:?} is not on cfs_tasks"));
             }
         }

@@ -31,8 +31,7 @@ fn se(weight: u64, vruntime: u64, deadline: u64) -> SchedEntity {
 /// Put an entity in the timeline with its current vruntime/deadline, as `enqueue_entity()`
 /// would after placement (no placement, no PELT).
 fn queue(cfs: &mut CfsRq, ents: &mut Ents, id: TaskId) {
-    let (w, idle) = (ents[id].load.weight, ents[id].idle);
-    cfs.account_entity_enqueue(w, idle, id);
+    cfs.account_entity_enqueue(ents, id);
     cfs.h_nr_running += 1;
     cfs.__enqueue_entity(ents, id);
     ents[id].on_rq = true;
