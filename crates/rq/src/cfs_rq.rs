@@ -10,16 +10,16 @@
 //! `place_entity()` with `GENTLE_FAIR_SLEEPERS`/`START_DEBIT`, the min-vruntime pick with the
 //! next/last/skip buddies, `check_preempt_tick()` and `wakeup_preempt_entity()`.
 //!
-//! **The timeline is a vector, not an rbtree.** `tasks_timeline` holds the queued entities
-//! except `curr`; the pick scans it linearly. Results equal the kernel's augmented-rbtree
-//! search: the tree is ordered by (deadline, insertion) — `rb_add` puts an equal key to the
-//! right of the existing ones — and `pick_eevdf()`'s heap search returns the in-order first
-//! eligible entity, i.e. the eligible one with the earliest deadline, ties going to the one
-//! inserted first. Each node caches the entity's vruntime, deadline and weight, which cannot
-//! change while it is in the tree (the kernel would corrupt its tree otherwise). v6.6 sorted
-//! the tree by vruntime and searched with a min-deadline augmentation; the entity it picks is
-//! the same except when two eligible entities have equal deadlines (lbsim breaks that tie as
-//! v6.8+ does).
+//! **The timeline is an augmented balanced tree** (`timeline.rs`): `tasks_timeline` holds the
+//! queued entities except `curr`, ordered as the kernel's rbtree by (deadline, insertion) under
+//! EEVDF — `rb_add` puts an equal key to the right of the existing ones — and by (vruntime,
+//! insertion) under legacy CFS, each subtree caching its smallest vruntime and slice; insertion,
+//! removal, `pick_eevdf()`'s heap search (the in-order first eligible entity: the eligible one
+//! with the earliest deadline, ties going to the one inserted first), `min_vruntime` and
+//! `min_slice` take O(log n). The tree is an AVL tree over an arena, not a red-black tree (the
+//! picks and the minima depend only on the order, not on the shape). v6.6 sorted the tree by
+//! vruntime and searched with a min-deadline augmentation; the entity it picks is the same
+//! except when two eligible entities have equal deadlines (lbsim breaks that tie as v6.8+ does).
 //!
 //! The hierarchy is flat: there are no group entities, so `h_nr_running == nr_running` unless
 //! entities are delayed, and `rq->cfs_tasks` lives here as [`CfsRq::cfs_tasks`].
@@ -29,15 +29,18 @@
 //! `eevdf.rs` (v6.12: `avg_vruntime()`, eligibility and lag, `pick_eevdf()`,
 //! `update_deadline()`, `PREEMPT_SHORT`, `place_entity()`, the delayed dequeue) and
 //! `cfs_legacy.rs` (v6.1: `sched_slice()`, `place_entity()`, `wakeup_preempt_entity()`,
-//! `check_preempt_tick()`, the buddy pick). The interface both are used through is the life
-//! cycle here ([`CfsRq::enqueue_entity`], [`CfsRq::dequeue_entity`], [`CfsRq::update_curr`],
+//! `check_preempt_tick()`, the buddy pick). Two data structures have their own files:
+//! `timeline.rs` (the augmented tree of `tasks_timeline`) and `task_list.rs` (the linked list
+//! of `rq->cfs_tasks`); an entity keeps its slot in each (`se->run_node`, `se->group_node`).
+//! The interface both picks are used through is the life cycle here
+//! ([`CfsRq::enqueue_entity`], [`CfsRq::dequeue_entity`], [`CfsRq::update_curr`],
 //! [`CfsRq::set_next_entity`], [`CfsRq::entity_tick`], [`CfsRq::pick_next_entity`]), which
 //! selects on [`SchedParams::policy`](crate::tunables::SchedParams).
 
 mod cfs_legacy;
 mod eevdf;
-
-use std::collections::VecDeque;
+mod task_list;
+mod timeline;
 
 use lbsim_pelt::{CfsRqAvg, CfsRqLoad, SeLoad, UpdateFlags};
 
@@ -46,6 +49,13 @@ use crate::params::RqFeat;
 use crate::tunables::{FairPick, SchedParams};
 use crate::weights::{LoadWeight, calc_delta_fair, scale_load_down};
 
+use task_list::TaskList;
+use timeline::{NIL, Node, Timeline};
+
+/// `RB_CLEAR_NODE()`: the `run_node` of an entity in no timeline (and the `group_node` of
+/// one on no `cfs_tasks`).
+pub(crate) const NO_RUN_NODE: u32 = NIL;
+
 /// The two clocks a cfs_rq operation reads: `rq_clock_task()` and `cfs_rq_clock_pelt()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct CfsClock {
@@ -53,17 +63,6 @@ pub struct CfsClock {
     pub task: u64,
     /// `cfs_rq_clock_pelt(cfs_rq)` (no bandwidth throttling: `rq_clock_pelt(rq)`).
     pub pelt: u64,
-}
-
-/// One entity in `tasks_timeline`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Node {
-    id: TaskId,
-    /// Insertion sequence: the rbtree's order among equal keys.
-    seq: u64,
-    vruntime: u64,
-    deadline: u64,
-    weight: u64,
 }
 
 /// `(s64)(a - b) < 0`: `a` is before `b` on a wrapping virtual clock.
@@ -126,9 +125,9 @@ pub struct CfsRq {
     /// `TIF_NEED_RESCHED` on the rq's current task: `resched_curr()` was called since the last
     /// schedule.
     pub need_resched: bool,
-    timeline: Vec<Node>,
+    timeline: Timeline,
     next_seq: u64,
-    cfs_tasks: VecDeque<TaskId>,
+    cfs_tasks: TaskList,
 }
 
 impl Default for CfsRq {
@@ -157,49 +156,75 @@ impl CfsRq {
             skip: None,
             avg: CfsRqAvg::default(),
             need_resched: false,
-            timeline: Vec::with_capacity(16),
+            timeline: Timeline::default(),
             next_seq: 0,
-            cfs_tasks: VecDeque::with_capacity(16),
+            cfs_tasks: TaskList::default(),
         }
     }
 
     /// `rq->cfs_tasks`, head (most recently picked or enqueued) first. The load balancer's
     /// `detach_tasks()` scans it from the tail (`list_last_entry()`).
     pub fn cfs_tasks(&self) -> impl DoubleEndedIterator<Item = TaskId> + ExactSizeIterator + '_ {
-        self.cfs_tasks.iter().copied()
+        self.cfs_tasks.iter()
     }
 
     /// `list_move(&p->se.group_node, &rq->cfs_tasks)`: move a task to the head of
     /// `cfs_tasks` (done when it is picked, and by `detach_tasks()` for a skipped task).
-    /// Returns false if the task is not on the list.
+    /// Returns false if the task is not on the list. It finds the task by walking the list;
+    /// [`CfsRq::cfs_tasks_list_move`] takes it from its entity instead.
     pub fn cfs_tasks_move_to_head(&mut self, id: TaskId) -> bool {
-        match self.cfs_tasks.iter().position(|&t| t == id) {
-            Some(pos) => {
-                self.cfs_tasks.remove(pos);
-                self.cfs_tasks.push_front(id);
+        match self.cfs_tasks.find(id) {
+            Some(slot) => {
+                self.cfs_tasks.move_to_head(slot);
                 true
             }
             None => false,
         }
+    }
+
+    /// `list_move(&p->se.group_node, &rq->cfs_tasks)` through the entity's `group_node`: as
+    /// [`CfsRq::cfs_tasks_move_to_head`] in O(1).
+    pub fn cfs_tasks_list_move<E: EntityStore>(&mut self, ents: &E, id: TaskId) -> bool {
+        let slot = ents.se(id).group_node;
+        if !self.cfs_tasks.holds(slot, id) {
+            return false;
+        }
+        self.cfs_tasks.move_to_head(slot);
+        true
     }
 
     /// `list_move_tail(&p->se.group_node, &rq->cfs_tasks)`: move a task to the tail of
     /// `cfs_tasks` (done by the `detach_tasks()` of v4.6-v4.14, which scanned from the
     /// head, for a skipped task). Returns false if the task is not on the list.
     pub fn cfs_tasks_move_to_tail(&mut self, id: TaskId) -> bool {
-        match self.cfs_tasks.iter().position(|&t| t == id) {
-            Some(pos) => {
-                self.cfs_tasks.remove(pos);
-                self.cfs_tasks.push_back(id);
+        match self.cfs_tasks.find(id) {
+            Some(slot) => {
+                self.cfs_tasks.move_to_tail(slot);
                 true
             }
             None => false,
         }
     }
 
-    /// The entities in `tasks_timeline` (queued, not `curr`), in no particular order.
+    /// Whether `id` is on `cfs_tasks` (through its entity's `group_node`).
+    pub fn on_cfs_tasks<E: EntityStore>(&self, ents: &E, id: TaskId) -> bool {
+        self.cfs_tasks.holds(ents.se(id).group_node, id)
+    }
+
+    /// The entities in `tasks_timeline` (queued, not `curr`), in tree order.
     pub fn timeline(&self) -> impl ExactSizeIterator<Item = TaskId> + '_ {
         self.timeline.iter().map(|n| n.id)
+    }
+
+    /// Whether `id` is in `tasks_timeline` (`RB_EMPTY_NODE(&se->run_node)` negated).
+    pub fn in_timeline<E: EntityStore>(&self, ents: &E, id: TaskId) -> bool {
+        self.timeline.get(ents.se(id).run_node, id).is_some()
+    }
+
+    /// Check the timeline's own structure: sorted, balanced, its cached minima and leftmost
+    /// right (an error names what is not).
+    pub fn check_timeline(&self) -> Result<(), String> {
+        self.timeline.check()
     }
 
     /// `resched_curr()`.
@@ -243,21 +268,45 @@ impl CfsRq {
 
     /// The root's augmented `min_vruntime`: the smallest vruntime in the timeline.
     fn timeline_min_vruntime(&self) -> Option<u64> {
-        let mut it = self.timeline.iter();
-        let first = it.next()?.vruntime;
-        Some(it.fold(first, |m, n| min_vruntime(m, n.vruntime)))
+        self.timeline.min_vruntime()
+    }
+
+    /// The smallest slice of the queued entities (`curr` if queued, and the timeline's root
+    /// `min_slice`); `u64::MAX` if none.
+    ///
+    /// Follows fair.c: `cfs_rq_min_slice()` (v6.12).
+    pub fn cfs_rq_min_slice<E: EntityStore>(&self, ents: &E) -> u64 {
+        let mut min_slice = u64::MAX;
+        if let Some(c) = self.curr {
+            let se = ents.se(c);
+            if se.on_rq {
+                min_slice = se.slice;
+            }
+        }
+        if let Some(root) = self.timeline.min_slice() {
+            min_slice = min_slice.min(root);
+        }
+        min_slice
     }
 
     // ---------------------------------------------------------------------------------
     // The timeline
 
-    /// Follows fair.c: `__enqueue_entity()`: add to the sums and the timeline.
-    pub fn __enqueue_entity<E: EntityStore>(&mut self, ents: &E, id: TaskId) {
-        let se = ents.se(id);
+    /// Sort the timeline by the pick policy's key (deadline under EEVDF, vruntime under legacy
+    /// CFS; see `timeline.rs`). A no-op unless the policy changed.
+    #[inline]
+    fn timeline_order(&mut self, pick: FairPick) {
+        self.timeline.set_order(pick);
+    }
+
+    /// Follows fair.c: `__enqueue_entity()`: add to the sums and the timeline (sorted as the
+    /// policy of the last life-cycle call: see [`CfsRq::enqueue_entity`]).
+    pub fn __enqueue_entity<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
         debug_assert!(
-            self.timeline.iter().all(|n| n.id != id),
+            !self.in_timeline(ents, id),
             "entity already in the timeline"
         );
+        let se = ents.se(id);
         let weight = scale_load_down(se.load.weight);
         let node = Node {
             id,
@@ -265,27 +314,30 @@ impl CfsRq {
             vruntime: se.vruntime,
             deadline: se.deadline,
             weight,
+            slice: se.slice,
         };
         self.next_seq += 1;
         self.avg_vruntime_add(node.vruntime, weight);
-        self.timeline.push(node);
+        ents.se_mut(id).run_node = self.timeline.insert(node);
     }
 
     /// Follows fair.c: `__dequeue_entity()`: remove from the timeline and the sums.
-    pub fn __dequeue_entity(&mut self, id: TaskId) {
-        let pos = self
-            .timeline
-            .iter()
-            .position(|n| n.id == id)
-            .unwrap_or_else(|| panic!("__dequeue_entity(): {id:?} is not in the timeline"));
-        let node = self.timeline.swap_remove(pos);
+    pub fn __dequeue_entity<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
+        let slot = ents.se(id).run_node;
+        assert!(
+            self.timeline.get(slot, id).is_some(),
+            "__dequeue_entity(): {id:?} is not in the timeline"
+        );
+        let node = self.timeline.remove(slot);
+        ents.se_mut(id).run_node = NIL;
         self.avg_vruntime_sub(node.vruntime, node.weight);
     }
 
-    /// The leftmost node: smallest key, then earliest insertion.
-    fn leftmost(&self, key: impl Fn(&Node) -> u64) -> Option<&Node> {
+    /// The leftmost node by another key than the tree's: smallest key, then earliest
+    /// insertion (a linear scan; the simulator never asks, since the tree follows the policy).
+    fn leftmost_by(&self, key: impl Fn(&Node) -> u64) -> Option<&Node> {
         let mut best: Option<&Node> = None;
-        for n in &self.timeline {
+        for n in self.timeline.iter() {
             best = match best {
                 None => Some(n),
                 Some(b) => {
@@ -304,16 +356,24 @@ impl CfsRq {
     /// Follows fair.c: `__pick_first_entity()`: the leftmost entity of the timeline — by
     /// deadline under EEVDF (v6.8+ tree order), by vruntime under legacy CFS.
     pub fn __pick_first_entity(&self, pick: FairPick) -> Option<TaskId> {
+        if pick == self.timeline.order() {
+            return self.timeline.first().map(|n| n.id);
+        }
         match pick {
-            FairPick::Eevdf => self.leftmost(|n| n.deadline).map(|n| n.id),
-            FairPick::Cfs => self.leftmost(|n| n.vruntime).map(|n| n.id),
+            FairPick::Eevdf => self.leftmost_by(|n| n.deadline).map(|n| n.id),
+            FairPick::Cfs => self.leftmost_by(|n| n.vruntime).map(|n| n.id),
         }
     }
 
     /// v6.1 `__pick_next_entity(se)`: the in-order successor of `id` in the vruntime-ordered
-    /// timeline.
-    fn successor_by_vruntime(&self, id: TaskId) -> Option<TaskId> {
-        let me = *self.timeline.iter().find(|n| n.id == id)?;
+    /// timeline (`None` if `id` is not in it).
+    fn successor_by_vruntime<E: EntityStore>(&self, ents: &E, id: TaskId) -> Option<TaskId> {
+        let slot = ents.se(id).run_node;
+        self.timeline.get(slot, id)?;
+        if self.timeline.order() == FairPick::Cfs {
+            return self.timeline.successor(slot).map(|n| n.id);
+        }
+        let me = *self.timeline.get(slot, id)?;
         let after = |n: &Node| {
             before(me.vruntime, n.vruntime) || (n.vruntime == me.vruntime && n.seq > me.seq)
         };
@@ -375,9 +435,11 @@ impl CfsRq {
 
     /// Follows fair.c: `account_entity_enqueue()`: add the weight, put the task at the head of
     /// `cfs_tasks` (`list_add`), count it.
-    fn account_entity_enqueue(&mut self, weight: u64, idle: bool, id: TaskId) {
+    fn account_entity_enqueue<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
+        let se = ents.se(id);
+        let (weight, idle) = (se.load.weight, se.idle);
         self.load.add(weight);
-        self.cfs_tasks.push_front(id);
+        ents.se_mut(id).group_node = self.cfs_tasks.push_front(id);
         self.nr_running += 1;
         if idle {
             self.idle_nr_running += 1;
@@ -385,10 +447,13 @@ impl CfsRq {
     }
 
     /// Follows fair.c: `account_entity_dequeue()`.
-    fn account_entity_dequeue(&mut self, weight: u64, idle: bool, id: TaskId) {
+    fn account_entity_dequeue<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
+        let se = ents.se(id);
+        let (weight, idle, slot) = (se.load.weight, se.idle, se.group_node);
         self.load.sub(weight);
-        if let Some(pos) = self.cfs_tasks.iter().position(|&t| t == id) {
-            self.cfs_tasks.remove(pos);
+        if self.cfs_tasks.holds(slot, id) {
+            self.cfs_tasks.remove(slot);
+            ents.se_mut(id).group_node = NO_RUN_NODE;
         } else {
             debug_assert!(false, "account_entity_dequeue(): {id:?} not on cfs_tasks");
         }
@@ -500,6 +565,7 @@ impl CfsRq {
         clock: CfsClock,
         params: &SchedParams,
     ) {
+        self.timeline_order(params.pick);
         let is_curr = self.curr == Some(id);
         match params.pick {
             FairPick::Eevdf => {
@@ -517,9 +583,7 @@ impl CfsRq {
                 if !is_curr {
                     self.place_entity(ents, id, flags, params);
                 }
-                let se = ents.se(id);
-                let (w, idle) = (se.load.weight, se.idle);
-                self.account_entity_enqueue(w, idle, id);
+                self.account_entity_enqueue(ents, id);
             }
             FairPick::Cfs => {
                 let renorm =
@@ -540,9 +604,7 @@ impl CfsRq {
                     UpdateFlags::UPDATE_TG | UpdateFlags::DO_ATTACH,
                     params,
                 );
-                let se = ents.se(id);
-                let (w, idle) = (se.load.weight, se.idle);
-                self.account_entity_enqueue(w, idle, id);
+                self.account_entity_enqueue(ents, id);
                 if flags.contains(EnqueueFlags::WAKEUP) {
                     self.place_entity_cfs(ents, id, false, clock.task, params);
                 }
@@ -607,12 +669,10 @@ impl CfsRq {
                     se.rel_deadline = true;
                 }
                 if !is_curr {
-                    self.__dequeue_entity(id);
+                    self.__dequeue_entity(ents, id);
                 }
                 ents.se_mut(id).on_rq = false;
-                let se = ents.se(id);
-                let (w, idle) = (se.load.weight, se.idle);
-                self.account_entity_dequeue(w, idle, id);
+                self.account_entity_dequeue(ents, id);
                 if !flags.contains(DequeueFlags::SAVE) || flags.contains(DequeueFlags::MOVE) {
                     self.update_min_vruntime(ents);
                 }
@@ -630,12 +690,10 @@ impl CfsRq {
                 self.update_load_avg(ents, id, clock.pelt, action, params);
                 self.clear_buddies(id);
                 if !is_curr {
-                    self.__dequeue_entity(id);
+                    self.__dequeue_entity(ents, id);
                 }
                 ents.se_mut(id).on_rq = false;
-                let se = ents.se(id);
-                let (w, idle) = (se.load.weight, se.idle);
-                self.account_entity_dequeue(w, idle, id);
+                self.account_entity_dequeue(ents, id);
                 if !sleep {
                     let min = self.min_vruntime;
                     let se = ents.se_mut(id);
@@ -663,7 +721,7 @@ impl CfsRq {
     ) {
         self.clear_buddies(id);
         if ents.se(id).on_rq {
-            self.__dequeue_entity(id);
+            self.__dequeue_entity(ents, id);
             self.update_load_avg(ents, id, clock.pelt, UpdateFlags::UPDATE_TG, params);
             if params.pick == FairPick::Eevdf {
                 let se = ents.se_mut(id);
@@ -688,6 +746,7 @@ impl CfsRq {
         clock: CfsClock,
         params: &SchedParams,
     ) {
+        self.timeline_order(params.pick);
         let on_rq = ents.se(prev).on_rq;
         if on_rq {
             self.update_curr(ents, clock, params);

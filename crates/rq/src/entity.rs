@@ -54,6 +54,12 @@ pub struct SchedEntity {
     pub vlag: i64,
     /// `se->avg`: the entity's PELT signal.
     pub avg: SchedAvg,
+    /// `se->run_node`: the entity's slot in its cfs_rq's timeline while it is in one (an
+    /// index into that tree's arena, checked against the slot's task on use).
+    pub(crate) run_node: u32,
+    /// `se->group_node`: the entity's slot on its runqueue's `cfs_tasks` while it is queued
+    /// (an index into that list's arena, checked against the slot's task on use).
+    pub(crate) group_node: u32,
 }
 
 impl SchedEntity {
@@ -77,6 +83,8 @@ impl SchedEntity {
             deadline: 0,
             slice: base_slice_ns,
             vlag: 0,
+            run_node: crate::cfs_rq::NO_RUN_NODE,
+            group_node: crate::cfs_rq::NO_RUN_NODE,
             avg: lbsim_pelt::init_entity_runnable_average(crate::weights::scale_load_down(
                 load.weight,
             )),

@@ -404,8 +404,9 @@ impl Rq {
 
     /// Check that the counters and sums agree with what the runqueue holds: `nr_running`,
     /// `h_nr_running`, `h_nr_delayed`, `load.weight` against the queued tasks; the timeline
-    /// against the queued entities other than `curr`; `avg_vruntime`/`avg_load` against a
-    /// recomputation; `cfs_tasks` against the queued tasks.
+    /// against the queued entities other than `curr`, and its tree's order, balance and cached
+    /// minima; `avg_vruntime`/`avg_load` against a recomputation; `cfs_tasks` against the
+    /// queued tasks.
     pub fn check_invariants(&self, tasks: &Tasks) -> Result<(), RqError> {
         let err = |detail: String| {
             Err(RqError::Invariant {
@@ -434,13 +435,13 @@ impl Rq {
                     (t.se.vruntime.wrapping_sub(cfs.min_vruntime) as i64).wrapping_mul(w as i64),
                 );
                 avg_load += w;
-                if !cfs.timeline().any(|n| n == id) {
+                if !cfs.in_timeline(tasks, id) {
                     return err(format!(
                         "queued task {id:?} is neither curr nor in the timeline"
                     ));
                 }
             }
-            if !cfs.cfs_tasks().any(|n| n == id) {
+            if !cfs.on_cfs_tasks(tasks, id) {
                 return err(format!("queued task {id:?} is not on cfs_tasks"));
             }
         }
@@ -468,6 +469,9 @@ impl Rq {
                 cfs.timeline().len(),
                 cfs.cfs_tasks().len()
             ));
+        }
+        if let Err(detail) = cfs.check_timeline() {
+            return err(detail);
         }
         if avg != cfs.avg_vruntime || avg_load != cfs.avg_load {
             return err(format!(

@@ -192,7 +192,7 @@ impl CfsRq {
             let second = if Some(se) == curr {
                 first
             } else {
-                match (self.successor_by_vruntime(se), curr) {
+                match (self.successor_by_vruntime(ents, se), curr) {
                     (None, c) => c,
                     (Some(s), Some(c)) if before(vr(c), vr(s)) => Some(c),
                     (s, _) => s,

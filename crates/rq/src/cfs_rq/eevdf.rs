@@ -12,7 +12,7 @@ use crate::params::RqFeat;
 use crate::tunables::{FairPick, SchedParams};
 use crate::weights::{calc_delta_fair, scale_load_down};
 
-use super::{CfsClock, CfsRq, Node, before};
+use super::{CfsClock, CfsRq, before};
 
 impl CfsRq {
     // ---------------------------------------------------------------------------------
@@ -145,24 +145,11 @@ impl CfsRq {
             return Some(c);
         }
         // The in-order first eligible node: earliest deadline, then earliest insertion.
+        debug_assert_eq!(self.timeline.order(), FairPick::Eevdf);
         let (avg, load) = self.sums_with_curr(ents);
-        let mut best: Option<&Node> = None;
-        for n in &self.timeline {
-            if avg < self.entity_key(n.vruntime).wrapping_mul(load) {
-                continue;
-            }
-            best = match best {
-                None => Some(n),
-                Some(b) => {
-                    if before(n.deadline, b.deadline) || (n.deadline == b.deadline && n.seq < b.seq)
-                    {
-                        Some(n)
-                    } else {
-                        Some(b)
-                    }
-                }
-            };
-        }
+        let best = self
+            .timeline
+            .first_eligible(|v| avg >= self.entity_key(v).wrapping_mul(load));
         match (best, curr) {
             (None, c) => c,
             (Some(b), Some(c)) if before(ents.se(c).deadline, b.deadline) => Some(c),
@@ -305,13 +292,14 @@ impl CfsRq {
         params: &SchedParams,
     ) {
         debug_assert!(ents.se(id).sched_delayed && ents.se(id).on_rq);
+        self.timeline_order(params.pick);
         let is_curr = self.curr == Some(id);
         if params.feat(RqFeat::DelayZero) {
             self.update_entity_lag(ents, id, params.tick_nsec);
             if ents.se(id).vlag > 0 {
                 self.nr_running -= 1;
                 if !is_curr {
-                    self.__dequeue_entity(id);
+                    self.__dequeue_entity(ents, id);
                 }
                 ents.se_mut(id).vlag = 0;
                 self.place_entity(ents, id, EnqueueFlags::NONE, params);

@@ -31,8 +31,7 @@ fn se(weight: u64, vruntime: u64, deadline: u64) -> SchedEntity {
 /// Put an entity in the timeline with its current vruntime/deadline, as `enqueue_entity()`
 /// would after placement (no placement, no PELT).
 fn queue(cfs: &mut CfsRq, ents: &mut Ents, id: TaskId) {
-    let (w, idle) = (ents[id].load.weight, ents[id].idle);
-    cfs.account_entity_enqueue(w, idle, id);
+    cfs.account_entity_enqueue(ents, id);
     cfs.h_nr_running += 1;
     cfs.__enqueue_entity(ents, id);
     ents[id].on_rq = true;
@@ -81,7 +80,7 @@ fn avg_vruntime_counts_a_queued_curr() {
     // (3000*1024 + 1000*2048) / 3072 = 5120000 / 3072 = 1666.67 → 1666.
     assert_eq!(cfs.avg_vruntime(&ents), 1666);
     // b becomes curr: out of the timeline, still in V while on_rq.
-    cfs.__dequeue_entity(b);
+    cfs.__dequeue_entity(&mut ents, b);
     cfs.curr = Some(b);
     assert_eq!(cfs.avg_load, 1024);
     assert_eq!(cfs.avg_vruntime(&ents), 1666);
@@ -106,11 +105,11 @@ fn min_vruntime_advances_and_rebases() {
     assert_eq!(cfs.avg_vruntime, 200 * 1024);
     assert_eq!(cfs.avg_vruntime(&ents), v);
     // Removing the minimum moves it forward; it never goes back below.
-    cfs.__dequeue_entity(a);
+    cfs.__dequeue_entity(&mut ents, a);
     cfs.update_min_vruntime(&ents);
     assert_eq!(cfs.min_vruntime, 700);
     ents[a].vruntime = 10;
-    cfs.__enqueue_entity(&ents, a);
+    cfs.__enqueue_entity(&mut ents, a);
     cfs.update_min_vruntime(&ents);
     assert_eq!(cfs.min_vruntime, 700);
 }
@@ -133,11 +132,36 @@ fn pick_eevdf_earliest_eligible_deadline_with_insertion_tie_break() {
     assert!(!cfs.entity_eligible(&ents, z));
     assert_eq!(cfs.pick_eevdf(&ents, &p), Some(x));
     // Re-inserting x puts it after y (rb_add goes right on equal keys).
-    cfs.__dequeue_entity(x);
-    cfs.__enqueue_entity(&ents, x);
+    cfs.__dequeue_entity(&mut ents, x);
+    cfs.__enqueue_entity(&mut ents, x);
     assert_eq!(cfs.pick_eevdf(&ents, &p), Some(y));
     // The leftmost by deadline (z) is what __pick_first_entity() sees, eligible or not.
     assert_eq!(cfs.__pick_first_entity(FairPick::Eevdf), Some(z));
+}
+
+/// Rule (cfs_rq_min_slice, v6.12): the smallest slice of a queued curr and the timeline's
+/// root `min_slice`; `u64::MAX` when nothing is queued; a dequeued curr does not count.
+#[test]
+fn cfs_rq_min_slice_counts_a_queued_curr_and_the_tree() {
+    let mut ents = Ents::with_key();
+    let mut cfs = CfsRq::new();
+    assert_eq!(cfs.cfs_rq_min_slice(&ents), u64::MAX);
+    let mut slices = Vec::new();
+    for slice in [3_000_000, 700_000, 2_000_000] {
+        let mut e = se(1024, 0, 5_000);
+        e.slice = slice;
+        let id = ents.insert(e);
+        queue(&mut cfs, &mut ents, id);
+        slices.push(id);
+    }
+    assert_eq!(cfs.cfs_rq_min_slice(&ents), 700_000);
+    // The 0.7 ms entity runs: as curr it still counts while queued, not once dequeued.
+    let short = slices[1];
+    cfs.__dequeue_entity(&mut ents, short);
+    cfs.curr = Some(short);
+    assert_eq!(cfs.cfs_rq_min_slice(&ents), 700_000);
+    ents[short].on_rq = false;
+    assert_eq!(cfs.cfs_rq_min_slice(&ents), 2_000_000);
 }
 
 /// Rule (pick_eevdf, RUN_TO_PARITY): an eligible curr whose vlag still equals its deadline (set
@@ -154,7 +178,7 @@ fn run_to_parity_keeps_a_protected_curr() {
     let o = ents.insert(se(1024, 0, 3_000));
     queue(&mut cfs, &mut ents, c);
     queue(&mut cfs, &mut ents, o);
-    cfs.__dequeue_entity(c);
+    cfs.__dequeue_entity(&mut ents, c);
     cfs.curr = Some(c);
     ents[c].vlag = 9_000; // the set_next_entity() marker
     assert_eq!(cfs.pick_eevdf(&ents, &p), Some(c));
@@ -442,8 +466,8 @@ proptest::proptest! {
         }
         for &i in &reinsert {
             let id = order.remove(i % order.len());
-            cfs.__dequeue_entity(id);
-            cfs.__enqueue_entity(&ents, id);
+            cfs.__dequeue_entity(&mut ents, id);
+            cfs.__enqueue_entity(&mut ents, id);
             order.push(id);
         }
         let mut bst = Bst { nodes: Vec::new(), root: None };

@@ -120,7 +120,7 @@ impl Rq {
     /// `cfs_tasks` (most recently used); on a real pick, update the misfit status.
     fn __set_next_task_fair(&mut self, tasks: &mut Tasks, p: TaskId, first: bool) {
         if tasks[p].on_rq_queued() {
-            self.cfs.cfs_tasks_move_to_head(p);
+            self.cfs.cfs_tasks_list_move(tasks, p);
         }
         if !first {
             return;

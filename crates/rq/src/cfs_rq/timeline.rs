@@ -1,0 +1,530 @@
+//! `cfs_rq->tasks_timeline`: the queued entities (except `curr`) in a balanced search tree
+//! augmented with each subtree's smallest vruntime and smallest slice.
+//!
+//! Follows fair.c (v6.12): `__enqueue_entity()`'s `rb_add_augmented_cached(..., __entity_less,
+//! &min_vruntime_cb)`, `__dequeue_entity()`'s `rb_erase_augmented_cached()`,
+//! `min_vruntime_update()` (`min_vruntime` and `min_slice` of a subtree),
+//! `__pick_first_entity()` (the cached leftmost), `__pick_root_entity()` and `pick_eevdf()`'s
+//! heap search; for `sched_policy=cfs`, v6.1's vruntime-ordered tree and
+//! `__pick_next_entity()` (the in-order successor).
+//!
+//! **Deliberate differences.** The tree is an AVL tree over an arena of slots indexed by
+//! `u32` (freed slots are chained into a free list, so that a warm timeline allocates
+//! nothing), not a red-black tree of nodes embedded in the entities; the entity keeps only
+//! its slot index ([`SchedEntity::run_node`](crate::entity::SchedEntity)). Its order is the
+//! kernel's: by key (`deadline` under EEVDF, as v6.8+ sorts the tree; `vruntime` under
+//! legacy CFS), compared as `(s64)(a - b) < 0`, and an entity inserted with a key equal to
+//! others goes to their right, as `rb_add()` does with a strict `less`. That is the order
+//! (key, insertion sequence), which this tree uses as its search key, so an entity is found
+//! again for its removal by searching, not through parent pointers; like the kernel it needs
+//! the keys of one timeline to lie within 2^63 of each other. Each slot caches the entity's
+//! vruntime, deadline, weight and slice at insertion; none of them changes while the entity
+//! is in the tree (the kernel's tree would be corrupt otherwise).
+
+use crate::entity::TaskId;
+use crate::tunables::FairPick;
+
+use super::{before, min_vruntime};
+
+/// The index of no slot: an empty subtree, or an entity in no timeline.
+pub(crate) const NIL: u32 = u32::MAX;
+
+/// What the timeline caches of one entity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Node {
+    pub(crate) id: TaskId,
+    /// Insertion sequence: the rbtree's order among equal keys.
+    pub(crate) seq: u64,
+    pub(crate) vruntime: u64,
+    pub(crate) deadline: u64,
+    pub(crate) weight: u64,
+    pub(crate) slice: u64,
+}
+
+/// One arena slot: a node and its subtree's links and augmentation.
+#[derive(Clone, Debug)]
+struct Slot {
+    node: Node,
+    left: u32,
+    right: u32,
+    /// AVL height of the subtree (1 for a leaf); 0 for a free slot, whose `left` links the
+    /// free list.
+    height: u8,
+    /// `se->min_vruntime`: the smallest vruntime of the subtree (wrapping order).
+    min_vruntime: u64,
+    /// `se->min_slice`: the smallest slice of the subtree.
+    min_slice: u64,
+}
+
+/// The augmented timeline of one cfs_rq.
+#[derive(Clone, Debug)]
+pub(crate) struct Timeline {
+    slots: Vec<Slot>,
+    free: u32,
+    root: u32,
+    /// `tasks_timeline.rb_leftmost`.
+    leftmost: u32,
+    len: usize,
+    order: FairPick,
+}
+
+impl Default for Timeline {
+    fn default() -> Timeline {
+        Timeline {
+            slots: Vec::with_capacity(16),
+            free: NIL,
+            root: NIL,
+            leftmost: NIL,
+            len: 0,
+            order: FairPick::Eevdf,
+        }
+    }
+}
+
+impl Timeline {
+    /// The number of entities in the tree.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The key the tree is sorted by (`__entity_less()`: `entity_before()`): the deadline under
+    /// EEVDF (v6.8+), the vruntime under legacy CFS (v6.1).
+    #[inline]
+    fn key(&self, n: &Node) -> u64 {
+        match self.order {
+            FairPick::Eevdf => n.deadline,
+            FairPick::Cfs => n.vruntime,
+        }
+    }
+
+    /// `a` sorts before `b`: an earlier key, or an equal key inserted earlier.
+    #[inline]
+    fn less(&self, a: &Node, b: &Node) -> bool {
+        let (ka, kb) = (self.key(a), self.key(b));
+        before(ka, kb) || (ka == kb && a.seq < b.seq)
+    }
+
+    /// The order the tree is sorted by.
+    #[inline]
+    pub(crate) fn order(&self) -> FairPick {
+        self.order
+    }
+
+    /// Sort the tree by the key of `order` (the pick policy's). A change of order re-inserts
+    /// every entity in insertion sequence; the simulator's policy is fixed for a run, so this
+    /// happens at most before the first insertion.
+    pub(crate) fn set_order(&mut self, order: FairPick) {
+        if self.order == order {
+            return;
+        }
+        let mut nodes: Vec<(u32, Node)> = self.slot_nodes().collect();
+        nodes.sort_by_key(|(_, n)| n.seq);
+        self.order = order;
+        self.root = NIL;
+        self.leftmost = NIL;
+        self.len = 0;
+        for (slot, node) in nodes {
+            self.slots[slot as usize] = Slot::leaf(node);
+            self.link(slot);
+        }
+    }
+
+    /// The node in a slot, if the slot holds `id`.
+    #[inline]
+    pub(crate) fn get(&self, slot: u32, id: TaskId) -> Option<&Node> {
+        self.slots
+            .get(slot as usize)
+            .filter(|s| s.height != 0 && s.node.id == id)
+            .map(|s| &s.node)
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Queries
+
+    /// Follows fair.c: `__pick_first_entity()`: the leftmost node.
+    #[inline]
+    pub(crate) fn first(&self) -> Option<&Node> {
+        (self.leftmost != NIL).then(|| &self.slots[self.leftmost as usize].node)
+    }
+
+    /// The root's `min_vruntime` (`__pick_root_entity()->min_vruntime`).
+    #[inline]
+    pub(crate) fn min_vruntime(&self) -> Option<u64> {
+        (self.root != NIL).then(|| self.slots[self.root as usize].min_vruntime)
+    }
+
+    /// The root's `min_slice` (`__pick_root_entity()->min_slice`).
+    #[inline]
+    pub(crate) fn min_slice(&self) -> Option<u64> {
+        (self.root != NIL).then(|| self.slots[self.root as usize].min_slice)
+    }
+
+    /// The in-order first node whose vruntime is `eligible`: the leftmost if it is eligible,
+    /// else the heap search down the subtrees whose `min_vruntime` is eligible.
+    ///
+    /// Follows fair.c: `pick_eevdf()` (v6.12) from "Pick the leftmost entity if it's eligible"
+    /// to the end of the heap search (`curr` is the caller's). Each subtree entered has an
+    /// eligible `min_vruntime`, so the search ends at an eligible node.
+    pub(crate) fn first_eligible(&self, eligible: impl Fn(u64) -> bool) -> Option<&Node> {
+        let first = self.first()?;
+        if eligible(first.vruntime) {
+            return Some(first);
+        }
+        let mut at = self.root;
+        while at != NIL {
+            let s = &self.slots[at as usize];
+            if s.left != NIL && eligible(self.slots[s.left as usize].min_vruntime) {
+                at = s.left;
+                continue;
+            }
+            if eligible(s.node.vruntime) {
+                return Some(&s.node);
+            }
+            at = s.right;
+        }
+        None
+    }
+
+    /// The in-order successor of the node in `slot`.
+    ///
+    /// Follows v6.1 fair.c: `__pick_next_entity()` (`rb_next()`).
+    pub(crate) fn successor(&self, slot: u32) -> Option<&Node> {
+        let me = self.slots[slot as usize].node;
+        let mut at = self.root;
+        let mut best = NIL;
+        while at != NIL {
+            let s = &self.slots[at as usize];
+            if self.less(&me, &s.node) {
+                best = at;
+                at = s.left;
+            } else {
+                at = s.right;
+            }
+        }
+        (best != NIL).then(|| &self.slots[best as usize].node)
+    }
+
+    /// The nodes in tree order.
+    pub(crate) fn iter(&self) -> Iter<'_> {
+        let mut it = Iter {
+            tl: self,
+            stack: Vec::new(),
+            left: self.len(),
+        };
+        it.push_left(self.root);
+        it
+    }
+
+    /// The occupied slots and their nodes, in slot order.
+    fn slot_nodes(&self) -> impl Iterator<Item = (u32, Node)> + '_ {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.height != 0)
+            .map(|(i, s)| (i as u32, s.node))
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Insertion and removal
+
+    /// Insert a node; returns its slot.
+    ///
+    /// Follows rbtree_augmented.h: `rb_add_augmented_cached()` with fair.c's `__entity_less`
+    /// and `min_vruntime_cb` (v6.12): right of equal keys, the leftmost cache and the
+    /// subtree minima kept.
+    pub(crate) fn insert(&mut self, node: Node) -> u32 {
+        let slot = if self.free != NIL {
+            let slot = self.free;
+            self.free = self.slots[slot as usize].left;
+            self.slots[slot as usize] = Slot::leaf(node);
+            slot
+        } else {
+            self.slots.push(Slot::leaf(node));
+            u32::try_from(self.slots.len() - 1).expect("more than 2^32 timeline slots")
+        };
+        self.link(slot);
+        slot
+    }
+
+    /// Link a leaf slot into the tree.
+    fn link(&mut self, slot: u32) {
+        if self.leftmost == NIL
+            || self.less(
+                &self.slots[slot as usize].node,
+                &self.slots[self.leftmost as usize].node,
+            )
+        {
+            self.leftmost = slot;
+        }
+        self.root = self.insert_at(self.root, slot);
+        self.len += 1;
+    }
+
+    fn insert_at(&mut self, at: u32, slot: u32) -> u32 {
+        if at == NIL {
+            return slot;
+        }
+        if self.less(
+            &self.slots[slot as usize].node,
+            &self.slots[at as usize].node,
+        ) {
+            let l = self.insert_at(self.slots[at as usize].left, slot);
+            self.slots[at as usize].left = l;
+        } else {
+            let r = self.insert_at(self.slots[at as usize].right, slot);
+            self.slots[at as usize].right = r;
+        }
+        self.rebalance(at)
+    }
+
+    /// Remove the node in `slot`; returns it.
+    ///
+    /// Follows rbtree_augmented.h: `rb_erase_augmented_cached()` with `min_vruntime_cb`
+    /// (v6.12).
+    pub(crate) fn remove(&mut self, slot: u32) -> Node {
+        let node = self.slots[slot as usize].node;
+        debug_assert!(
+            self.slots[slot as usize].height != 0,
+            "removing a free slot"
+        );
+        self.root = self.remove_at(self.root, &node);
+        self.len -= 1;
+        if self.leftmost == slot {
+            self.leftmost = self.leftmost_of(self.root);
+        }
+        let s = &mut self.slots[slot as usize];
+        s.height = 0;
+        s.left = self.free;
+        s.right = NIL;
+        self.free = slot;
+        node
+    }
+
+    fn remove_at(&mut self, at: u32, node: &Node) -> u32 {
+        assert!(at != NIL, "timeline: {:?} not found", node.id);
+        let here = self.slots[at as usize].node;
+        if here.seq == node.seq && here.id == node.id {
+            let (l, r) = (self.slots[at as usize].left, self.slots[at as usize].right);
+            if l == NIL {
+                return r;
+            }
+            if r == NIL {
+                return l;
+            }
+            // Replace by the in-order successor, unlinked from the right subtree.
+            let (r, succ) = self.remove_min(r);
+            self.slots[succ as usize].left = l;
+            self.slots[succ as usize].right = r;
+            return self.rebalance(succ);
+        }
+        if self.less(node, &here) {
+            let l = self.remove_at(self.slots[at as usize].left, node);
+            self.slots[at as usize].left = l;
+        } else {
+            let r = self.remove_at(self.slots[at as usize].right, node);
+            self.slots[at as usize].right = r;
+        }
+        self.rebalance(at)
+    }
+
+    /// Unlink the leftmost slot of a subtree: (the subtree's new root, the slot).
+    fn remove_min(&mut self, at: u32) -> (u32, u32) {
+        let l = self.slots[at as usize].left;
+        if l == NIL {
+            return (self.slots[at as usize].right, at);
+        }
+        let (l, min) = self.remove_min(l);
+        self.slots[at as usize].left = l;
+        (self.rebalance(at), min)
+    }
+
+    fn leftmost_of(&self, mut at: u32) -> u32 {
+        if at == NIL {
+            return NIL;
+        }
+        while self.slots[at as usize].left != NIL {
+            at = self.slots[at as usize].left;
+        }
+        at
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Balance and augmentation
+
+    #[inline]
+    fn height(&self, at: u32) -> u8 {
+        if at == NIL {
+            0
+        } else {
+            self.slots[at as usize].height
+        }
+    }
+
+    /// Recompute a slot's height and minima from its children.
+    ///
+    /// Follows fair.c: `min_vruntime_update()` (v6.12): `min_vruntime` and `min_slice` of the
+    /// node and its children.
+    fn update(&mut self, at: u32) {
+        let (l, r) = (self.slots[at as usize].left, self.slots[at as usize].right);
+        let mut min_v = self.slots[at as usize].node.vruntime;
+        let mut min_s = self.slots[at as usize].node.slice;
+        for c in [r, l] {
+            if c != NIL {
+                let cs = &self.slots[c as usize];
+                min_v = min_vruntime(min_v, cs.min_vruntime);
+                min_s = min_s.min(cs.min_slice);
+            }
+        }
+        let h = 1 + self.height(l).max(self.height(r));
+        let s = &mut self.slots[at as usize];
+        s.min_vruntime = min_v;
+        s.min_slice = min_s;
+        s.height = h;
+    }
+
+    fn rotate_right(&mut self, at: u32) -> u32 {
+        let l = self.slots[at as usize].left;
+        self.slots[at as usize].left = self.slots[l as usize].right;
+        self.slots[l as usize].right = at;
+        self.update(at);
+        self.update(l);
+        l
+    }
+
+    fn rotate_left(&mut self, at: u32) -> u32 {
+        let r = self.slots[at as usize].right;
+        self.slots[at as usize].right = self.slots[r as usize].left;
+        self.slots[r as usize].left = at;
+        self.update(at);
+        self.update(r);
+        r
+    }
+
+    /// Restore the AVL balance at a slot whose children are balanced; returns the subtree's
+    /// new root.
+    fn rebalance(&mut self, at: u32) -> u32 {
+        let (l, r) = (self.slots[at as usize].left, self.slots[at as usize].right);
+        let (hl, hr) = (i32::from(self.height(l)), i32::from(self.height(r)));
+        if hl > hr + 1 {
+            let ll = self.slots[l as usize].left;
+            let lr = self.slots[l as usize].right;
+            if self.height(lr) > self.height(ll) {
+                let nl = self.rotate_left(l);
+                self.slots[at as usize].left = nl;
+            }
+            return self.rotate_right(at);
+        }
+        if hr > hl + 1 {
+            let rl = self.slots[r as usize].left;
+            let rr = self.slots[r as usize].right;
+            if self.height(rl) > self.height(rr) {
+                let nr = self.rotate_right(r);
+                self.slots[at as usize].right = nr;
+            }
+            return self.rotate_left(at);
+        }
+        self.update(at);
+        at
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Invariants
+
+    /// Check the tree: in-order sorted by (key, insertion), AVL-balanced, every cached
+    /// height and minimum equal to a recomputation, the leftmost cache and the count right.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let n = self.check_at(self.root)?.0;
+        if n != self.len {
+            return Err(format!("timeline holds {n} nodes, len {}", self.len));
+        }
+        if self.leftmost != self.leftmost_of(self.root) {
+            return Err("timeline: stale leftmost".to_owned());
+        }
+        let mut prev: Option<Node> = None;
+        for node in self.iter() {
+            if let Some(p) = prev
+                && !self.less(&p, node)
+            {
+                return Err(format!("timeline out of order at {:?}", node.id));
+            }
+            prev = Some(*node);
+        }
+        Ok(())
+    }
+
+    /// (nodes, height) of a subtree, checked.
+    fn check_at(&self, at: u32) -> Result<(usize, u8), String> {
+        if at == NIL {
+            return Ok((0, 0));
+        }
+        let s = &self.slots[at as usize];
+        let (nl, hl) = self.check_at(s.left)?;
+        let (nr, hr) = self.check_at(s.right)?;
+        if hl.abs_diff(hr) > 1 || s.height != 1 + hl.max(hr) {
+            return Err(format!("timeline unbalanced at {:?}", s.node.id));
+        }
+        let mut min_v = s.node.vruntime;
+        let mut min_s = s.node.slice;
+        for c in [s.left, s.right] {
+            if c != NIL {
+                min_v = min_vruntime(min_v, self.slots[c as usize].min_vruntime);
+                min_s = min_s.min(self.slots[c as usize].min_slice);
+            }
+        }
+        if min_v != s.min_vruntime || min_s != s.min_slice {
+            return Err(format!("timeline: stale minima at {:?}", s.node.id));
+        }
+        Ok((nl + nr + 1, s.height))
+    }
+}
+
+impl Slot {
+    fn leaf(node: Node) -> Slot {
+        Slot {
+            node,
+            left: NIL,
+            right: NIL,
+            height: 1,
+            min_vruntime: node.vruntime,
+            min_slice: node.slice,
+        }
+    }
+}
+
+/// The timeline's nodes in tree order.
+pub(crate) struct Iter<'a> {
+    tl: &'a Timeline,
+    stack: Vec<u32>,
+    left: usize,
+}
+
+impl Iter<'_> {
+    fn push_left(&mut self, mut at: u32) {
+        while at != NIL {
+            self.stack.push(at);
+            at = self.tl.slots[at as usize].left;
+        }
+    }
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a Node;
+
+    fn next(&mut self) -> Option<&'a Node> {
+        let at = self.stack.pop()?;
+        self.left -= 1;
+        let s = &self.tl.slots[at as usize];
+        self.push_left(s.right);
+        Some(&s.node)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
+#[cfg(test)]
+mod tests;
