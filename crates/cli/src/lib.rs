@@ -10,6 +10,7 @@ pub mod budget;
 pub mod commands;
 pub mod errors;
 pub mod format;
+pub mod host;
 pub mod output;
 pub mod progress;
 pub mod repro;

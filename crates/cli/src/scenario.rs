@@ -8,7 +8,7 @@ use anyhow::{Context as _, anyhow, bail};
 use lbsim_sim::engine::SimConfig;
 pub use lbsim_sim::params::Settings;
 use lbsim_sim::profile::Profile;
-use lbsim_topology::{Topology, parse_machine};
+use lbsim_topology::Topology;
 use lbsim_workload::{WorkloadSpec, parse_workloads_within};
 
 use crate::budget::Budget;
@@ -119,7 +119,7 @@ impl Scenario {
         if self.workloads.is_empty() {
             bail!("at least one --workload is required");
         }
-        let machine = parse_machine(&self.topology)
+        let machine = crate::host::machine(&self.topology, &self.budget.machine)
             .with_context(|| format!("--topology `{}`", self.topology))?;
         self.budget
             .machine
@@ -432,7 +432,8 @@ impl ScenarioFile {
                 }
                 "topology" => {
                     let spec = resolve_topology(dir, &string(key, v)?);
-                    parse_machine(&spec).map_err(|e| err(key, format!("`{spec}`: {e}")))?;
+                    crate::host::machine(&spec, &budget.machine)
+                        .map_err(|e| err(key, format!("`{spec}`: {e:#}")))?;
                     out.topology = Some(spec);
                 }
                 "workloads" => {
@@ -535,6 +536,15 @@ impl ScenarioFile {
 
 /// A topology spec that names a file, taken relative to `dir`.
 fn resolve_topology(dir: &Path, spec: &str) -> String {
+    for form in ["sysfs:", "lscpu:"] {
+        if let Some(path) = spec.strip_prefix(form)
+            && Path::new(path).is_relative()
+            && !path.is_empty()
+            && !dir.as_os_str().is_empty()
+        {
+            return format!("{form}{}", dir.join(path).display());
+        }
+    }
     let lower = spec.to_ascii_lowercase();
     let is_path = spec.contains('/') || lower.ends_with(".toml") || lower.ends_with(".json");
     if is_path && Path::new(spec).is_relative() && !dir.as_os_str().is_empty() {

@@ -5,7 +5,8 @@
 //! their SMT siblings, clusters, last-level caches, packages, NUMA nodes,
 //! capacities and node distances ([`machine`]), the idle states their cpuidle drivers
 //! expose ([`cpuidle`]), the text a user types to name a
-//! machine ([`spec`]), and the sched domains and groups built from it
+//! machine ([`spec`]), machines read from a real one's sysfs or lscpu output, given as
+//! text ([`host`]: this crate never reads the host), and the sched domains and groups built from it
 //! ([`domains`]: kernel/sched/topology.c, with include/linux/sched/sd_flags.h
 //! in [`flags`]), printed as debugfs and sched_domain_debug() show them
 //! ([`dump`]: kernel/sched/debug.c). It follows Linux v6.6 to v6.12 (the source
@@ -24,6 +25,7 @@ pub mod cpumask;
 pub mod domains;
 pub mod dump;
 pub mod flags;
+pub mod host;
 pub mod machine;
 pub mod params;
 pub mod smt;
@@ -38,6 +40,7 @@ pub use domains::{
 };
 pub use dump::TopologyDump;
 pub use flags::{SdFlag, SdFlags};
+pub use host::{HostError, HostSpec, Probed};
 pub use lbsim_kernel::params::ParamError;
 pub use machine::{CpuDesc, CpuTopology, MAX_NUMNODES, Machine, MachineError};
 pub use params::SdParams;

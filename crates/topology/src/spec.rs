@@ -1,6 +1,6 @@
 //! Machine specs: the text a user types to name a machine (`lbsim topology SPEC`).
 //!
-//! Three forms, tried in this order:
+//! The forms, tried in this order:
 //!
 //! 1. **A bare number** `N`: `N` CPUs sharing one LLC (one node, one package,
 //!    no SMT, all of capacity 1024). `8` is `cores=8`.
@@ -35,6 +35,9 @@
 //! 3. **A preset name** from [`presets()`] (`lbsim topology --list`).
 //! 4. **A file path** (anything containing `/` or ending in `.toml` or
 //!    `.json`), TOML or JSON by extension (JSON also when the text starts with `{`).
+//! 5. **A real machine**: `host`, `sysfs:DIR`, `lscpu:FILE` ([`crate::host`]). This crate
+//!    never reads the host, so [`parse_machine`] refuses them ([`SpecError::NeedsHost`]);
+//!    the `lbsim` binary reads the files and hands their text to [`crate::host`].
 //!
 //! # File schema
 //!
@@ -220,6 +223,15 @@ pub enum SpecError {
         /// What is wrong.
         reason: String,
     },
+    /// `host`, `sysfs:DIR` or `lscpu:FILE`, which only the `lbsim` binary reads (this crate
+    /// never touches the host: [`crate::host`] parses the files the binary reads).
+    #[error(
+        "`{spec}` names a real machine, which the lbsim binary reads (this library parses what it read: lbsim_topology::host)"
+    )]
+    NeedsHost {
+        /// The spec.
+        spec: String,
+    },
     /// The machine described is invalid.
     #[error(transparent)]
     Machine(#[from] MachineError),
@@ -398,6 +410,11 @@ pub fn parse_machine(spec: &str) -> Result<Machine, SpecError> {
             ..MachineSpec::default()
         }
         .build();
+    }
+    if crate::host::HostSpec::parse(spec).is_some() {
+        return Err(SpecError::NeedsHost {
+            spec: spec.to_owned(),
+        });
     }
     if spec.contains('=') {
         return MachineSpec::parse_kv(spec)?.build();

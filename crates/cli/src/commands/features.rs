@@ -11,7 +11,7 @@
 use anyhow::Context as _;
 use lbsim_kernel::params::{DefaultValue, Kind, Owner, ParamDef, ParamInfo};
 use lbsim_sim::params::{REGISTRY, Settings};
-use lbsim_topology::{CpuId, Topology, parse_machine};
+use lbsim_topology::{CpuId, Topology};
 use serde::Serialize;
 
 use crate::commands::compare::{columns, print};
@@ -94,8 +94,8 @@ pub fn report(args: &Args) -> anyhow::Result<String> {
     if args.format == Format::Markdown {
         return Ok(markdown());
     }
-    let machine =
-        parse_machine(&args.topology).with_context(|| format!("--topology `{}`", args.topology))?;
+    let machine = crate::host::machine(&args.topology, &crate::budget::MachineBudget::default())
+        .with_context(|| format!("--topology `{}`", args.topology))?;
     let nr_cpus = machine.nr_cpus();
     let profile = crate::scenario::kernel_profile(args.kernel.as_deref())?;
     let s = crate::scenario::settings_for(profile, nr_cpus as u32, &args.features, &args.sets)?;

@@ -21,7 +21,8 @@ pub struct Args {
     /// A scenario file (TOML) holding any of the flags below; flags override it.
     #[arg(value_name = "FILE.toml")]
     pub file: Option<std::path::PathBuf>,
-    /// Machine spec: a CPU count, key=value list, preset (`lbsim topology --list`) or file.
+    /// Machine spec: a CPU count, key=value list, preset (`lbsim topology --list`), file, or a
+    /// real machine (`host`, `sysfs:DIR`, `lscpu:FILE`).
     #[arg(long, value_name = "SPEC")]
     pub topology: Option<String>,
     /// A workload (`busy:threads=4`, `sysbench-cpu:threads=8,requests=1000`,

@@ -2,12 +2,14 @@
 //!
 //! Text output (default): per CPU, the debugfs domain files and the
 //! sched_domain_debug() lines (see `lbsim_topology::dump`). `--format json`
-//! prints `{"cpus": N, "domains": [...]}`. `--list` prints the presets.
+//! prints `{"cpus": N, "domains": [...]}`. `--list` prints the presets. A machine read from
+//! a real one (`host`, `sysfs:DIR`, `lscpu:FILE`) is preceded by what was found and what
+//! was assumed (`# found: ...`, `# assumed: ...` lines; in JSON, `source`).
 
 use std::fmt::Write as _;
 
 use anyhow::Context as _;
-use lbsim_topology::{Cpumask, SdParams, Topology, TopologyDump, dump, parse_machine, presets};
+use lbsim_topology::{Cpumask, SdParams, Topology, TopologyDump, dump, presets};
 
 use crate::format::{Format, TextOrJson};
 
@@ -15,7 +17,8 @@ use crate::format::{Format, TextOrJson};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Machine spec: a CPU count (`8`), a key=value list (`sockets=2,cores=4`),
-    /// a preset name (see --list) or a TOML/JSON file path.
+    /// a preset name (see --list), a TOML/JSON file path, or a real machine: `host`,
+    /// `sysfs:DIR`, `lscpu:FILE`.
     pub spec: Option<String>,
 
     /// List the presets and exit.
@@ -74,7 +77,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if let Some(v) = args.busy_factor {
         params.set_busy_factor(v).context("--busy-factor")?;
     }
-    let machine = parse_machine(spec)?;
+    let resolved = crate::host::resolve(spec, &args.budget)?;
+    let machine = resolved.machine;
     args.budget.check("topology", spec, &machine)?;
     let topo = Topology::build(&machine, &params)?;
     let cpus = match &args.cpus {
@@ -86,11 +90,59 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         Some(list) => Cpumask::parse_cpulist(list, topo.nr_cpus()).context("--cpus")?,
         None => Cpumask::full(topo.nr_cpus()),
     };
+    let source = resolved.probed.map(|p| Source {
+        spec: spec.clone(),
+        found: p.found,
+        assumed: p.assumed,
+    });
     let text = match format {
         // Serialised field by field in declaration order (`{"cpus": N, "domains": [...]}`).
-        TextOrJson::Json => TopologyDump::new(&topo, &cpus).to_json(),
-        TextOrJson::Text => dump::debugfs_text(&topo, &cpus),
+        TextOrJson::Json => match source {
+            None => TopologyDump::new(&topo, &cpus).to_json(),
+            Some(source) => {
+                let mut s = serde_json::to_string_pretty(&WithSource {
+                    source,
+                    dump: TopologyDump::new(&topo, &cpus),
+                })?;
+                s.push('\n');
+                s
+            }
+        },
+        TextOrJson::Text => {
+            let mut text = String::new();
+            if let Some(s) = &source {
+                let _ = writeln!(text, "# machine `{}`", s.spec);
+                for f in &s.found {
+                    let _ = writeln!(text, "# found: {f}");
+                }
+                for a in &s.assumed {
+                    let _ = writeln!(text, "# assumed: {a}");
+                }
+                text.push('\n');
+            }
+            text.push_str(&dump::debugfs_text(&topo, &cpus));
+            text
+        }
     };
     // `lbsim topology big | head` closes the pipe early: not an error.
     crate::stdout::print(&text)
+}
+
+/// Where a machine read from a real one came from.
+#[derive(Debug, serde::Serialize)]
+struct Source {
+    /// The spec given (`host`, `sysfs:DIR`, `lscpu:FILE`).
+    spec: String,
+    /// What was read.
+    found: Vec<String>,
+    /// What was assumed.
+    assumed: Vec<String>,
+}
+
+/// `--format json` of a machine read from a real one: `source`, then the dump's fields.
+#[derive(Debug, serde::Serialize)]
+struct WithSource {
+    source: Source,
+    #[serde(flatten)]
+    dump: TopologyDump,
 }
