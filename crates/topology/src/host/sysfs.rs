@@ -589,10 +589,14 @@ pub fn parse(t: &SysfsFiles) -> Result<Probed, HostError> {
     }
     let widths: BTreeSet<usize> = siblings.iter().map(Vec::len).collect();
     let widths: Vec<String> = widths.iter().map(usize::to_string).collect();
+    let per_core = if widths.len() == 1 && widths[0] == "1" {
+        "1 thread".to_owned()
+    } else {
+        format!("{} threads", widths.join(" or "))
+    };
     found.push(format!(
-        "{}, {} threads per core (topology/thread_siblings_list)",
+        "{}, {per_core} per core (topology/thread_siblings_list)",
         nr(core.iter().collect::<BTreeSet<_>>().len(), "core"),
-        widths.join(" or ")
     ));
     let package = dense(&package);
     let nr_packages = package.iter().collect::<BTreeSet<_>>().len();

@@ -172,7 +172,7 @@ fn caches_capacities_nodes_and_idle_states() {
             node 0-1 2-3
             capacity 446x2,1024x2
             found: 4 CPUs (cpu/cpu*/topology: 0-3)
-            found: 4 cores, 1 threads per core (topology/thread_siblings_list)
+            found: 4 cores, 1 thread per core (topology/thread_siblings_list)
             found: 2 packages (topology/physical_package_id)
             found: 2 LLCs, L2 (cpu*/cache/index*/shared_cpu_list)
             found: capacities 446x2,1024x2 (cpu_capacity)
