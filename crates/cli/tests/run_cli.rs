@@ -522,3 +522,29 @@ fn schbench_auto_mode_stops_when_a_round_measures_no_wakeup() {
         .count();
     assert_eq!(rounds, 1, "{text}");
 }
+
+#[test]
+fn a_wake_up_into_a_newly_idle_balance_before_v6_0_keeps_pelt_consistent() {
+    // Found by the sim fuzz target: on a pre-v6.0 profile the waker enqueues a wake-up within
+    // its LLC itself, and one onto a CPU whose (costly, here 156 us per CPU) newly idle
+    // balance was still running landed behind that runqueue's clock, leaving its util_sum
+    // 16 average units above its entities' (invariant 4). It now goes through the wake list.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lbsim"))
+        .args([
+            "run",
+            "--check",
+            "--topology=nodes=1,llcs=3,cores=1,threads=4",
+            "--workload=tbench:clients=16",
+            "--set=cost_lb_cpu_ns=156008",
+            "--kernel=5.10",
+            "--duration=7ms",
+            "--seed=2406317639",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

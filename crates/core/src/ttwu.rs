@@ -162,7 +162,7 @@ impl<B: Balancer> Core<B> {
     /// lbsim's wake of a task still `curr` (in a newly idle balance) queues anyway. Deliberately
     /// different before v5.8: there the waker spun on `p->on_cpu` until the wakee's CPU had
     /// switched it out and then chose a CPU; lbsim queues such a wake-up on the wakee's CPU
-    /// as v5.8 does.
+    /// as v5.8 does; and a CPU in a newly idle balance (below).
     pub(crate) fn ttwu_queue_cond(&self, this_cpu: CpuId, cpu: CpuId) -> bool {
         if !self.cfg.features.enabled(CoreFeat::TtwuQueue) || cpu == this_cpu {
             return false;
@@ -171,7 +171,13 @@ impl<B: Balancer> Core<B> {
             return true;
         }
         let since_6_0 = self.cfg.kernel.is_none_or(|v| v >= (6, 0));
-        since_6_0 && self.rqs[cpu.index()].nr_running == 0
+        // Deliberately different before v6.0: a CPU in a newly idle balance gets the wake-up
+        // through its wake list too. The kernel's waker could enqueue while the balance had
+        // dropped the runqueue lock; lbsim runs the balance's steps ahead of the engine's
+        // time (each charged its cost), so an enqueue into it would land behind the
+        // runqueue's clock. The wake list delivers it when the balance ends.
+        let in_newidle = self.cpus[cpu.index()].newidle.is_some();
+        (since_6_0 && self.rqs[cpu.index()].nr_running == 0) || in_newidle
     }
 
     /// When an interrupt for `cpu` can be taken, if not now: interrupts are off while a
