@@ -294,8 +294,15 @@ impl<B: Balancer> Core<B> {
                 ),
             });
         }
+        // Each task read once: bucketed by task_cpu() for the runqueues' own checks.
+        let mut here: Vec<Vec<TaskId>> = vec![Vec::new(); self.rqs.len()];
+        for (id, t) in &self.tasks {
+            if let Some(v) = here.get_mut(t.cpu.index()) {
+                v.push(id);
+            }
+        }
         for (c, rq) in self.rqs.iter().enumerate() {
-            rq.check_invariants(&self.tasks)
+            rq.check_invariants_of(&self.tasks, &here[c])
                 .map_err(|e| SimError::Invariant {
                     time_ns: self.now,
                     cpu: c as u32,

@@ -408,6 +408,18 @@ impl Rq {
     /// minima; `avg_vruntime`/`avg_load` against a recomputation; `cfs_tasks` against the
     /// queued tasks.
     pub fn check_invariants(&self, tasks: &Tasks) -> Result<(), RqError> {
+        let here: Vec<TaskId> = tasks
+            .iter()
+            .filter(|(_, t)| t.cpu == self.cpu)
+            .map(|(id, _)| id)
+            .collect();
+        self.check_invariants_of(tasks, &here)
+    }
+
+    /// [`Rq::check_invariants`] given the tasks whose `task_cpu()` is this CPU (`here`, in
+    /// any order; others are ignored), so that a check of every runqueue reads each task
+    /// once rather than once per CPU.
+    pub fn check_invariants_of(&self, tasks: &Tasks, here: &[TaskId]) -> Result<(), RqError> {
         let err = |detail: String| {
             Err(RqError::Invariant {
                 cpu: self.cpu.0,
@@ -421,7 +433,8 @@ impl Rq {
         let mut in_tree = 0usize;
         let mut avg: i64 = 0;
         let mut avg_load = 0u64;
-        for (id, t) in tasks.iter() {
+        for &id in here {
+            let t = &tasks[id];
             if t.cpu != self.cpu || !t.se.on_rq {
                 continue;
             }
