@@ -548,3 +548,30 @@ fn a_wake_up_into_a_newly_idle_balance_before_v6_0_keeps_pelt_consistent() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_costly_ipi_is_not_taken_for_a_starved_task() {
+    // Found by the soak: with `cost_ipi_ns` at 1 s (the registry's largest), a task forked
+    // onto an idle CPU waits for the reschedule IPI far beyond two ticks; invariant 5's wait
+    // bound now adds the engine's signal, switch and idle-exit costs.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lbsim"))
+        .args([
+            "run",
+            "--check",
+            "--topology=power8-22c",
+            "--workload=periodic:threads=1,run=3012us,period=19943us",
+            "--workload=ebizzy:threads=32",
+            "--set=cost_ipi_ns=1000000000",
+            "--set=latency_ns=116195411",
+            "--set=cpuidle=off",
+            "--duration=47ms",
+            "--seed=4238299943",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -110,7 +110,10 @@ pub fn pelt_bound(n: u64, weight_units: u64, slack: f64) -> u64 {
 ///   a slice, counted in the same `r + q`).
 /// - The engine adds at most two ticks of gaps in which the CPU does not run a task
 ///   although one is queued (the reschedule IPI, interrupts off during a newly idle
-///   balance or a context switch) while the task waits.
+///   balance or a context switch) while the task waits; the check adds to the bound what
+///   its cost tunables and idle exits can make longer (`signal_gap_ns()`: two signals, two
+///   switches, two wake-ups and the slowest idle exit), so that a 1 s `cost_ipi_ns` is not
+///   taken for a starved task.
 ///
 /// Hence `bound = (w_max / w_p) * (3 r + 3 q) + 2 * n_max * (r + q) + 2 q`, with a second
 /// `n_max * (r + q)` for tasks that join with positive lag while the task waits (each is
@@ -753,6 +756,34 @@ impl<B: Balancer> Core<B> {
     }
 
     /// Invariant 8: a task that waits on a runqueue runs within [`wait_bound`].
+    /// What the engine's own costs can add to a wait beyond the bound's two ticks: two
+    /// wake-up signals (an IPI or a store to a polling CPU), two context switches and two
+    /// wake-up costs, and the slowest idle exit of the machine with its seeded spread. With
+    /// the default costs this is a few microseconds and the exits; a tunable at its largest
+    /// (1 s) dominates, and the bound follows it.
+    fn signal_gap_ns(&self) -> u64 {
+        let c = &self.cfg.cost;
+        let per_switch = c
+            .ipi_ns
+            .max(c.poll_wake_ns)
+            .saturating_add(c.context_switch_ns)
+            .saturating_add(c.wakeup_ns);
+        let m = self.cfg.topology.machine();
+        let exit = (0..self.rqs.len())
+            .flat_map(|i| {
+                m.idle_states(CpuId(i as u32))
+                    .states
+                    .iter()
+                    .map(|s| s.exit_ns)
+            })
+            .max()
+            .unwrap_or(0);
+        let spread = 100 + self.cfg.machine.idle_exit_spread_pct;
+        per_switch
+            .saturating_mul(2)
+            .saturating_add(exit.saturating_mul(spread) / 100)
+    }
+
     fn check_waits(&mut self) -> Result<(), SimError> {
         let now = self.now;
         let q = self.tick_nsec;
@@ -765,6 +796,7 @@ impl<B: Balancer> Core<B> {
         } else {
             self.cfg.tunables.base_slice_ns
         };
+        let gap = self.signal_gap_ns();
         // The largest slice queued on each runqueue now.
         let mut r_now = vec![base; self.rqs.len()];
         for (_, t) in &self.tasks {
@@ -813,7 +845,8 @@ impl<B: Balancer> Core<B> {
             };
             self.checker.waits.insert(id, w);
             let waited = now - w.since_ns;
-            let bound = wait_bound(w.w_max, t.se.load.weight, w.n_max, w.r_max, q);
+            let bound =
+                wait_bound(w.w_max, t.se.load.weight, w.n_max, w.r_max, q).saturating_add(gap);
             let counts = &mut self.checker.counts;
             counts.max_wait_ns = counts.max_wait_ns.max(waited);
             counts.max_wait_per_mille = counts
