@@ -246,7 +246,7 @@ fn soak_main(o: &Opts) -> Result<(), String> {
         lbsim: PathBuf::from(o.get("lbsim").ok_or("soak: --lbsim PATH is required")?),
         time: Duration::from_secs_f64(o.num::<f64>("minutes")?.unwrap_or(5.0) * 60.0),
         seed: o.num("seed")?.unwrap_or(1),
-        timeout: Duration::from_secs_f64(o.num("timeout")?.unwrap_or(120.0)),
+        timeout: Duration::from_secs_f64(o.num("timeout")?.unwrap_or(300.0)),
     };
     eprintln!(
         "soak: random scenarios under --check for {:.0}s (seed {}, {:?} per run)",
