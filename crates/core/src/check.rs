@@ -246,6 +246,8 @@ pub(crate) struct Checker {
     /// The CPU whose cfs_rq each entity was attached to at the last check.
     attached: SecondaryMap<TaskId, CpuId>,
     slack: Vec<Slack>,
+    /// [`Core::signal_gap_ns`], fixed for the run (its costs and machine are).
+    signal_gap_ns: Option<u64>,
     counts: EngineCounts,
 }
 
@@ -796,7 +798,10 @@ impl<B: Balancer> Core<B> {
         } else {
             self.cfg.tunables.base_slice_ns
         };
-        let gap = self.signal_gap_ns();
+        let gap = match self.checker.signal_gap_ns {
+            Some(g) => g,
+            None => *self.checker.signal_gap_ns.insert(self.signal_gap_ns()),
+        };
         // The largest slice queued on each runqueue now.
         let mut r_now = vec![base; self.rqs.len()];
         for (_, t) in &self.tasks {
