@@ -608,6 +608,31 @@ fn anchors() -> Vec<Case> {
             170,
             8867,
         ),
+        // Invariant 4 under the kernel's 32-bit max_t(): nice -20 tasks and a fork burst
+        // take a cfs_rq's load_sum past u32::MAX at a dequeue, which cuts 2^32 from it.
+        case(
+            "nodes=2,llcs=2,cores=2,threads=2,distance=12",
+            &[
+                "busy:threads=4,nice=-20",
+                "hackbench:groups=1,fds=25,mode=thread,ipc=socket",
+            ],
+            "",
+            19,
+            2_759_628_177,
+        ),
+        // Invariants 4 and 8 with newly idle balances lasting 100 ms a migration: the
+        // previous task stays cfs_rq->curr all that time, which counts as running for the
+        // cfs_rq, and a pulled task waits for the pass.
+        case(
+            "nodes=2,cores=3,threads=2",
+            &[
+                "hackbench:groups=2,fds=3,loops=30",
+                "periodic:threads=6,run=2ms,period=3ms",
+            ],
+            "cost_lb_migrate_ns=100000000",
+            150,
+            1,
+        ),
         // Rule 6, on side: prefer_sibling between NUMA nodes with a difference of one task.
         case(
             "nodes=2,llcs=2,clusters=1,cores=3,threads=1,distance=20",
@@ -683,6 +708,14 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
         // 4: PELT sums are compared, and entities leave cfs_rqs.
         ("cfs_rq sums compared", e.pelt_sums_checked),
         ("entities detached or removed", e.pelt_departures),
+        (
+            "cfs_rq sums cut by the kernel's 32-bit max_t()",
+            e.pelt_u32_cuts,
+        ),
+        (
+            "cfs_rq updates with a dequeued curr (newly idle balances)",
+            e.pelt_dequeued_curr,
+        ),
         // 5: CPUs go newly idle with wake-ups pending.
         (
             "newly idle passes begun with work pending (rule on)",

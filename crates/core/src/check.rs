@@ -113,7 +113,9 @@ pub fn pelt_bound(n: u64, weight_units: u64, slack: f64) -> u64 {
 ///   balance or a context switch) while the task waits; the check adds to the bound what
 ///   its cost tunables and idle exits can make longer (`signal_gap_ns()`: two signals, two
 ///   switches, two wake-ups and the slowest idle exit), so that a 1 s `cost_ipi_ns` is not
-///   taken for a starved task.
+///   taken for a starved task, and the scheduler work charged to the CPU during the wait
+///   (balancing passes, newly idle steps, the stopper: a 100 ms `cost_lb_migrate_ns` makes
+///   a pulled task wait for the pass that pulled it).
 ///
 /// Hence `bound = (w_max / w_p) * (3 r + 3 q) + 2 * n_max * (r + q) + 2 q`, with a second
 /// `n_max * (r + q)` for tasks that join with positive lag while the task waits (each is
@@ -159,6 +161,12 @@ pub struct EngineCounts {
     pub max_pelt_per_mille: u64,
     /// Entities that left a cfs_rq (detach, removal, exit).
     pub pelt_departures: u64,
+    /// Checks that found a cfs_rq whose `load_sum` or `runnable_sum` the kernel's 32-bit
+    /// `max_t()` had cut since the last check ([`lbsim_pelt::SumsTruncated`]).
+    pub pelt_u32_cuts: u64,
+    /// Checks that found a cfs_rq updated while its `curr` was a dequeued task (the
+    /// previous task of a newly idle balance), which counts as running time.
+    pub pelt_dequeued_curr: u64,
     /// (check, CPU) pairs where a CPU sat in a non-polling idle state.
     pub in_idle_state: u64,
     /// (check, CPU) pairs where a CPU was leaving an idle state (an interrupt waiting for
@@ -183,6 +191,8 @@ impl EngineCounts {
         self.pelt_sums_checked += other.pelt_sums_checked;
         self.max_pelt_per_mille = self.max_pelt_per_mille.max(other.max_pelt_per_mille);
         self.pelt_departures += other.pelt_departures;
+        self.pelt_u32_cuts += other.pelt_u32_cuts;
+        self.pelt_dequeued_curr += other.pelt_dequeued_curr;
         self.in_idle_state += other.in_idle_state;
         self.idle_exiting += other.idle_exiting;
         self.idle_tick_kept += other.idle_tick_kept;
@@ -209,6 +219,8 @@ struct Wait {
     w_max: u64,
     n_max: u64,
     r_max: u64,
+    /// The CPU's `sched_work_ns` when the wait began, less the part of it not yet done.
+    sched_work_ns: u64,
 }
 
 /// Where a pinned task was last seen on its only CPU.
@@ -225,6 +237,19 @@ struct Slack {
     at_pelt_ns: u64,
     util: f64,
     load: f64,
+    /// What the kernel's 32-bit `max_t()` has cut from `load_sum` and `runnable_sum`
+    /// ([`lbsim_pelt::SumsTruncated`]), in units of the averages, decayed since: the sums
+    /// may be that much below their entities' and no more.
+    load_cut: f64,
+    runnable_cut: f64,
+    /// What util_sum may have gained as running time with a dequeued `curr`, in units
+    /// of the averages, decayed since.
+    running: f64,
+    /// The cfs_rq's cut totals at the last check.
+    seen: lbsim_pelt::SumsTruncated,
+    /// The cfs_rq's PELT time at the last check if its `curr` was then a dequeued task
+    /// (see [`Core::check_pelt`]).
+    curr_dequeued_at: Option<u64>,
 }
 
 /// One cfs_rq's attached entities: their sums synced to its last update, their number and
@@ -698,8 +723,41 @@ impl<B: Balancer> Core<B> {
                 let f = (-periods / LOAD_AVG_PERIOD).exp2();
                 slack.util *= f;
                 slack.load *= f;
+                slack.load_cut *= f;
+                slack.runnable_cut *= f;
+                slack.running *= f;
                 slack.at_pelt_ns = lut;
             }
+            let divider_f = f64::from(cfs.avg.get_pelt_divider());
+            if cfs.truncated != slack.seen {
+                // Cut at this update or an earlier one since the last check; the cut
+                // decays with the sum from then, in whole periods where this decays
+                // continuously, hence the margin of one period's decay (2^(1/32)) and
+                // a unit for rounding.
+                let cut = |now: u64, then: u64| (now - then) as f64 / divider_f * 1.03 + 1.0;
+                slack.load_cut += cut(cfs.truncated.load_sum, slack.seen.load_sum);
+                slack.runnable_cut += cut(cfs.truncated.runnable_sum, slack.seen.runnable_sum);
+                slack.seen = cfs.truncated;
+                self.checker.counts.pelt_u32_cuts += 1;
+            }
+            // A newly idle balance keeps the sleeping previous task as `cfs_rq->curr`
+            // (v6.12's pick_next_task_fair() puts it only once it has picked), and an
+            // update of the cfs_rq meanwhile counts as running (`curr != NULL`) time no
+            // entity accrues: `___update_load_sum()` clears `running` for the entity,
+            // which is not queued. The kernel's newly idle balance lasts microseconds;
+            // lbsim's lasts what its costs say. So the util_sum may gain, while that lasts,
+            // up to the PELT time that passed.
+            if let Some(since) = slack.curr_dequeued_at
+                && lut > since
+            {
+                slack.running += (lut - since) as f64 / divider_f + 1.0;
+                self.checker.counts.pelt_dequeued_curr += 1;
+            }
+            slack.curr_dequeued_at = rq
+                .cfs
+                .curr
+                .filter(|&id| !self.tasks[id].se.on_rq)
+                .map(|_| lut);
             let s = sums[c];
             let removed = cfs.removed;
             let n = s.n + u64::from(removed.nr);
@@ -709,29 +767,36 @@ impl<B: Balancer> Core<B> {
             self.checker.counts.pelt_sums_checked += u64::from(n > 0);
             // The removed entities' sums, as update_cfs_rq_load_avg() will subtract them.
             let divider = u128::from(cfs.avg.get_pelt_divider());
+            // Each check: the name, the cfs_rq's sum, its entities', the bound, and what
+            // the kernel's own arithmetic allows beyond it below and above (the 32-bit
+            // cuts, the running time of a dequeued curr).
             let checks = [
                 (
                     "util_sum",
                     u128::from(cfs.avg.util_sum),
                     s.util + u128::from(removed.util_avg) * divider,
                     pelt_bound(n, 0, slack.util),
+                    (0, slack.running.ceil() as u64),
                 ),
                 (
                     "runnable_sum",
                     u128::from(cfs.avg.runnable_sum),
                     s.runnable + u128::from(removed.runnable_avg) * divider,
                     pelt_bound(n, 0, slack.util),
+                    (slack.runnable_cut.ceil() as u64, 0),
                 ),
                 (
                     "load_sum",
                     u128::from(cfs.avg.load_sum),
                     s.load + u128::from(removed.load_avg) * divider,
                     pelt_bound(n, s.weight_units + u64::from(removed.nr), slack.load),
+                    (slack.load_cut.ceil() as u64, 0),
                 ),
             ];
-            for (name, have, want, bound) in checks {
+            for (name, have, want, bound, (below, above)) in checks {
                 // In units of the averages: sums over the divider.
                 let excess = (have as i128 - want as i128) / divider as i128;
+                let bound = bound + if excess < 0 { below } else { above };
                 let per_mille = (excess.unsigned_abs() * 1000 / u128::from(bound.max(1))) as u64;
                 let m = &mut self.checker.counts.max_pelt_per_mille;
                 *m = (*m).max(per_mille);
@@ -840,6 +905,13 @@ impl<B: Balancer> Core<B> {
                     w_max: w_now,
                     n_max: n_now,
                     r_max: r_now[c.index()],
+                    // Less what of it is still to come: a newly idle step or a charge in
+                    // progress when the wait begins delays the task too.
+                    sched_work_ns: {
+                        let cs = &self.cpus[c.index()];
+                        let ahead = cs.busy_until.max(cs.irq_off_until).saturating_sub(now);
+                        cs.sched_work_ns.saturating_sub(ahead)
+                    },
                 }
             } else {
                 let mut w = cur.expect("not a restart");
@@ -850,8 +922,12 @@ impl<B: Balancer> Core<B> {
             };
             self.checker.waits.insert(id, w);
             let waited = now - w.since_ns;
-            let bound =
-                wait_bound(w.w_max, t.se.load.weight, w.n_max, w.r_max, q).saturating_add(gap);
+            // The scheduler work charged to the CPU meanwhile (balancing passes, newly idle
+            // steps, the stopper) kept it from running any task.
+            let work = self.cpus[c.index()].sched_work_ns - w.sched_work_ns;
+            let bound = wait_bound(w.w_max, t.se.load.weight, w.n_max, w.r_max, q)
+                .saturating_add(gap)
+                .saturating_add(work);
             let counts = &mut self.checker.counts;
             counts.max_wait_ns = counts.max_wait_ns.max(waited);
             counts.max_wait_per_mille = counts

@@ -91,6 +91,7 @@ impl<B: Balancer> Core<B> {
             cpus.push(CpuState {
                 seg_start: 0,
                 busy_until: 0,
+                sched_work_ns: 0,
                 irq_off_until: 0,
                 seg_end: None,
                 tick_stopped: true,
@@ -449,6 +450,7 @@ impl<B: Balancer> Core<B> {
         let now = self.now;
         let c = &mut self.cpus[cpu.index()];
         c.busy_until = c.busy_until.max(now) + ns;
+        c.sched_work_ns = c.sched_work_ns.saturating_add(ns);
         if self.rqs[cpu.index()].curr.is_some() {
             c.seg_start = c.seg_start.max(c.busy_until);
             self.arm_segment(cpu);

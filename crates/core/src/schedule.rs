@@ -71,6 +71,7 @@ impl<B: Balancer> Core<B> {
         let end = self.now + step.outcome.elapsed_ns;
         let c = &mut self.cpus[ci];
         c.irq_off_until = c.irq_off_until.max(end);
+        c.sched_work_ns = c.sched_work_ns.saturating_add(step.outcome.elapsed_ns);
         if !step.done {
             self.fx.at(end, Ev::NewidleStep { cpu: cpu.0 });
             return;

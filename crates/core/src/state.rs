@@ -75,6 +75,10 @@ pub(crate) struct CpuState {
     pub(crate) seg_start: u64,
     /// Scheduler overhead in progress until then; user progress resumes after it.
     pub(crate) busy_until: u64,
+    /// Scheduler work charged to this CPU so far (balancing passes, newly idle steps, the
+    /// stopper), ns: what `--check`'s wait bound allows a queued task to wait for besides
+    /// other tasks.
+    pub(crate) sched_work_ns: u64,
     /// Interrupts are off until then (a newly idle balance): IPIs and timers wait.
     pub(crate) irq_off_until: u64,
     /// The pending end of the current task's action ([`Ev::SegEnd`]).

@@ -38,7 +38,9 @@ impl<B: Balancer> Core<B> {
         let out = self.ctx_call(|b, ctx| b.active_balance(ctx, req));
         self.apply_outcome(cpu, &out);
         let c = &mut self.cpus[ci];
-        c.busy_until = c.busy_until.max(now) + out.elapsed_ns + self.cfg.cost.context_switch_ns;
+        let work = out.elapsed_ns + self.cfg.cost.context_switch_ns;
+        c.busy_until = c.busy_until.max(now) + work;
+        c.sched_work_ns = c.sched_work_ns.saturating_add(work);
         self.resched_cpu(cpu, cpu);
     }
 }

@@ -58,6 +58,12 @@ pub const TARGETS: &[Target] = &[
         verify_runs: 2000,
     },
     Target {
+        name: "host",
+        run: host,
+        dict: HOST_DICT,
+        verify_runs: 2000,
+    },
+    Target {
         name: "workload",
         run: workload,
         dict: WORKLOAD_DICT,
@@ -175,6 +181,40 @@ const MACHINE_DICT: &[&str] = &[
     "bdw",
     "hi6220",
     "power8",
+];
+
+const HOST_DICT: &[&str] = &[
+    "lscpu\n",
+    "@ cpu/online\n",
+    "@ cpu/possible\n",
+    "@ cpu/cpu0/topology/core_id\n",
+    "@ cpu/cpu1/topology/physical_package_id\n",
+    "@ cpu/cpu0/topology/thread_siblings_list\n",
+    "@ cpu/cpu1/topology/cluster_id\n",
+    "@ cpu/cpu0/topology/die_id\n",
+    "@ cpu/cpu0/cache/index3/level\n",
+    "@ cpu/cpu1/cache/index3/shared_cpu_list\n",
+    "@ cpu/cpu0/cpu_capacity\n",
+    "@ node/node0/cpulist\n",
+    "@ node/node1/distance\n",
+    "@ cpu/cpuidle/current_driver\n",
+    "@ cpu/cpu0/cpuidle/state1/latency\n",
+    "@ cpu/cpu0/cpuidle/state1/residency\n",
+    "@ cpu/cpu0/cpuidle/state1/name\n",
+    "@ cpu/cpu0/cpuidle/state1/disable\n",
+    "# CPU,Core,Socket,Node,Cluster,L1d:L1i:L2:L3\n",
+    "# CPU,Core,Socket,Node,,L1d,L1i,L2,L3\n",
+    "0-3",
+    "0,2",
+    "10 21",
+    "-1",
+    "65535",
+    "4294967295",
+    "1024",
+    "446",
+    "\n",
+    ",",
+    ":",
 ];
 
 const MACHINE_FILE_DICT: &[&str] = &[
@@ -365,6 +405,59 @@ pub fn machine_file(data: &[u8]) -> bool {
         Ok(m) => build_topology("fuzz.toml", &m),
         Err(e) => {
             one_line("machine file", &e.to_string());
+            false
+        }
+    }
+}
+
+/// Machines read from a real one (`sysfs:DIR`, `lscpu:FILE`): the pure readers of
+/// `lbsim_topology::host` over text, as the binary gives them what it read. An input whose
+/// first line is `lscpu` is the rest as `lscpu -p` output; any other is a sysfs tree, as
+/// records: a line `@ REL` names a file relative to the root (a copy of
+/// `/sys/devices/system`), and the lines up to the next record are its contents. Only the
+/// files the binary's walk would read are kept (`sysfs::wanted`), and a tree with more CPU
+/// directories than the default `--max-cpus` is refused as the walk refuses it.
+pub fn host(data: &[u8]) -> bool {
+    use lbsim_topology::host::{lscpu, sysfs};
+    let text = String::from_utf8_lossy(data);
+    let probed = if let Some(rest) = text.strip_prefix("lscpu\n") {
+        lscpu::parse(rest, "fuzz.lscpu")
+    } else {
+        let mut files = sysfs::SysfsFiles::new("fuzz-sysfs");
+        let mut cpu_dirs = std::collections::BTreeSet::new();
+        let mut records = text.split("@ ");
+        // Text before the first record belongs to no file.
+        records.next();
+        for record in records {
+            let (rel, contents) = record.split_once('\n').unwrap_or((record, ""));
+            let rel = rel.trim();
+            if !sysfs::wanted(rel) {
+                continue;
+            }
+            if let Some(dir) = rel.strip_prefix("cpu/").and_then(|r| r.split('/').next())
+                && rel.len() > "cpu/".len() + dir.len()
+            {
+                cpu_dirs.insert(dir.to_owned());
+            }
+            files.insert(rel, contents);
+        }
+        if cpu_dirs.len() > MachineBudget::default().max_cpus as usize {
+            return false;
+        }
+        sysfs::parse(&files)
+    };
+    match probed {
+        Ok(p) => {
+            for line in p.found.iter().chain(&p.assumed) {
+                assert!(
+                    !line.contains('\n'),
+                    "host: a report line of more than one line: {line:?}"
+                );
+            }
+            build_topology("sysfs:fuzz", &p.machine)
+        }
+        Err(e) => {
+            one_line("host", &e.to_string());
             false
         }
     }

@@ -155,6 +155,28 @@ pub struct CfsRqAvg {
     pub avg: SchedAvg,
     /// `cfs_rq->removed`.
     pub removed: Removed,
+    /// Not kernel state: what the kernel's 32-bit `max_t(u32, ...)` has cut from the u64
+    /// sums so far, so that `--check` can tell this kernel behaviour from a bug.
+    pub truncated: SumsTruncated,
+}
+
+/// The amounts by which `max_t(u32, sum, avg * PELT_MIN_DIVIDER)` left `load_sum` and
+/// `runnable_sum` below `max(sum, avg * PELT_MIN_DIVIDER)` computed in 64 bits, summed
+/// over the cfs_rq's life (saturating; not decayed). Not kernel state, and read by nothing
+/// in the model.
+///
+/// The kernel (v6.6-v6.12) loses `2^32` of sum, about 91,900 units of average, whenever a
+/// cfs_rq's `load_sum` is above `u32::MAX` at a dequeue, a detach or a removal (one nice
+/// -20 task and a few nice-0 ones are enough), and likewise `runnable_sum` with about 90
+/// runnable tasks; the next update then recomputes the average from the cut sum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct SumsTruncated {
+    /// Cut from `load_sum`.
+    pub load_sum: u64,
+    /// Cut from `runnable_sum`.
+    pub runnable_sum: u64,
+    /// The number of cuts.
+    pub nr: u64,
 }
 
 /// `sub_positive()`: unsigned subtract, clamped at 0 on underflow.
@@ -175,11 +197,17 @@ fn sub_positive_u32(var: &mut u32, val: u32) {
 /// `max_t(u32, sum, avg * PELT_MIN_DIVIDER)` on a u64 sum. The kernel
 /// (v6.6-v6.12) compares, and keeps, both values truncated to 32 bits, even for
 /// the u64 `load_sum` and `runnable_sum`; this reproduces that truncation.
+/// `cut` accumulates what the truncation took (see [`SumsTruncated`]).
 #[inline]
-fn max_t_u32_min_divider(sum: u64, avg: u64) -> u64 {
-    let a = sum as u32;
-    let b = avg.wrapping_mul(PELT_MIN_DIVIDER) as u32;
-    u64::from(a.max(b))
+fn max_t_u32_min_divider(sum: u64, avg: u64, cut: &mut u64, nr: &mut u64) -> u64 {
+    let floor = avg.wrapping_mul(PELT_MIN_DIVIDER);
+    let kept = u64::from((sum as u32).max(floor as u32));
+    let lost = sum.max(floor) - kept;
+    if lost != 0 {
+        *cut = cut.saturating_add(lost);
+        *nr += 1;
+    }
+    kept
 }
 
 /// Updates a task entity's signal to `now` with what it was doing since its
@@ -257,7 +285,9 @@ impl CfsRqAvg {
             let r = removed.load_avg;
             sub_positive_u64(&mut sa.load_avg, r);
             sub_positive_u64(&mut sa.load_sum, r.wrapping_mul(divider));
-            sa.load_sum = max_t_u32_min_divider(sa.load_sum, sa.load_avg);
+            let t = &mut self.truncated;
+            sa.load_sum =
+                max_t_u32_min_divider(sa.load_sum, sa.load_avg, &mut t.load_sum, &mut t.nr);
 
             let r = removed.util_avg;
             sub_positive_u64(&mut sa.util_avg, r);
@@ -269,7 +299,12 @@ impl CfsRqAvg {
             let r = removed.runnable_avg;
             sub_positive_u64(&mut sa.runnable_avg, r);
             sub_positive_u64(&mut sa.runnable_sum, r.wrapping_mul(divider));
-            sa.runnable_sum = max_t_u32_min_divider(sa.runnable_sum, sa.runnable_avg);
+            sa.runnable_sum = max_t_u32_min_divider(
+                sa.runnable_sum,
+                sa.runnable_avg,
+                &mut t.runnable_sum,
+                &mut t.nr,
+            );
 
             decayed = true;
         }
@@ -297,7 +332,13 @@ impl CfsRqAvg {
     pub fn dequeue_load_avg(&mut self, se: &SchedAvg, weight: u64) {
         sub_positive_u64(&mut self.avg.load_avg, se.load_avg);
         sub_positive_u64(&mut self.avg.load_sum, weight.wrapping_mul(se.load_sum));
-        self.avg.load_sum = max_t_u32_min_divider(self.avg.load_sum, self.avg.load_avg);
+        let t = &mut self.truncated;
+        self.avg.load_sum = max_t_u32_min_divider(
+            self.avg.load_sum,
+            self.avg.load_avg,
+            &mut t.load_sum,
+            &mut t.nr,
+        );
     }
 
     /// Attaches an entity: aligns its PELT window with the cfs_rq's, rebuilds
@@ -351,7 +392,13 @@ impl CfsRqAvg {
 
         sub_positive_u64(&mut self.avg.runnable_avg, se.runnable_avg);
         sub_positive_u64(&mut self.avg.runnable_sum, se.runnable_sum);
-        self.avg.runnable_sum = max_t_u32_min_divider(self.avg.runnable_sum, self.avg.runnable_avg);
+        let t = &mut self.truncated;
+        self.avg.runnable_sum = max_t_u32_min_divider(
+            self.avg.runnable_sum,
+            self.avg.runnable_avg,
+            &mut t.runnable_sum,
+            &mut t.nr,
+        );
     }
 
     /// Updates an entity and its cfs_rq at `now`, in the kernel's order: age the

@@ -63,8 +63,8 @@ mod util_est;
 
 pub use avg::{SchedAvg, accumulate_pelt_segments, decay_load, pelt_divider};
 pub use cfs_rq::{
-    CfsRqAvg, CfsRqLoad, LoadAvgUpdate, Removed, SeLoad, UpdateFlags, cfs_se_util_change,
-    scale_load_down, update_load_avg_blocked_se, update_load_avg_se,
+    CfsRqAvg, CfsRqLoad, LoadAvgUpdate, Removed, SeLoad, SumsTruncated, UpdateFlags,
+    cfs_se_util_change, scale_load_down, update_load_avg_blocked_se, update_load_avg_se,
 };
 pub use clock::{LOST_IDLE_UTIL_SUM_THRESHOLD, RqClockPelt, cap_scale};
 pub use consts::{

@@ -20,6 +20,7 @@ fn cfs_at(period_contrib: u32, util_avg: u64, runnable_avg: u64, load_avg: u64) 
             util_est: 0,
         },
         removed: Removed::default(),
+        truncated: SumsTruncated::default(),
     }
 }
 
@@ -164,6 +165,15 @@ fn dequeue_load_avg_truncates_load_sum_to_32_bits() {
     cfs.dequeue_load_avg(&se, 1024);
     // (2^32 + 1_000_000 - 102_400) as u32 = 897_600 > 10 * 46718
     assert_eq!(cfs.avg.load_sum, 897_600);
+    // The record: 2^32 cut, once.
+    assert_eq!(
+        cfs.truncated,
+        SumsTruncated {
+            load_sum: 1 << 32,
+            runnable_sum: 0,
+            nr: 1
+        }
+    );
     cfs.avg.load_sum = (1 << 32) + 1_000;
     cfs.dequeue_load_avg(&SchedAvg::default(), 1024);
     assert_eq!(
@@ -171,6 +181,17 @@ fn dequeue_load_avg_truncates_load_sum_to_32_bits() {
         10 * PELT_MIN_DIVIDER,
         "low bits 1000 < 467180"
     );
+    // 64-bit, the result would have been 2^32 + 1000; the floor 467_180 replaced it.
+    assert_eq!(
+        cfs.truncated.load_sum,
+        (1 << 32) + (1 << 32) + 1_000 - 467_180
+    );
+    assert_eq!(cfs.truncated.nr, 2);
+    // Under 2^32 nothing is cut, whatever the floor does.
+    cfs.avg.load_sum = 1_000;
+    cfs.dequeue_load_avg(&SchedAvg::default(), 1024);
+    assert_eq!(cfs.avg.load_sum, 10 * PELT_MIN_DIVIDER);
+    assert_eq!(cfs.truncated.nr, 2);
 }
 
 #[test]

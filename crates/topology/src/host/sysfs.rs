@@ -186,8 +186,30 @@ impl SysfsFiles {
     }
 }
 
-fn list_text(cpus: &[u32], n: usize) -> String {
-    Cpumask::from_cpus(n.max(1), cpus.iter().map(|&c| crate::CpuId(c))).to_cpulist()
+/// `cpus` as a cpulist (`0-3,8`), whatever their numbers: a directory name such as
+/// `cpu41024` is beyond any mask lbsim builds.
+fn list_text(cpus: &[u32]) -> String {
+    let mut sorted = cpus.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if j == i {
+            out.push_str(&sorted[i].to_string());
+        } else {
+            out.push_str(&format!("{}-{}", sorted[i], sorted[j]));
+        }
+        i = j + 1;
+    }
+    out
 }
 
 /// The online CPUs, `0..N-1`.
@@ -220,16 +242,16 @@ fn online_cpus(
             path: t.path(source),
             reason: format!(
                 "CPUs {} are online; lbsim's CPUs are 0..N-1, all online (take the copy with CPUs 0..N-1 online)",
-                list_text(&cpus, MAX_CPUS)
+                list_text(&cpus)
             ),
         });
     }
-    found.push(format!("{n} CPUs ({source}: {})", list_text(&cpus, n)));
+    found.push(format!("{n} CPUs ({source}: {})", list_text(&cpus)));
     let offline: Vec<u32> = dirs.into_iter().filter(|&c| c as usize >= n).collect();
     if !offline.is_empty() {
         assumed.push(format!(
             "cpus {} are offline: left out",
-            list_text(&offline, MAX_CPUS)
+            list_text(&offline)
         ));
     }
     Ok(n)
@@ -246,7 +268,7 @@ fn partition(
         if !m.contains(&(i as u32)) {
             return Err(HostError::Inconsistent {
                 path: t.path(&file(i)),
-                reason: format!("lists {} without cpu {i} itself", list_text(m, masks.len())),
+                reason: format!("lists {} without cpu {i} itself", list_text(m)),
             });
         }
         for &j in m {
@@ -255,8 +277,8 @@ fn partition(
                     path: t.path(&file(j as usize)),
                     reason: format!(
                         "lists {} but cpu {i}'s lists {}",
-                        list_text(&masks[j as usize], masks.len()),
-                        list_text(m, masks.len())
+                        list_text(&masks[j as usize]),
+                        list_text(m)
                     ),
                 });
             }
@@ -696,7 +718,7 @@ pub fn parse(t: &SysfsFiles) -> Result<Probed, HostError> {
             cpu += *count as u32;
             found.push(format!(
                 "idle states of cpus {} ({}): {}",
-                list_text(&cpus, n),
+                list_text(&cpus),
                 tb.name,
                 idle_text(tb)
             ));
@@ -707,7 +729,7 @@ pub fn parse(t: &SysfsFiles) -> Result<Probed, HostError> {
         for (s, cpus) in &disabled {
             assumed.push(format!(
                 "idle state {s} of cpus {} is disabled: left out",
-                list_text(cpus, n)
+                list_text(cpus)
             ));
         }
         machine = machine

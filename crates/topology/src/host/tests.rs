@@ -407,3 +407,20 @@ fn bad_lscpu_names_the_line() {
         assert!(got.starts_with(want), "{got}\n  wanted {want}");
     }
 }
+
+/// An offline CPU's directory may carry any number, beyond any mask lbsim builds (found by
+/// the `host` fuzz target: `cpu41024` panicked when the report listed it).
+#[test]
+fn offline_cpus_beyond_the_largest_mask_are_reported() {
+    let text =
+        format!("{SMT2}\ncpu/cpu41024/topology/core_id: 0\ncpu/cpu4294967295/topology/core_id: 0");
+    let p = sysfs::parse(&tree(&text)).expect("a machine");
+    assert_eq!(p.machine.nr_cpus(), 4);
+    assert!(
+        p.assumed
+            .iter()
+            .any(|l| l == "cpus 41024,4294967295 are offline: left out"),
+        "{:?}",
+        p.assumed
+    );
+}
