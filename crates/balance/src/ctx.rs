@@ -17,17 +17,24 @@
 //! as the kernel (running newidle with interrupts off) does.
 
 pub use lbsim_rq::WakeFlags;
-use lbsim_rq::{Features, Rq, TaskId, Tasks, Tunables};
+use lbsim_rq::{Features, TaskId, Tasks, Tunables};
 use lbsim_topology::{CpuId, Topology};
 use smallvec::SmallVec;
 
 use crate::cost::{CostModel, WorkAccount};
+use crate::rqs::Rqs;
 
 /// Answers whether a remote wake-up has been queued on a CPU's wake list by a given time.
 pub trait PendingWakeups {
     /// Whether a wake-up IPI for `cpu` has been sent at or before `at_ns` and not yet
     /// handled (the kernel's `rq->ttwu_pending`).
     fn ttwu_pending_at(&self, cpu: CpuId, at_ns: u64) -> bool;
+
+    /// Whether [`PendingWakeups::ttwu_pending_at`] is false for every CPU at every time (so
+    /// that sums over CPUs need not ask it).
+    fn none_pending(&self) -> bool {
+        false
+    }
 }
 
 /// A [`PendingWakeups`] with no wake-up ever pending, for tests and single-CPU use.
@@ -37,6 +44,10 @@ pub struct NoPendingWakeups;
 impl PendingWakeups for NoPendingWakeups {
     fn ttwu_pending_at(&self, _cpu: CpuId, _at_ns: u64) -> bool {
         false
+    }
+
+    fn none_pending(&self) -> bool {
+        true
     }
 }
 
@@ -51,7 +62,7 @@ pub struct BalanceCtx<'a> {
     /// Sched domains and groups.
     pub topo: &'a Topology,
     /// One runqueue per CPU, indexed by CPU id.
-    pub rqs: &'a mut [Rq],
+    pub rqs: &'a mut Rqs,
     /// Every task.
     pub tasks: &'a mut Tasks,
     /// The sched features in force.

@@ -117,6 +117,9 @@ pub struct LbEnv {
     pub imbalance: i64,
     /// `cpus`: candidate CPUs.
     pub cpus: Cpumask,
+    /// lbsim's: a CPU has been cleared from `cpus` since [`LbEnv::new`] (which set it to the
+    /// domain's span), so a group's span may no longer be inside it.
+    pub cpus_trimmed: bool,
     /// `flags` (see [`lbf`]).
     pub flags: u32,
     /// `loop`.
@@ -151,6 +154,7 @@ impl LbEnv {
             idle,
             imbalance: 0,
             cpus,
+            cpus_trimmed: false,
             flags: 0,
             loop_: 0,
             loop_break: SCHED_NR_MIGRATE_BREAK,
@@ -418,7 +422,8 @@ impl LoadBalance {
                 .min(ctx.rqs[busiest.index()].nr_running);
             loop {
                 // more_balance:
-                ctx.rqs[busiest.index()].update_rq_clock(pass.now_ns(ctx));
+                let clock_ns = pass.now_ns(ctx);
+                ctx.rqs[busiest.index()].update_rq_clock(clock_ns);
                 let cur = detach_tasks(ctx, st, env, pass);
                 let (examined, at) = (pass.work.tasks_examined, pass.now_ns(ctx));
                 st.checks.detached(ctx, env, &start, examined, cur, at);
@@ -435,6 +440,7 @@ impl LoadBalance {
                 }
                 if env.flags & lbf::DST_PINNED != 0 && env.imbalance > 0 {
                     env.cpus.clear(env.dst_cpu);
+                    env.cpus_trimmed = true;
                     env.dst_cpu = env.new_dst_cpu;
                     env.flags &= !lbf::DST_PINNED;
                     env.loop_ = 0;
@@ -454,6 +460,7 @@ impl LoadBalance {
             if env.flags & lbf::ALL_PINNED != 0 {
                 st.checks.all_pinned();
                 env.cpus.clear(busiest);
+                env.cpus_trimmed = true;
                 if !env
                     .cpus
                     .is_subset(topo.span(topo.local_group(sd).balance_mask))

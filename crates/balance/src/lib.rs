@@ -14,7 +14,8 @@
 //! (newly idle balancing), [`nohz`] (idle load balancer), [`wake`] and [`fork`] (wake-up,
 //! fork and exec placement), [`state`] (per-domain, per-group and nohz state),
 //! [`schedstat`] (/proc/schedstat counters), [`check`] (decision records for the invariant
-//! checks), [`trivial`] (a no-balancing reference).
+//! checks), [`trivial`] (a no-balancing reference), [`rqs`] (the runqueues, with the group
+//! sums kept up to date).
 //!
 //! Deliberately left out: NUMA balancing, group scheduling, CFS bandwidth, energy-aware
 //! scheduling, core scheduling, asym packing priorities (the topology crate does not build
@@ -32,6 +33,7 @@ pub mod newidle;
 pub mod nohz;
 pub mod params;
 pub mod rebalance;
+pub mod rqs;
 pub mod schedstat;
 pub mod state;
 pub mod trace;

@@ -15,7 +15,7 @@ pub struct Core<B: Balancer> {
     pub(crate) tick_nsec: u64,
     /// Events to schedule and cancel, for the engine.
     pub(crate) fx: Effects,
-    pub(crate) rqs: Vec<Rq>,
+    pub(crate) rqs: lbsim_balance::rqs::Rqs,
     pub(crate) tasks: Tasks,
     pub(crate) cpus: Vec<CpuState>,
     pub(crate) runs: Vec<TaskRun>,
@@ -128,7 +128,7 @@ impl<B: Balancer> Core<B> {
             now: 0,
             tick_nsec,
             fx: Effects::default(),
-            rqs,
+            rqs: rqs.into(),
             tasks: Tasks::with_key(),
             cpus,
             runs: Vec::new(),

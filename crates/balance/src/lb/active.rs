@@ -114,7 +114,8 @@ pub fn active_load_balance_cpu_stop(
             env.src_cpu = busiest;
             env.flags = lbf::ACTIVE_LB;
             st.schedstat.sd_mut(target, level).alb_count += 1;
-            ctx.rqs[busiest.index()].update_rq_clock(pass.now_ns(ctx));
+            let clock_ns = pass.now_ns(ctx);
+            ctx.rqs[busiest.index()].update_rq_clock(clock_ns);
             let candidates: SmallVec<[TaskId; 16]> =
                 ctx.rqs[busiest.index()].cfs.cfs_tasks().rev().collect();
             let mut moved = None;

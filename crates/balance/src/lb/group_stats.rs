@@ -135,22 +135,33 @@ fn sched_group_asym(
     }
 }
 
-/// Follows fair.c: update_sg_lb_stats() (v6.6-v6.12). Counts one CPU scanned per CPU read.
-pub fn update_sg_lb_stats(
+/// What the CPU loop of update_sg_lb_stats() adds up: the stats' sums and misfit load,
+/// whether a CPU had more than one task (`sg_overloaded`), and the CPUs read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct CpuSums {
+    sgs: SgLbStats,
+    overloaded: bool,
+    scanned: u32,
+}
+
+/// The CPU loop of update_sg_lb_stats(), CPU by CPU, as the kernel runs it.
+fn sum_cpus(
     ctx: &BalanceCtx<'_>,
-    st: &BalanceState,
     env: &LbEnv,
     group: &SchedGroup,
     local_group: bool,
-    sg_overloaded: &mut bool,
-    pass: &mut Pass,
-) -> SgLbStats {
+    at: u64,
+) -> CpuSums {
     let topo = ctx.topo;
     let sd = env.sd(topo);
-    let at = pass.now_ns(ctx);
-    let mut sgs = SgLbStats::default();
+    let mut out = CpuSums {
+        sgs: SgLbStats::default(),
+        overloaded: false,
+        scanned: 0,
+    };
+    let sgs = &mut out.sgs;
     for i in topo.span(group.span).iter().filter(|c| env.cpus.test(*c)) {
-        pass.work.cpus_scanned += 1;
+        out.scanned += 1;
         let r = rq(ctx, i);
         let load = cpu_load(ctx, i);
         sgs.group_load += load;
@@ -160,7 +171,7 @@ pub fn update_sg_lb_stats(
         let nr_running = r.nr_running;
         sgs.sum_nr_running += nr_running;
         if nr_running > 1 {
-            *sg_overloaded = true;
+            out.overloaded = true;
         }
         // cpu_overutilized() is false without an energy model (v6.10+; in v6.6 it only
         // fed rd->overutilized, which nothing reads without a perf domain).
@@ -174,7 +185,7 @@ pub fn update_sg_lb_stats(
         if sd.flags.contains(SdFlag::AsymCpucapacity) {
             if sgs.group_misfit_task_load < r.misfit_task_load {
                 sgs.group_misfit_task_load = r.misfit_task_load;
-                *sg_overloaded = true;
+                out.overloaded = true;
             }
         } else if env.idle.is_idle()
             && sched_reduced_capacity(ctx, i, sd)
@@ -183,6 +194,85 @@ pub fn update_sg_lb_stats(
             sgs.group_misfit_task_load = load;
         }
     }
+    out
+}
+
+/// The CPU loop's result from the group sums that [`crate::rqs::Rqs`] keeps, when they
+/// give the same answer: every CPU of the group is in `env->cpus`, no wake-up is pending
+/// beyond the runqueues' own `ttwu_pending`, and no misfit load can arise (a local group;
+/// or no `SD_ASYM_CPUCAPACITY` and, for an idle balance, no CPU with reduced capacity).
+/// `None` otherwise.
+fn sum_cpus_from_spans(
+    ctx: &BalanceCtx<'_>,
+    env: &LbEnv,
+    group: &SchedGroup,
+    local_group: bool,
+) -> Option<CpuSums> {
+    let topo = ctx.topo;
+    let sd = env.sd(topo);
+    if !ctx.pending.none_pending()
+        || (!local_group && sd.flags.contains(SdFlag::AsymCpucapacity))
+        || env.cpus_trimmed
+        || (sd.flags.contains(SdFlag::Overlap) && !topo.span(group.span).is_subset(&env.cpus))
+    {
+        return None;
+    }
+    let tip_avg_high = ctx.features.enabled(LbFeat::LbTipAvgHigh);
+    let s = ctx
+        .rqs
+        .span_sums(topo, ctx.tasks, group.span, tip_avg_high)?;
+    // check_cpu_capacity() holds only below the original capacity while imbalance_pct is
+    // at least 100.
+    if !local_group && env.idle.is_idle() && (s.reduced_cpus > 0 || sd.imbalance_pct < 100) {
+        return None;
+    }
+    Some(CpuSums {
+        sgs: SgLbStats {
+            group_load: s.group_load,
+            group_util: s.group_util,
+            group_runnable: s.group_runnable,
+            sum_h_nr_running: s.sum_h_nr_running,
+            sum_nr_running: s.sum_nr_running,
+            idle_cpus: s.idle_cpus,
+            ..SgLbStats::default()
+        },
+        overloaded: s.overloaded_cpus > 0,
+        scanned: s.nr_cpus,
+    })
+}
+
+/// Follows fair.c: update_sg_lb_stats() (v6.6-v6.12). Counts one CPU scanned per CPU the
+/// kernel reads. Deliberately differs in how: the CPU loop's sums come from the sums kept
+/// per group ([`crate::rqs`]) where those equal it (checked against the loop in debug
+/// builds), and from the loop otherwise.
+pub fn update_sg_lb_stats(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    env: &LbEnv,
+    group: &SchedGroup,
+    local_group: bool,
+    sg_overloaded: &mut bool,
+    pass: &mut Pass,
+) -> SgLbStats {
+    let topo = ctx.topo;
+    let sd = env.sd(topo);
+    let at = pass.now_ns(ctx);
+    let sums = match sum_cpus_from_spans(ctx, env, group, local_group) {
+        Some(fast) => {
+            debug_assert_eq!(
+                fast,
+                sum_cpus(ctx, env, group, local_group, at),
+                "the group sums differ from the CPU loop"
+            );
+            fast
+        }
+        None => sum_cpus(ctx, env, group, local_group, at),
+    };
+    pass.work.cpus_scanned += sums.scanned;
+    if sums.overloaded {
+        *sg_overloaded = true;
+    }
+    let mut sgs = sums.sgs;
     sgs.group_capacity = st.sgc(group.sgc).capacity;
     sgs.group_weight = group.group_weight;
     if !local_group

@@ -36,7 +36,7 @@ impl PendingWakeups for Pending {
 #[derive(Debug)]
 pub(crate) struct World {
     pub topo: Topology,
-    pub rqs: Vec<Rq>,
+    pub rqs: crate::rqs::Rqs,
     pub tasks: Tasks,
     pub features: Features,
     pub tunables: Tunables,
@@ -61,7 +61,7 @@ impl World {
         tunables.set("hz", "1000").expect("hz=1000");
         let sp = SchedParams::new(features, &tunables);
         let asym = topo.has_asym_cpucapacity();
-        let rqs = (0..n)
+        let rqs: Vec<Rq> = (0..n)
             .map(|c| {
                 let mut r = Rq::new(
                     CpuId(c as u32),
@@ -75,7 +75,7 @@ impl World {
         let st = BalanceState::new(&topo, 0, tunables.hz);
         World {
             topo,
-            rqs,
+            rqs: rqs.into(),
             tasks: Tasks::with_key(),
             features,
             tunables,
@@ -91,7 +91,7 @@ impl World {
     /// Switches a feature (in the context and every runqueue's parameters).
     pub fn set_feature(&mut self, f: LbFeat, on: bool) {
         self.features.set(f, on);
-        for r in &mut self.rqs {
+        for r in self.rqs.iter_mut() {
             r.params.features.set(f, on);
         }
     }

@@ -168,7 +168,8 @@ pub fn load_balance(
                 .min(ctx.rqs[busiest.index()].nr_running);
             loop {
                 // more_balance:
-                ctx.rqs[busiest.index()].update_rq_clock(pass.now_ns(ctx));
+                let clock_ns = pass.now_ns(ctx);
+                ctx.rqs[busiest.index()].update_rq_clock(clock_ns);
                 let cur = detach_tasks(ctx, st, &mut env, version, pass);
                 let (examined, at) = (pass.work.tasks_examined, pass.now_ns(ctx));
                 st.checks.detached(ctx, &env, &start, examined, cur, at);
@@ -379,7 +380,8 @@ pub fn active_load_balance_cpu_stop(
             env.src_cpu = busiest;
             env.cpus = Cpumask::full(topo.nr_cpus());
             st.schedstat.sd_mut(target, level).alb_count += 1;
-            ctx.rqs[busiest.index()].update_rq_clock(pass.now_ns(ctx));
+            let clock_ns = pass.now_ns(ctx);
+            ctx.rqs[busiest.index()].update_rq_clock(clock_ns);
             match detach_one_task(ctx, st, &mut env, lg.version, pass) {
                 Some(p) => {
                     st.schedstat.sd_mut(target, level).alb_pushed += 1;

@@ -17,7 +17,7 @@ pub(crate) const LUT: u64 = 1_000_000;
 
 pub(crate) struct Bench {
     pub topo: Topology,
-    pub rqs: Vec<Rq>,
+    pub rqs: crate::rqs::Rqs,
     pub tasks: Tasks,
     pub st: BalanceState,
     pub wake: WakeState,
@@ -41,7 +41,7 @@ impl Bench {
         let n = topo.nr_cpus();
         let tunables = Tunables::new(n as u32);
         let params = SchedParams::new(features, &tunables);
-        let rqs = (0..n)
+        let rqs: Vec<Rq> = (0..n)
             .map(|c| {
                 let cpu = CpuId(c as u32);
                 let mut rq = Rq::new(cpu, u64::from(machine.capacity(cpu)), params);
@@ -55,7 +55,7 @@ impl Bench {
         let wake = WakeState::new(n);
         let mut b = Bench {
             topo,
-            rqs,
+            rqs: rqs.into(),
             tasks: Tasks::with_key(),
             st,
             wake,
