@@ -181,7 +181,7 @@ pub struct SumsTruncated {
 
 /// `sub_positive()`: unsigned subtract, clamped at 0 on underflow.
 #[inline]
-fn sub_positive_u64(var: &mut u64, val: u64) {
+pub(crate) fn sub_positive_u64(var: &mut u64, val: u64) {
     let res = var.wrapping_sub(val);
     *var = if res > *var { 0 } else { res };
 }
@@ -189,7 +189,7 @@ fn sub_positive_u64(var: &mut u64, val: u64) {
 /// `sub_positive()` on a u32 field (the subtrahend is converted to u32 first,
 /// as `typeof(*ptr) val = (_val)` does).
 #[inline]
-fn sub_positive_u32(var: &mut u32, val: u32) {
+pub(crate) fn sub_positive_u32(var: &mut u32, val: u32) {
     let res = var.wrapping_sub(val);
     *var = if res > *var { 0 } else { res };
 }
@@ -199,7 +199,7 @@ fn sub_positive_u32(var: &mut u32, val: u32) {
 /// the u64 `load_sum` and `runnable_sum`; this reproduces that truncation.
 /// `cut` accumulates what the truncation took (see [`SumsTruncated`]).
 #[inline]
-fn max_t_u32_min_divider(sum: u64, avg: u64, cut: &mut u64, nr: &mut u64) -> u64 {
+pub(crate) fn max_t_u32_min_divider(sum: u64, avg: u64, cut: &mut u64, nr: &mut u64) -> u64 {
     let floor = avg.wrapping_mul(PELT_MIN_DIVIDER);
     let kept = u64::from((sum as u32).max(floor as u32));
     let lost = sum.max(floor) - kept;

@@ -87,4 +87,10 @@ pub enum PeltError {
         /// The capacity given.
         capacity: u64,
     },
+    /// A cgroup v2 `cpu.weight` outside 1..=10000 (the kernel answers `-ERANGE`).
+    #[error("cpu.weight {weight} is out of range (expected 1 to 10000)")]
+    CpuWeightOutOfRange {
+        /// The weight given.
+        weight: u64,
+    },
 }
