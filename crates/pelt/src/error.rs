@@ -1,5 +1,6 @@
-//! Errors of the `lbsim pelt` front end: duration and pattern syntax, and
-//! simulation parameters. The PELT model itself has no failure modes.
+//! Errors of the `lbsim pelt` front end (duration and pattern syntax, and
+//! simulation parameters) and of a cgroup `cpu.weight` write, which the kernel
+//! refuses outside 1..10000. The PELT model itself has no failure modes.
 
 /// What is wrong with a duration, a run/sleep pattern or a simulation
 /// parameter. Messages name the offending text.

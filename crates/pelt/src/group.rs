@@ -34,7 +34,6 @@ use crate::cfs_rq::{
 use crate::consts::{PELT_MIN_DIVIDER, SCHED_CAPACITY_SHIFT, SCHED_FIXEDPOINT_SHIFT};
 use crate::error::PeltError;
 
-
 /// `MIN_SHARES`: the smallest `tg->shares` (before [`scale_load`]), and, unscaled, the floor
 /// of [`calc_group_shares`].
 ///
@@ -428,8 +427,12 @@ pub fn update_tg_cfs_load(
     add_positive_u64(&mut cfs.avg.load_avg, delta_avg);
     add_positive_u64(&mut cfs.avg.load_sum, delta_sum);
     let t = &mut cfs.truncated;
-    cfs.avg.load_sum =
-        max_t_u32_min_divider(cfs.avg.load_sum, cfs.avg.load_avg, &mut t.load_sum, &mut t.nr);
+    cfs.avg.load_sum = max_t_u32_min_divider(
+        cfs.avg.load_sum,
+        cfs.avg.load_avg,
+        &mut t.load_sum,
+        &mut t.nr,
+    );
 }
 
 /// The cfs_rq a group entity owns, as its updates read it.

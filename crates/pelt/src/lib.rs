@@ -80,12 +80,12 @@ pub use consts::{
 pub use error::PeltError;
 pub use group::{
     CGROUP_WEIGHT_DFL, CGROUP_WEIGHT_MAX, CGROUP_WEIGHT_MIN, CfsRqTg, GroupRq, HLoadLevel,
-    MAX_SHARES, MIN_SHARES, NICE_0_LOAD_SCALED, NSEC_PER_MSEC, TaskGroup, attach_entity_load_avg_tg,
-    calc_group_shares, cfs_rq_is_decayed, clear_tg_load_avg, detach_entity_load_avg_tg,
-    propagate_entity_load_avg, scale_load, sched_weight_from_cgroup, sched_weight_to_cgroup,
-    skip_blocked_update, task_h_load, tg_shares_from_cpu_weight, update_cfs_group,
-    update_cfs_rq_h_load, update_cfs_rq_load_avg_tg, update_load_avg_tg, update_tg_cfs_load,
-    update_tg_cfs_runnable, update_tg_cfs_util, update_tg_load_avg,
+    MAX_SHARES, MIN_SHARES, NICE_0_LOAD_SCALED, NSEC_PER_MSEC, TaskGroup,
+    attach_entity_load_avg_tg, calc_group_shares, cfs_rq_is_decayed, clear_tg_load_avg,
+    detach_entity_load_avg_tg, propagate_entity_load_avg, scale_load, sched_weight_from_cgroup,
+    sched_weight_to_cgroup, skip_blocked_update, task_h_load, tg_shares_from_cpu_weight,
+    update_cfs_group, update_cfs_rq_h_load, update_cfs_rq_load_avg_tg, update_load_avg_tg,
+    update_tg_cfs_load, update_tg_cfs_runnable, update_tg_cfs_util, update_tg_load_avg,
 };
 pub use init::{RunnableInit, init_entity_runnable_average, post_init_entity_util_avg};
 pub use pattern::{Pattern, PatternItem, Phase, format_duration_ns, parse_duration_ns};

@@ -8,9 +8,9 @@
 
 use lbsim_pelt::{
     CfsRqAvg, CfsRqLoad, CfsRqTg, GroupRq, HLoadLevel, NICE_0_LOAD_SCALED, PELT_MIN_DIVIDER,
-    SchedAvg, SeLoad, TaskGroup, UpdateFlags, cfs_rq_is_decayed, scale_load, scale_load_down, skip_blocked_update, task_h_load,
-    tg_shares_from_cpu_weight, update_cfs_group, update_cfs_rq_load_avg_tg, update_load_avg_se,
-    update_load_avg_tg, update_tg_load_avg,
+    SchedAvg, SeLoad, TaskGroup, UpdateFlags, cfs_rq_is_decayed, scale_load, scale_load_down,
+    skip_blocked_update, task_h_load, tg_shares_from_cpu_weight, update_cfs_group,
+    update_cfs_rq_load_avg_tg, update_load_avg_se, update_load_avg_tg, update_tg_load_avg,
 };
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -602,8 +602,12 @@ impl Model for Lib {
                     h_nr_running,
                     curr,
                 };
-                let decayed =
-                    update_cfs_rq_load_avg_tg(&mut self.cfs[level], &mut self.grp[level], now, &load);
+                let decayed = update_cfs_rq_load_avg_tg(
+                    &mut self.cfs[level],
+                    &mut self.grp[level],
+                    now,
+                    &load,
+                );
                 if decayed {
                     self.publish(level, now);
                 }
@@ -622,11 +626,8 @@ impl Model for Lib {
                         );
                     }
                 }
-                let dec = cfs_rq_is_decayed(
-                    scale_load_down(self.lw[level]),
-                    &self.cfs[level].avg,
-                    false,
-                );
+                let dec =
+                    cfs_rq_is_decayed(scale_load_down(self.lw[level]), &self.cfs[level].avg, false);
                 self.results.push(u64::from(decayed) << 1 | u64::from(dec));
             }
             Op::HLoad { task, jiffy } => {
@@ -634,7 +635,11 @@ impl Model for Lib {
                 let n = self.tasks.len();
                 let mut levels: Vec<HLoadLevel<'_>> = Vec::new();
                 for (l, g) in self.grp.iter_mut().enumerate().take(home + 1) {
-                    let se_load_avg = if l == 0 { 0 } else { self.se[n + l - 1].load_avg };
+                    let se_load_avg = if l == 0 {
+                        0
+                    } else {
+                        self.se[n + l - 1].load_avg
+                    };
                     levels.push(HLoadLevel {
                         load_avg: self.cfs[l].avg.load_avg,
                         se_load_avg,
@@ -765,7 +770,11 @@ impl Ref {
         for i in 1..=d {
             let w = i128::from(sc.cpu_weight[i]);
             let shares = ((w * 1024 + 50) / 100) << 10;
-            tg.push((false, shares.clamp(2 << 10, 1 << 28), i128::from(sc.others[i])));
+            tg.push((
+                false,
+                shares.clamp(2 << 10, 1 << 28),
+                i128::from(sc.others[i]),
+            ));
         }
         let n = sc.tasks.len();
         let mut se_lw: Vec<i128> = sc.tasks.iter().map(|&(_, w)| i128::from(w) << 10).collect();
@@ -1084,7 +1093,11 @@ impl Model for Ref {
             Op::Account { se, enqueue } => {
                 let (j, p) = self.slot(se);
                 let w = self.se_lw[j];
-                self.lw[p] = u64c(if enqueue { self.lw[p] + w } else { self.lw[p] - w });
+                self.lw[p] = u64c(if enqueue {
+                    self.lw[p] + w
+                } else {
+                    self.lw[p] - w
+                });
             }
             Op::Remove { task } => {
                 let (j, p) = self.slot(Se::Task(task));
@@ -1104,8 +1117,8 @@ impl Model for Ref {
             } => {
                 let mut decayed = false;
                 if self.cfs[level].removed.nr != 0 {
-                    let div =
-                        i128::from(PELT_MIN_DIVIDER) + i128::from(self.cfs[level].avg.period_contrib);
+                    let div = i128::from(PELT_MIN_DIVIDER)
+                        + i128::from(self.cfs[level].avg.period_contrib);
                     let r = i128::from(self.cfs[level].removed.runnable_avg);
                     let v = longc(-longc(u64c(r * div))).div_euclid(1024);
                     self.add_prop(level, v);
@@ -1123,8 +1136,7 @@ impl Model for Ref {
                 if level > 0 {
                     let (j, _) = self.slot(Se::Group(level));
                     let s = self.se[j];
-                    let skip =
-                        s.load_avg == 0 && s.util_avg == 0 && self.grp[level].propagate == 0;
+                    let skip = s.load_avg == 0 && s.util_avg == 0 && self.grp[level].propagate == 0;
                     if !skip {
                         self.update_se(
                             now,

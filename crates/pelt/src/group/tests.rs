@@ -25,7 +25,13 @@ fn cfs_at(util_avg: u64, runnable_avg: u64, load_avg: u64) -> CfsRqAvg {
 #[test]
 fn cpu_weight_to_shares() {
     // round(w * 1024 / 100)
-    for (cpu_weight, weight) in [(1, 10), (33, 338), (50, 512), (100, 1024), (10_000, 102_400)] {
+    for (cpu_weight, weight) in [
+        (1, 10),
+        (33, 338),
+        (50, 512),
+        (100, 1024),
+        (10_000, 102_400),
+    ] {
         assert_eq!(sched_weight_from_cgroup(cpu_weight), weight, "{cpu_weight}");
         assert_eq!(
             tg_shares_from_cpu_weight(cpu_weight),
@@ -117,10 +123,7 @@ fn update_cfs_group_reweights_only_on_change() {
     assert_eq!(update_cfs_group(810_983, &tg, 1024, 1000, &grq), None);
     // v6.12.0 recomputes an emptied group too (no load.weight == 0 early return):
     // 2^20 * 1000 / 1300.
-    assert_eq!(
-        update_cfs_group(810_983, &tg, 0, 1000, &grq),
-        Some(806_596)
-    );
+    assert_eq!(update_cfs_group(810_983, &tg, 0, 1000, &grq), Some(806_596));
 }
 
 #[test]
@@ -174,8 +177,20 @@ fn update_tg_load_avg_filter_and_rate_limit() {
 fn update_tg_load_avg_waits_for_the_first_millisecond_of_sched_clock() {
     let mut tg = TaskGroup::new(NICE_0_LOAD_SCALED);
     let mut cfs = CfsRqTg::default();
-    assert!(!update_tg_load_avg(&mut tg, &mut cfs, 500, true, NSEC_PER_MSEC - 1));
-    assert!(update_tg_load_avg(&mut tg, &mut cfs, 500, true, NSEC_PER_MSEC));
+    assert!(!update_tg_load_avg(
+        &mut tg,
+        &mut cfs,
+        500,
+        true,
+        NSEC_PER_MSEC - 1
+    ));
+    assert!(update_tg_load_avg(
+        &mut tg,
+        &mut cfs,
+        500,
+        true,
+        NSEC_PER_MSEC
+    ));
     assert_eq!(tg.load_avg, 500);
 }
 
@@ -191,7 +206,11 @@ fn clear_tg_load_avg_withdraws_the_contribution() {
     };
     clear_tg_load_avg(&mut tg, &mut cfs, 77);
     assert_eq!(
-        (tg.load_avg, cfs.tg_load_avg_contrib, cfs.last_update_tg_load_avg),
+        (
+            tg.load_avg,
+            cfs.tg_load_avg_contrib,
+            cfs.last_update_tg_load_avg
+        ),
         (1800, 0, 77)
     );
 }
@@ -346,9 +365,18 @@ fn propagation_moves_up_one_level_per_update() {
         load_weight: 1024,
         tg: &mut gtg,
     };
-    assert!(propagate_entity_load_avg(&mut parent, &mut parent_tg, &mut se, 1024, g));
+    assert!(propagate_entity_load_avg(
+        &mut parent,
+        &mut parent_tg,
+        &mut se,
+        1024,
+        g
+    ));
     assert_eq!((gtg.propagate, gtg.prop_runnable_sum), (0, 0));
-    assert_eq!((parent_tg.propagate, parent_tg.prop_runnable_sum), (1, 20_000));
+    assert_eq!(
+        (parent_tg.propagate, parent_tg.prop_runnable_sum),
+        (1, 20_000)
+    );
     assert_eq!((se.util_avg, se.runnable_avg), (250, 260));
     assert_eq!((parent.avg.util_avg, parent.avg.runnable_avg), (250, 260));
     // runnable = max(min(30000, 46718), util_sum >> 10 = 250 * 46718 / 1024 = 11405).
@@ -361,12 +389,21 @@ fn propagation_moves_up_one_level_per_update() {
         tg: &mut gtg,
     };
     let se_before = se;
-    assert!(!propagate_entity_load_avg(&mut parent, &mut parent_tg, &mut se, 1024, g));
+    assert!(!propagate_entity_load_avg(
+        &mut parent,
+        &mut parent_tg,
+        &mut se,
+        1024,
+        g
+    ));
     assert_eq!(se, se_before);
     assert!(!skip_blocked_update(&se, &gtg), "load left to decay");
     let idle = SchedAvg::default();
     assert!(skip_blocked_update(&idle, &gtg));
-    assert!(!skip_blocked_update(&idle, &parent_tg), "a pending propagation");
+    assert!(
+        !skip_blocked_update(&idle, &parent_tg),
+        "a pending propagation"
+    );
 }
 
 #[test]
@@ -414,7 +451,10 @@ fn attach_and_detach_queue_the_entity_load_sum() {
     assert_eq!((tg.propagate, tg.prop_runnable_sum), (1, 23_359));
     detach_entity_load_avg_tg(&mut cfs, &mut tg, &se, 1024);
     assert_eq!(tg.prop_runnable_sum, 0);
-    assert_eq!(tg.propagate, 1, "the flag stays until the group entity consumes it");
+    assert_eq!(
+        tg.propagate, 1,
+        "the flag stays until the group entity consumes it"
+    );
 }
 
 #[test]
@@ -461,7 +501,10 @@ fn update_load_avg_tg_reports_propagation_as_decayed() {
     );
     assert!(out.decayed && out.update_tg_load_avg && !out.attached);
     // 1024 * 5000 / 46718 = 109
-    assert_eq!((se.load_sum, se.load_avg, parent.avg.load_avg), (5000, 109, 109));
+    assert_eq!(
+        (se.load_sum, se.load_avg, parent.avg.load_avg),
+        (5000, 109, 109)
+    );
     assert_eq!(parent_tg.prop_runnable_sum, 5000);
 }
 
@@ -470,7 +513,10 @@ fn cfs_rq_is_decayed_rules() {
     let zero = SchedAvg::default();
     assert!(cfs_rq_is_decayed(0, &zero, false));
     assert!(!cfs_rq_is_decayed(2, &zero, false), "something queued");
-    assert!(!cfs_rq_is_decayed(0, &zero, true), "a child still on the list");
+    assert!(
+        !cfs_rq_is_decayed(0, &zero, true),
+        "a child still on the list"
+    );
     for s in [
         SchedAvg {
             load_sum: 1,
@@ -524,7 +570,11 @@ fn h_load_walks_down_from_the_root_once_per_jiffy() {
     }
     assert_eq!((root.h_load, a.h_load, b.h_load), (2000, 999, 499));
     assert_eq!(
-        (root.last_h_load_update, a.last_h_load_update, b.last_h_load_update),
+        (
+            root.last_h_load_update,
+            a.last_h_load_update,
+            b.last_h_load_update
+        ),
         (jiffy, jiffy, jiffy)
     );
 
