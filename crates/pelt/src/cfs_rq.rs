@@ -5,10 +5,11 @@
 //! runqueues: the caller passes in, at each update, what the kernel would read
 //! from the rq at that moment ([`SeLoad`], [`CfsRqLoad`]).
 //!
-//! Only task entities are modelled (no group scheduling): `propagate_entity_load_avg()`
-//! always returns 0 for a task, and `add_tg_cfs_propagate()` /
-//! `update_tg_load_avg()` have nothing to act on; [`LoadAvgUpdate`] still
-//! reports when the kernel would call the latter.
+//! These are the task-entity paths: `propagate_entity_load_avg()` returns 0 for a
+//! task, and the group parts (`add_tg_cfs_propagate()` on attach, detach and
+//! removal, `update_tg_load_avg()`) are in `group.rs`, which wraps these
+//! functions ([`update_load_avg_tg`](crate::update_load_avg_tg) and friends);
+//! [`LoadAvgUpdate`] reports when the kernel would call `update_tg_load_avg()`.
 
 use crate::avg::SchedAvg;
 use crate::consts::{PELT_MIN_DIVIDER, SCHED_FIXEDPOINT_SHIFT};
@@ -274,7 +275,8 @@ impl CfsRqAvg {
     /// subtracted from the avg and `avg * divider` from the sum (clamped at 0),
     /// then each sum is raised to at least `avg * PELT_MIN_DIVIDER` (see
     /// `max_t_u32_min_divider` for the kernel's 32-bit truncation). The task-group
-    /// propagation of the removed runnable sum is not modelled.
+    /// propagation of the removed runnable sum is
+    /// [`update_cfs_rq_load_avg_tg`](crate::update_cfs_rq_load_avg_tg)'s.
     pub fn update_cfs_rq_load_avg(&mut self, now: u64, load: &CfsRqLoad) -> bool {
         let mut decayed = false;
         if self.removed.nr != 0 {
