@@ -5,10 +5,11 @@
 //! runqueues: the caller passes in, at each update, what the kernel would read
 //! from the rq at that moment ([`SeLoad`], [`CfsRqLoad`]).
 //!
-//! Only task entities are modelled (no group scheduling): `propagate_entity_load_avg()`
-//! always returns 0 for a task, and `add_tg_cfs_propagate()` /
-//! `update_tg_load_avg()` have nothing to act on; [`LoadAvgUpdate`] still
-//! reports when the kernel would call the latter.
+//! These are the task-entity paths: `propagate_entity_load_avg()` returns 0 for a
+//! task, and the group parts (`add_tg_cfs_propagate()` on attach, detach and
+//! removal, `update_tg_load_avg()`) are in `group.rs`, which wraps these
+//! functions ([`update_load_avg_tg`](crate::update_load_avg_tg) and friends);
+//! [`LoadAvgUpdate`] reports when the kernel would call `update_tg_load_avg()`.
 
 use crate::avg::SchedAvg;
 use crate::consts::{PELT_MIN_DIVIDER, SCHED_FIXEDPOINT_SHIFT};
@@ -181,7 +182,7 @@ pub struct SumsTruncated {
 
 /// `sub_positive()`: unsigned subtract, clamped at 0 on underflow.
 #[inline]
-fn sub_positive_u64(var: &mut u64, val: u64) {
+pub(crate) fn sub_positive_u64(var: &mut u64, val: u64) {
     let res = var.wrapping_sub(val);
     *var = if res > *var { 0 } else { res };
 }
@@ -189,7 +190,7 @@ fn sub_positive_u64(var: &mut u64, val: u64) {
 /// `sub_positive()` on a u32 field (the subtrahend is converted to u32 first,
 /// as `typeof(*ptr) val = (_val)` does).
 #[inline]
-fn sub_positive_u32(var: &mut u32, val: u32) {
+pub(crate) fn sub_positive_u32(var: &mut u32, val: u32) {
     let res = var.wrapping_sub(val);
     *var = if res > *var { 0 } else { res };
 }
@@ -199,7 +200,7 @@ fn sub_positive_u32(var: &mut u32, val: u32) {
 /// the u64 `load_sum` and `runnable_sum`; this reproduces that truncation.
 /// `cut` accumulates what the truncation took (see [`SumsTruncated`]).
 #[inline]
-fn max_t_u32_min_divider(sum: u64, avg: u64, cut: &mut u64, nr: &mut u64) -> u64 {
+pub(crate) fn max_t_u32_min_divider(sum: u64, avg: u64, cut: &mut u64, nr: &mut u64) -> u64 {
     let floor = avg.wrapping_mul(PELT_MIN_DIVIDER);
     let kept = u64::from((sum as u32).max(floor as u32));
     let lost = sum.max(floor) - kept;
@@ -274,7 +275,8 @@ impl CfsRqAvg {
     /// subtracted from the avg and `avg * divider` from the sum (clamped at 0),
     /// then each sum is raised to at least `avg * PELT_MIN_DIVIDER` (see
     /// `max_t_u32_min_divider` for the kernel's 32-bit truncation). The task-group
-    /// propagation of the removed runnable sum is not modelled.
+    /// propagation of the removed runnable sum is
+    /// [`update_cfs_rq_load_avg_tg`](crate::update_cfs_rq_load_avg_tg)'s.
     pub fn update_cfs_rq_load_avg(&mut self, now: u64, load: &CfsRqLoad) -> bool {
         let mut decayed = false;
         if self.removed.nr != 0 {

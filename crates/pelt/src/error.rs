@@ -1,5 +1,6 @@
-//! Errors of the `lbsim pelt` front end: duration and pattern syntax, and
-//! simulation parameters. The PELT model itself has no failure modes.
+//! Errors of the `lbsim pelt` front end (duration and pattern syntax, and
+//! simulation parameters) and of a cgroup `cpu.weight` write, which the kernel
+//! refuses outside 1..10000. The PELT model itself has no failure modes.
 
 /// What is wrong with a duration, a run/sleep pattern or a simulation
 /// parameter. Messages name the offending text.
@@ -86,5 +87,11 @@ pub enum PeltError {
     CapacityOutOfRange {
         /// The capacity given.
         capacity: u64,
+    },
+    /// A cgroup v2 `cpu.weight` outside 1..=10000 (the kernel answers `-ERANGE`).
+    #[error("cpu.weight {weight} is out of range (expected 1 to 10000)")]
+    CpuWeightOutOfRange {
+        /// The weight given.
+        weight: u64,
     },
 }

@@ -44,8 +44,12 @@
 //!
 //! The crate knows nothing of runqueues: callers pass in the weights, counts
 //! and running flags the kernel would read at each update ([`SeLoad`],
-//! [`CfsRqLoad`]). Deliberately left out: group scheduling (task-group
-//! propagation, group entity weights), CFS bandwidth throttling (so
+//! [`CfsRqLoad`]). Task groups (`group`: cgroup v2 `cpu.weight` to
+//! `tg->shares`, [`calc_group_shares`], `tg->load_avg` with its 1/64 filter and
+//! 1 ms rate limit, the propagation of a group cfs_rq's changes into its group
+//! entity, `h_load`) are pure functions over state the caller keeps per group
+//! ([`TaskGroup`]) and per cfs_rq ([`CfsRqTg`]); walking the hierarchy is the
+//! caller's. Deliberately left out: CFS bandwidth throttling (so
 //! `cfs_rq_clock_pelt() == rq_clock_pelt()`), the hardware-pressure signal,
 //! steal time, 32-bit kernels' `last_update_time_copy`, and tracepoints.
 
@@ -54,6 +58,7 @@ mod cfs_rq;
 mod clock;
 mod consts;
 mod error;
+mod group;
 mod init;
 mod pattern;
 mod rq_avg;
@@ -73,6 +78,15 @@ pub use consts::{
     SCHED_FIXEDPOINT_SHIFT, UTIL_AVG_UNCHANGED, UTIL_EST_MARGIN, UTIL_EST_WEIGHT_SHIFT,
 };
 pub use error::PeltError;
+pub use group::{
+    CGROUP_WEIGHT_DFL, CGROUP_WEIGHT_MAX, CGROUP_WEIGHT_MIN, CfsRqTg, GroupRq, HLoadLevel,
+    MAX_SHARES, MIN_SHARES, NICE_0_LOAD_SCALED, NSEC_PER_MSEC, TaskGroup,
+    attach_entity_load_avg_tg, calc_group_shares, cfs_rq_is_decayed, clear_tg_load_avg,
+    detach_entity_load_avg_tg, propagate_entity_load_avg, scale_load, sched_weight_from_cgroup,
+    sched_weight_to_cgroup, skip_blocked_update, task_h_load, tg_shares_from_cpu_weight,
+    update_cfs_group, update_cfs_rq_h_load, update_cfs_rq_load_avg_tg, update_load_avg_tg,
+    update_tg_cfs_load, update_tg_cfs_runnable, update_tg_cfs_util, update_tg_load_avg,
+};
 pub use init::{RunnableInit, init_entity_runnable_average, post_init_entity_util_avg};
 pub use pattern::{Pattern, PatternItem, Phase, format_duration_ns, parse_duration_ns};
 pub use rq_avg::{
