@@ -144,7 +144,9 @@ pub fn sched_idle_cpu(ctx: &BalanceCtx<'_>, cpu: CpuId) -> bool {
 /// Follows fair.c: update_sg_wakeup_stats() (v6.6-v6.12): the statistics of `group` as if
 /// `p` were not queued anywhere: load, util and runnable without `p`, task counts without
 /// `p`, idle CPUs (ignoring `p`), and on an asymmetric-capacity domain a misfit mark unless
-/// `p` fits one of the group's CPUs. Every CPU of the group is read (`work`).
+/// `p` fits one of the group's CPUs. Every CPU of the group is read (`work`). Deliberately
+/// differs in how: where `p` adds nothing to the group, the sums come from those kept per
+/// group ([`crate::rqs`]; checked against the CPU loop in debug builds).
 pub fn update_sg_wakeup_stats(
     ctx: &BalanceCtx<'_>,
     st: &BalanceState,
@@ -153,13 +155,48 @@ pub fn update_sg_wakeup_stats(
     p: TaskId,
     work: &mut WorkAccount,
 ) -> SgLbStats {
-    let mut sgs = SgLbStats::default();
     let asym = sd.flags.contains(SdFlag::AsymCpucapacity);
+    let mut sgs = match wakeup_sums_from_spans(ctx, group, p, asym) {
+        Some((fast, scanned)) => {
+            debug_assert_eq!(
+                (fast, scanned),
+                wakeup_sums(ctx, group, p, asym),
+                "the group sums differ from the CPU loop"
+            );
+            work.cpus_scanned += scanned;
+            fast
+        }
+        None => {
+            let (sums, scanned) = wakeup_sums(ctx, group, p, asym);
+            work.cpus_scanned += scanned;
+            sums
+        }
+    };
+    let sgc = st.sgc(group.sgc);
+    sgs.group_capacity = sgc.capacity;
+    sgs.group_weight = group.group_weight;
+    sgs.group_type = group_classify(sd.imbalance_pct, sgc.imbalance, &sgs);
+    if matches!(sgs.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
+        sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity;
+    }
+    sgs
+}
+
+/// The CPU loop of update_sg_wakeup_stats(), CPU by CPU, as the kernel runs it; and the
+/// CPUs it read.
+fn wakeup_sums(
+    ctx: &BalanceCtx<'_>,
+    group: &SchedGroup,
+    p: TaskId,
+    asym: bool,
+) -> (SgLbStats, u32) {
+    let mut sgs = SgLbStats::default();
+    let mut scanned = 0;
     if asym {
         sgs.group_misfit_task_load = 1;
     }
     for i in ctx.topo.span(group.span).iter() {
-        work.cpus_scanned += 1;
+        scanned += 1;
         let rq = &ctx.rqs[i.index()];
         sgs.group_load += cpu_load_without(ctx, i, p);
         sgs.group_util += rq.cpu_util_without(ctx.tasks, p);
@@ -175,14 +212,41 @@ pub fn update_sg_wakeup_stats(
             sgs.group_misfit_task_load = 0;
         }
     }
-    let sgc = st.sgc(group.sgc);
-    sgs.group_capacity = sgc.capacity;
-    sgs.group_weight = group.group_weight;
-    sgs.group_type = group_classify(sd.imbalance_pct, sgc.imbalance, &sgs);
-    if matches!(sgs.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
-        sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity;
+    (sgs, scanned)
+}
+
+/// The CPU loop's result from the group sums of [`crate::rqs::Rqs`], when they give the
+/// same answer: `p` adds nothing to any CPU of the group (it is on none of them, or it has
+/// never been attached and runs nowhere), no wake-up is pending beyond the runqueues' own
+/// flags, and the domain has no asymmetric capacities (misfit needs each CPU). `None`
+/// otherwise.
+fn wakeup_sums_from_spans(
+    ctx: &BalanceCtx<'_>,
+    group: &SchedGroup,
+    p: TaskId,
+    asym: bool,
+) -> Option<(SgLbStats, u32)> {
+    let t = &ctx.tasks[p];
+    let span = ctx.topo.span(group.span);
+    let contributes = span.test(t.cpu)
+        && (t.se.avg.last_update_time != 0 || ctx.rqs[t.cpu.index()].curr == Some(p));
+    if asym || contributes || !ctx.pending.none_pending() {
+        return None;
     }
-    sgs
+    let tip_avg_high = ctx.features.enabled(crate::params::LbFeat::LbTipAvgHigh);
+    let s = ctx
+        .rqs
+        .span_sums(ctx.topo, ctx.tasks, group.span, tip_avg_high)?;
+    let sgs = SgLbStats {
+        group_load: s.group_load,
+        group_util: s.group_util,
+        group_runnable: s.group_runnable,
+        sum_h_nr_running: s.sum_h_nr_running,
+        sum_nr_running: s.sum_nr_running,
+        idle_cpus: s.idle_cpus,
+        ..SgLbStats::default()
+    };
+    Some((sgs, s.nr_cpus))
 }
 
 /// Follows fair.c: update_pick_idlest() (v6.6-v6.12): whether `group` (with `sgs`) is idler

@@ -48,6 +48,8 @@ pub struct Core<B: Balancer> {
     /// Idle-state exit times and per-wake-up costs are drawn from these.
     pub(crate) idle_rng: Pcg64Mcg,
     pub(crate) wake_rng: Pcg64Mcg,
+    /// The largest CPU capacity of the machine (`arch_scale_cpu_capacity()`).
+    pub(crate) max_cpu_capacity: u64,
 }
 
 impl<B: Balancer> Core<B> {
@@ -155,6 +157,10 @@ impl<B: Balancer> Core<B> {
             idle_reentry: Vec::new(),
             idle_rng: streams.rng(Stream::IdleExit, 0),
             wake_rng: streams.rng(Stream::WakeCost, 0),
+            max_cpu_capacity: (0..nr_cpus)
+                .map(|c| u64::from(machine.capacity(CpuId(c as u32))))
+                .max()
+                .unwrap_or(1024),
             cfg,
         };
         // Every CPU starts idle with its tick stopped (the idle loop's

@@ -249,11 +249,17 @@ impl<B: Balancer> Core<B> {
     pub(crate) fn set_affinity(&mut self, ri: usize, mask: Cpumask) {
         let id = self.runs[ri].id;
         let machine = self.cfg.topology.machine();
-        let max_cap = mask
-            .iter()
-            .map(|c| u64::from(machine.capacity(c)))
-            .max()
-            .unwrap_or(1024);
+        // The largest capacity among the allowed CPUs; no CPU has more than the machine's
+        // largest, so the scan stops there (at once for a full mask of a uniform machine).
+        let mut max_cap = None;
+        for c in mask.iter() {
+            let cap = u64::from(machine.capacity(c));
+            max_cap = Some(max_cap.map_or(cap, |m: u64| m.max(cap)));
+            if cap == self.max_cpu_capacity {
+                break;
+            }
+        }
+        let max_cap = max_cap.unwrap_or(1024);
         let t = &mut self.tasks[id];
         t.nr_cpus_allowed = mask.weight() as u32;
         t.cpus_mask = mask;
