@@ -1,0 +1,82 @@
+//! lbsim's real runner: a workload's task programs executed for real on the host kernel, one
+//! OS thread per task, and what the kernel counted for each thread read back.
+//!
+//! The model crates never do I/O, read the wall clock or spawn threads; this crate does all
+//! three, so that `lbsim validate` can put a real run beside a simulated one. The programs are
+//! the model's: lbsim-workload's interpreter ([`lbsim_workload::ProgramState`]) turns each
+//! task's events into actions exactly as it does for the engine, with the wall clock
+//! (`CLOCK_MONOTONIC` since the run's start) as its time; the runner performs each action
+//! with the system call it stands for:
+//!
+//! | action | system call |
+//! |---|---|
+//! | `run` (work at capacity 1024) | spin until the thread's `CLOCK_THREAD_CPUTIME_ID` has grown by it |
+//! | `runtime` (wall time) | spin until `CLOCK_MONOTONIC` has |
+//! | `sleep`, `timer` | `clock_nanosleep(CLOCK_MONOTONIC)`, absolute deadlines (a timer's grid) |
+//! | `yield` | `sched_yield()` |
+//! | `lock`/`unlock`, `wait`/`signal`/`broad`, `barrier`, `sem_wait`/`sem_post` | futex words (glibc's mutex protocol, a sequence word, a generation word, a count) |
+//! | `suspend`/`resume` | `futex_wait()`/`futex_wake()` on the task's own word |
+//! | `send`/`recv` on a pipe channel | `write()`/`read()` of 4-byte messages on a pipe |
+//! | `fork` | a new thread |
+//! | affinity, policy, nice | `sched_setaffinity()`, `sched_setscheduler()`, `setpriority()` |
+//!
+//! Each thread is named after its task (`pthread_setname_np`, cut to 15 bytes). Claims,
+//! marks, tallies, probes and wake-up stamps are the interpreter's own bookkeeping, shared
+//! under a lock; the ping-pong pair's round trips are therefore measured by the programs
+//! themselves, from the waker's stamp to the wakee running.
+//!
+//! Read back per thread, at its start and its end ([`proc`]): `se.sum_exec_runtime`,
+//! `se.nr_migrations`, the voluntary and involuntary switches (`/proc/self/task/TID/sched`,
+//! else `status`), the wait time and waits (`schedstat`'s `run_delay` and `pcount`), and
+//! `wait_max` where `sched_schedstats` is on. The result is a
+//! [`lbsim_workload::RunObservations`], the type the engine fills, so that the same reports
+//! and metrics read both; [`RealRun::lacks`] says what this kernel did not show.
+//!
+//! Left out: socket channels, schbench's and tbench's events (`spawn`, wake lists, random
+//! sleeps, `exit_after`, `clear_token`, bare probes) and custom slices are refused before
+//! anything starts ([`check::check_spec`]); per-wake-up latencies measured by the kernel
+//! (tracing) are not read.
+
+pub mod check;
+pub mod objects;
+pub mod proc;
+mod runner;
+#[allow(unsafe_code)]
+mod sys;
+
+pub use runner::{RealRun, RunOptions, run};
+
+/// Why a real run could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RealError {
+    /// A task's program has an event the runner does not execute.
+    #[error("the real runner does not support event `{event}` (task `{task}`)")]
+    Unsupported {
+        /// The task (or fork template).
+        task: String,
+        /// The event, as rt-app names it.
+        event: String,
+    },
+    /// A task is pinned to a CPU this process may not use.
+    #[error("task `{task}` is pinned to CPU {cpu}, which this process may not use")]
+    NoSuchCpu {
+        /// The task.
+        task: String,
+        /// The CPU.
+        cpu: u32,
+    },
+    /// A system call failed.
+    #[error("task `{task}`: {what}: {source}")]
+    Sys {
+        /// The task.
+        task: String,
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A fork failed as rt-app's would.
+    #[error("{0}")]
+    Fork(#[from] lbsim_workload::ForkError),
+}
