@@ -80,3 +80,55 @@ pub enum RealError {
     #[error("{0}")]
     Fork(#[from] lbsim_workload::ForkError),
 }
+
+/// The CPUs this process may run on (`sched_getaffinity()`): the CPUs a real run uses.
+///
+/// # Errors
+/// The system call failed.
+pub fn allowed_cpus() -> std::io::Result<Vec<u32>> {
+    sys::affinity()
+}
+
+/// The running kernel's release (`uname -r`, from `/proc/sys/kernel/osrelease`).
+///
+/// # Errors
+/// The file could not be read.
+pub fn kernel_release() -> std::io::Result<String> {
+    Ok(std::fs::read_to_string("/proc/sys/kernel/osrelease")?
+        .trim()
+        .to_owned())
+}
+
+/// The first two numbers of a kernel release (`6.18.44-fc` is `(6, 18)`).
+pub fn release_version(release: &str) -> Option<(u32, u32)> {
+    let mut it = release.split(|c: char| !c.is_ascii_digit());
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+}
+
+/// The 1-minute load average of `/proc/loadavg` text.
+pub fn parse_loadavg(text: &str) -> Option<f64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// This machine's 1-minute load average (`/proc/loadavg`).
+///
+/// # Errors
+/// The file could not be read or parsed.
+pub fn load_average_1min() -> std::io::Result<f64> {
+    let t = std::fs::read_to_string("/proc/loadavg")?;
+    parse_loadavg(&t).ok_or_else(|| std::io::Error::other("/proc/loadavg: no 1-minute load"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_text() {
+        assert_eq!(release_version("6.18.44-fc-v1045"), Some((6, 18)));
+        assert_eq!(release_version("5.4.0"), Some((5, 4)));
+        assert_eq!(release_version("x"), None);
+        assert_eq!(parse_loadavg("1.76 1.28 1.36 3/97 31717\n"), Some(1.76));
+        assert_eq!(parse_loadavg(""), None);
+    }
+}
