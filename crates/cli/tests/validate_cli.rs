@@ -25,7 +25,12 @@ fn list_names_the_builtin_scenarios() {
     let out = lbsim(&["validate", "--list"]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    for name in ["spinners-n+1", "spinners-2n", "periodic-25pct", "pipe-within"] {
+    for name in [
+        "spinners-n+1",
+        "spinners-2n",
+        "periodic-25pct",
+        "pipe-within",
+    ] {
         assert!(text.contains(name), "{name} missing from:\n{text}");
     }
 }
@@ -34,7 +39,9 @@ fn list_names_the_builtin_scenarios() {
 fn errors_are_one_line() {
     let e = error_line(&["validate", "nosuch", "--force"]);
     assert!(
-        e.starts_with("lbsim: error: no scenario `nosuch`: give a scenario file or one of spinners-n+1,"),
+        e.starts_with(
+            "lbsim: error: no scenario `nosuch`: give a scenario file or one of spinners-n+1,"
+        ),
         "{e}"
     );
     assert_eq!(

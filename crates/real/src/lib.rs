@@ -105,6 +105,28 @@ pub fn release_version(release: &str) -> Option<(u32, u32)> {
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
+/// The machine's CPU time from the first line of `/proc/stat` text, in clock ticks:
+/// `(busy, total)`, busy being user, nice, system, irq, softirq and steal (the hypervisor
+/// running someone else), total adding idle and iowait.
+pub fn parse_proc_stat(text: &str) -> Option<(u64, u64)> {
+    let line = text.lines().next()?.strip_prefix("cpu ")?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    let at = |i: usize| v.get(i).copied().unwrap_or(0);
+    let busy = at(0) + at(1) + at(2) + at(5) + at(6) + at(7);
+    Some((busy, busy + at(3) + at(4)))
+}
+
+/// The machine's busy and total CPU time so far, ns (`/proc/stat`), if it can be read.
+pub fn machine_cpu_ns() -> Option<(u64, u64)> {
+    let t = std::fs::read_to_string("/proc/stat").ok()?;
+    let (busy, total) = parse_proc_stat(&t)?;
+    let ns = 1_000_000_000 / sys::clock_ticks_per_s();
+    Some((busy * ns, total * ns))
+}
+
 /// The 1-minute load average of `/proc/loadavg` text.
 pub fn parse_loadavg(text: &str) -> Option<f64> {
     text.split_whitespace().next()?.parse().ok()
@@ -130,5 +152,8 @@ mod tests {
         assert_eq!(release_version("x"), None);
         assert_eq!(parse_loadavg("1.76 1.28 1.36 3/97 31717\n"), Some(1.76));
         assert_eq!(parse_loadavg(""), None);
+        let stat = "cpu  10 1 2 100 3 4 5 6 0 0\ncpu0 1 2 3\n";
+        assert_eq!(parse_proc_stat(stat), Some((28, 131)));
+        assert_eq!(parse_proc_stat("intr 1"), None);
     }
 }

@@ -34,6 +34,10 @@ pub struct RealRun {
     pub observations: RunObservations,
     /// What this kernel did not show, one line each.
     pub lacks: Vec<String>,
+    /// The whole machine's busy and total CPU time during the run, ns (`/proc/stat`, from
+    /// the start gate to the stop): with the tasks' runtime it tells how much other work
+    /// (other processes, the hypervisor's steal) shared the CPUs.
+    pub machine_cpu_ns: Option<(u64, u64)>,
 }
 
 /// Everything the threads share.
@@ -125,6 +129,7 @@ pub fn run(spec: &WorkloadSpec, opts: RunOptions) -> Result<RealRun, RealError> 
         errors: Mutex::new(Vec::new()),
         lacks: Mutex::new(BTreeSet::new()),
     };
+    let (mut machine_before, mut machine_after) = (None, None);
     std::thread::scope(|s| {
         for (i, t) in spec.tasks.iter().enumerate() {
             spawn(s, &sh, TaskRef(i as u32), t.clone(), true);
@@ -132,6 +137,7 @@ pub fn run(spec: &WorkloadSpec, opts: RunOptions) -> Result<RealRun, RealError> 
         while sh.ready.load(Ordering::Acquire) < n_initial {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
+        machine_before = crate::machine_cpu_ns();
         sh.t0_ns.store(sys::monotonic_ns(), Ordering::Release);
         sh.gate.store(1, Ordering::Release);
         sys::futex_wake(&sh.gate, u32::MAX);
@@ -144,6 +150,7 @@ pub fn run(spec: &WorkloadSpec, opts: RunOptions) -> Result<RealRun, RealError> 
             sys::sleep_until_ns(end.min(now + 10_000_000));
         }
         sh.stop.store(true, Ordering::SeqCst);
+        machine_after = crate::machine_cpu_ns();
         let give_up = sys::monotonic_ns() + 5_000_000_000;
         while sh.alive.load(Ordering::Acquire) > 0 {
             let tokens: Vec<&Token> = sh.tokens.read().unwrap_or_else(|e| e.into_inner()).clone();
@@ -184,6 +191,9 @@ pub fn run(spec: &WorkloadSpec, opts: RunOptions) -> Result<RealRun, RealError> 
             probes,
             wakeups: Vec::new(),
         },
+        machine_cpu_ns: machine_before
+            .zip(machine_after)
+            .map(|((b0, t0), (b1, t1))| (b1.saturating_sub(b0), t1.saturating_sub(t0))),
         lacks: std::mem::take(&mut *sh.lacks.lock().unwrap_or_else(|e| e.into_inner()))
             .into_iter()
             .collect(),

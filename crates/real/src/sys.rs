@@ -154,3 +154,10 @@ pub fn set_sched(policy: Policy, nice: i32) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Clock ticks a second of `/proc/stat`'s times (`sysconf(_SC_CLK_TCK)`, `USER_HZ`).
+pub fn clock_ticks_per_s() -> u64 {
+    // SAFETY: sysconf takes an integer and returns -1 for an unknown name.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(t).ok().filter(|&t| t > 0).unwrap_or(100)
+}

@@ -239,6 +239,9 @@ struct ScenarioJson {
     workloads: Vec<String>,
     /// Each initial task's CPU, where the scenario pins them.
     pinned: Vec<u32>,
+    /// The share of the machine's CPU time that other work (other processes, the
+    /// hypervisor's steal) took during each real run, percent (`/proc/stat`).
+    other_work_pct: SideJson,
     metrics: Vec<MetricJson>,
 }
 
@@ -380,6 +383,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     for (p, (spec, cfg)) in plans.iter().zip(&built) {
         let bar = ProgressBar::new(&format!("validate {} (real)", p.name));
         let mut real = Vec::new();
+        let mut other = Vec::new();
         for i in 0..args.runs {
             bar.update(i as usize, args.runs as usize);
             let r = lbsim_real::run(
@@ -391,6 +395,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             )
             .with_context(|| format!("scenario `{}`", p.name))?;
             lacks.extend(r.lacks.iter().cloned());
+            if let Some((busy, total)) = r.machine_cpu_ns {
+                let ours: u64 = r.observations.tasks.iter().map(|t| t.runtime_ns).sum();
+                other.push(busy.saturating_sub(ours) as f64 / total.max(1) as f64 * 100.0);
+            }
             real.push(metrics(&r.observations, cpus.len()));
         }
         bar.finish();
@@ -414,6 +422,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             about: p.about.clone(),
             workloads: p.workloads.clone(),
             pinned: p.pins.clone(),
+            other_work_pct: side(&lbsim_sim::experiment::SideStats::of(other)),
             metrics: compare(&real, &simulated),
         });
     }
@@ -497,12 +506,22 @@ fn text_report(r: &ValidateJson) -> String {
         s.push_str(&format!("this kernel lacks: {l}\n"));
     }
     for sc in &r.scenarios {
+        let about = if sc.about.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", sc.about)
+        };
         s.push_str(&format!(
-            "\n{}: {} ({})\n",
+            "\n{}:{about} ({})\n",
             sc.name,
-            sc.about,
             sc.workloads.join(" ")
         ));
+        if !sc.other_work_pct.values.is_empty() {
+            s.push_str(&format!(
+                "other work on the CPUs during the real runs: {}% (/proc/stat)\n",
+                fmt_mean_sd(sc.other_work_pct.mean, sc.other_work_pct.stddev)
+            ));
+        }
         let mut rows = vec![vec![
             "metric".to_owned(),
             "unit".to_owned(),
