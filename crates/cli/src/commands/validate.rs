@@ -548,3 +548,82 @@ fn text_report(r: &ValidateJson) -> String {
     );
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lbsim_workload::{ProbeRecord, TaskObservation, TaskRef};
+
+    fn task(runtime_ns: u64, migrations: u64) -> TaskObservation {
+        TaskObservation {
+            name: "t".into(),
+            part: 0,
+            group: "g".into(),
+            created_ns: Some(0),
+            exited_ns: None,
+            runtime_ns,
+            work_ns: runtime_ns,
+            wait_ns: 0,
+            max_wait_ns: 0,
+            nr_waits: 0,
+            final_wait_ns: 0,
+            nr_voluntary_switches: 3,
+            nr_involuntary_switches: 1,
+            nr_migrations: migrations,
+            last_cpu: None,
+        }
+    }
+
+    fn value(m: &[Sample], name: &str) -> f64 {
+        m.iter().find(|s| s.0 == name).map(|s| s.3).unwrap()
+    }
+
+    #[test]
+    fn metrics_of_one_run() {
+        let obs = RunObservations {
+            sim_time_ns: 1_000_000_000,
+            tasks: vec![task(1_000_000_000, 2), task(500_000_000, 0)],
+            probes: vec![ProbeRecord {
+                task: TaskRef(0),
+                time_ns: 1,
+                tag: ProbeTag::Wakeup,
+                value: 4_000,
+            }],
+            wakeups: Vec::new(),
+        };
+        let m = metrics(&obs, 2);
+        assert_eq!(value(&m, "runtime_min_max"), 0.5);
+        // (1.5)^2 / (2 * (1 + 0.25)).
+        assert!((value(&m, "runtime_jain") - 0.9).abs() < 1e-12);
+        assert_eq!(value(&m, "cpu_busy"), 75.0);
+        assert_eq!(value(&m, "migrations"), 2.0);
+        assert_eq!(value(&m, "switches"), 8.0);
+        assert_eq!(value(&m, "involuntary_switches"), 2.0);
+        assert_eq!(value(&m, "wakeups"), 1.0);
+        assert_eq!(value(&m, "wakeup_latency"), 4.0);
+        assert!(m.iter().all(|s| s.0 != "round_trips"));
+    }
+
+    #[test]
+    fn builtins_fit_the_machine() {
+        let names =
+            |cpus: &[u32]| -> Vec<String> { builtins(cpus).into_iter().map(|p| p.name).collect() };
+        // One CPU: no pair across CPUs.
+        assert_eq!(
+            names(&[0]),
+            [
+                "spinners-n+1",
+                "spinners-2n",
+                "periodic-25pct",
+                "pipe-within"
+            ]
+        );
+        let b = builtins(&[2, 5, 7]);
+        assert_eq!(b[0].workloads, ["busy:threads=4"]);
+        assert_eq!(b[2].workloads, ["pingpong:cpus=2,5"]);
+        assert_eq!(
+            b.iter().find(|p| p.name == "pipe-across").unwrap().pins,
+            [2, 5]
+        );
+    }
+}
