@@ -34,6 +34,8 @@ enum Cmd {
     Repro(commands::repro::Args),
     /// Print the sched features as debugfs shows them, then every tunable with its value.
     Features(commands::features::Args),
+    /// Run a scenario for real on this machine's kernel and in simulation; compare every metric.
+    Validate(commands::validate::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Cmd::Sweep(args) => commands::sweep::run(&args),
         Cmd::Repro(args) => commands::repro::run(&args),
         Cmd::Features(args) => commands::features::run(&args),
+        Cmd::Validate(args) => commands::validate::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -101,6 +101,20 @@ fn every_tour_command_runs() {
             .map(String::from)
             .to_vec(),
         ),
+        (
+            "lbsim validate [SCENARIO] --runs N",
+            [
+                "validate",
+                "spinners-n+1",
+                "--runs",
+                "2",
+                "--duration",
+                "100ms",
+                "--force",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ),
         ("lbsim features", vec!["features".into()]),
         (
             "lbsim topology SPEC",

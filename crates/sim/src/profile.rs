@@ -188,6 +188,19 @@ impl Profile {
         Ok(Profile { index, version })
     }
 
+    /// The profile nearest to a running kernel `major.minor` (`uname -r`'s first two numbers):
+    /// the newest release at or before it, else the oldest profile. A kernel newer than the
+    /// newest profile gets the newest.
+    pub fn nearest(major: u32, minor: u32) -> Profile {
+        let want = Version(major, minor);
+        let index = VERSIONS
+            .iter()
+            .rposition(|v| Version::parse(v).is_some_and(|v| v <= want))
+            .unwrap_or(0);
+        let version = Version::parse(VERSIONS[index]).expect("the profile list parses");
+        Profile { index, version }
+    }
+
     /// The default profile (v6.12).
     pub fn default_profile() -> Profile {
         Profile::parse(DEFAULT_VERSION).expect("the default is a profile")
@@ -448,6 +461,10 @@ mod tests {
         assert!(e.contains("removed after v6.1"), "{e}");
         assert!(Profile::parse("4.6").unwrap().pre_rework());
         assert!(!Profile::parse("5.7").unwrap().pre_rework());
+        assert_eq!(Profile::nearest(6, 18).version(), Version(6, 12));
+        assert_eq!(Profile::nearest(6, 8).version(), Version(6, 6));
+        assert_eq!(Profile::nearest(5, 10).version(), Version(5, 10));
+        assert_eq!(Profile::nearest(3, 10).version(), Version(4, 6));
         assert!(Profile::parse("5.8").is_err());
     }
 }

@@ -7,6 +7,7 @@ pub mod repro;
 pub mod run;
 pub mod sweep;
 pub mod topology;
+pub mod validate;
 
 /// The long help of a `--workload` flag: `first` line, then every workload `lbsim_workload`
 /// lists, with its keys, defaults and docs (derived from `lbsim_workload::WORKLOADS`).
