@@ -230,7 +230,11 @@ fn wakeup_sums_from_spans(
     let span = ctx.topo.span(group.span);
     let contributes = span.test(t.cpu)
         && (t.se.avg.last_update_time != 0 || ctx.rqs[t.cpu.index()].curr == Some(p));
-    if asym || contributes || !ctx.pending.none_pending() {
+    if group.group_weight < crate::rqs::SPAN_SUMS_MIN_CPUS
+        || asym
+        || contributes
+        || !ctx.pending.none_pending()
+    {
         return None;
     }
     let tip_avg_high = ctx.features.enabled(crate::params::LbFeat::LbTipAvgHigh);

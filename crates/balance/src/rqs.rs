@@ -59,6 +59,13 @@ impl Contribution {
     }
 }
 
+/// The smallest group for which the balancer reads the sums rather than run the CPU loop:
+/// below it the loop costs no more than bringing the sums up to date (measured with
+/// `cargo xtask bench scale`: on 8 CPUs, reading the sums of every group made a run 15-25%
+/// slower). Debug builds read them for every group, so that the tests' comparison of the
+/// sums with the loop (`lb::group_stats`, `fork`) covers the small machines they run.
+pub const SPAN_SUMS_MIN_CPUS: u32 = if cfg!(debug_assertions) { 1 } else { 16 };
+
 /// The sums of one group span: what `update_sg_lb_stats()`'s loop adds up when every CPU of
 /// the span is in `env->cpus` and no wake-up is pending beyond the runqueues' own flags.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -210,7 +210,8 @@ fn sum_cpus_from_spans(
 ) -> Option<CpuSums> {
     let topo = ctx.topo;
     let sd = env.sd(topo);
-    if !ctx.pending.none_pending()
+    if group.group_weight < crate::rqs::SPAN_SUMS_MIN_CPUS
+        || !ctx.pending.none_pending()
         || (!local_group && sd.flags.contains(SdFlag::AsymCpucapacity))
         || env.cpus_trimmed
         || (sd.flags.contains(SdFlag::Overlap) && !topo.span(group.span).is_subset(&env.cpus))
