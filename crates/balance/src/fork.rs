@@ -195,7 +195,7 @@ fn wakeup_sums(
     if asym {
         sgs.group_misfit_task_load = 1;
     }
-    for i in ctx.topo.span(group.span).iter() {
+    for &i in ctx.topo.span_cpus(group.span) {
         scanned += 1;
         let rq = &ctx.rqs[i.index()];
         sgs.group_load += cpu_load_without(ctx, i, p);

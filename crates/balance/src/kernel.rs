@@ -160,7 +160,17 @@ impl Balancer for KernelBalancer {
     /// Follows fair.c: newidle_balance() (v6.6; sched_balance_newidle() since v6.10) up to
     /// its first check point after some work (see [`crate::newidle`]).
     fn newidle_begin(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> NewidleStep {
-        if ctx.rqs.iter().any(|r| r.nr_running >= 2) {
+        // The machine-wide count of the group sums answers on a big machine (as cheaply as
+        // the kernel's flag set in add_nr_running()); a small one is scanned (but for debug
+        // builds, which compare the two).
+        let overloaded = if ctx.rqs.len() >= 64 || cfg!(debug_assertions) {
+            let tip = ctx.features.enabled(crate::params::LbFeat::LbTipAvgHigh);
+            ctx.rqs.any_overloaded(ctx.topo, ctx.tasks, tip)
+        } else {
+            ctx.rqs.iter().any(|r| r.nr_running >= 2)
+        };
+        debug_assert_eq!(overloaded, ctx.rqs.iter().any(|r| r.nr_running >= 2));
+        if overloaded {
             self.state.rd.overloaded = true;
         }
         let mut pass = Pass::new(ctx.now_ns);

@@ -125,6 +125,8 @@ struct Sums {
     spans_of: Vec<Vec<u32>>,
     /// What each CPU last added.
     contrib: Vec<Contribution>,
+    /// CPUs with `nr_running > 1`, machine-wide.
+    overloaded_cpus: u32,
 }
 
 impl Sums {
@@ -150,6 +152,7 @@ impl Sums {
             .iter()
             .map(|rq| Contribution::of(rq, tasks, topo, tip_avg_high))
             .collect();
+        let overloaded_cpus = contrib.iter().filter(|c| c.nr_running > 1).count() as u32;
         for (c, of) in spans_of.iter().enumerate() {
             for &s in of {
                 if let Some(sums) = spans[s as usize].as_mut() {
@@ -162,6 +165,7 @@ impl Sums {
             spans,
             spans_of,
             contrib,
+            overloaded_cpus,
         }
     }
 
@@ -176,6 +180,8 @@ impl Sums {
                 sums.add(&new);
             }
         }
+        self.overloaded_cpus -= u32::from(old.nr_running > 1);
+        self.overloaded_cpus += u32::from(new.nr_running > 1);
         self.contrib[cpu] = new;
     }
 }
@@ -241,6 +247,15 @@ impl Rqs {
         span: SpanId,
         tip_avg_high: bool,
     ) -> Option<SpanSums> {
+        self.catch_up(topo, tasks, tip_avg_high);
+        let t = self.tracker.borrow();
+        let sums = t.sums.as_ref().expect("caught up");
+        sums.spans.get(span.index()).copied().flatten()
+    }
+
+    /// Brings the sums up to date with the CPUs marked since the last call (building them
+    /// on the first).
+    fn catch_up(&self, topo: &Topology, tasks: &Tasks, tip_avg_high: bool) {
         let mut t = self.tracker.borrow_mut();
         let t = &mut *t;
         match t.sums.as_mut() {
@@ -258,8 +273,17 @@ impl Rqs {
                 }
             }
         }
-        let sums = t.sums.as_ref().expect("built above");
-        sums.spans.get(span.index()).copied().flatten()
+    }
+
+    /// Whether some CPU has more than one task (`nr_running > 1`), machine-wide; the sums
+    /// are brought up to date first, as in [`Rqs::span_sums`].
+    pub fn any_overloaded(&self, topo: &Topology, tasks: &Tasks, tip_avg_high: bool) -> bool {
+        self.catch_up(topo, tasks, tip_avg_high);
+        self.tracker
+            .borrow()
+            .sums
+            .as_ref()
+            .is_some_and(|s| s.overloaded_cpus > 0)
     }
 
     fn mark(&mut self, i: usize) {

@@ -138,11 +138,13 @@ impl Cpumask {
     }
 
     /// The mask's width (the kernel's `nr_cpu_ids`).
+    #[inline]
     pub fn nr_cpu_ids(&self) -> usize {
         self.bits.len()
     }
 
     /// The raw 64-bit words, least significant first; bits above `nr_cpu_ids` are zero.
+    #[inline]
     pub fn as_words(&self) -> &[u64] {
         self.bits.as_raw_slice()
     }
@@ -189,6 +191,7 @@ impl Cpumask {
     }
 
     /// Whether `cpu` is in the mask (`cpumask_test_cpu`); a CPU out of range is not.
+    #[inline]
     pub fn test(&self, cpu: CpuId) -> bool {
         // One word read: the balancer's scans call this for every CPU of every group.
         let i = cpu.index();
@@ -196,6 +199,7 @@ impl Cpumask {
     }
 
     /// Number of CPUs in the mask (`cpumask_weight`).
+    #[inline]
     pub fn weight(&self) -> usize {
         self.as_words()
             .iter()
@@ -412,6 +416,7 @@ impl Cpumask {
     }
 
     /// Whether every CPU of `self` is in `of` (`cpumask_subset(self, of)`).
+    #[inline]
     pub fn is_subset(&self, of: &Cpumask) -> bool {
         self.check_width(of);
         self.as_words()
@@ -421,6 +426,7 @@ impl Cpumask {
     }
 
     /// Whether the masks share a CPU (`cpumask_intersects`).
+    #[inline]
     pub fn intersects(&self, other: &Cpumask) -> bool {
         self.check_width(other);
         self.as_words()
@@ -652,6 +658,7 @@ pub struct Iter<'a> {
 impl Iterator for Iter<'_> {
     type Item = CpuId;
 
+    #[inline]
     fn next(&mut self) -> Option<CpuId> {
         if self.next >= self.end {
             return None;

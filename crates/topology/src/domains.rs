@@ -311,6 +311,9 @@ pub struct Topology {
     numa_distances: Vec<u32>,
     numa_type: NumaTopologyType,
     spans: Vec<Cpumask>,
+    /// Each span's CPUs in order: span `i` is `span_cpus[span_starts[i]..span_starts[i + 1]]`.
+    span_cpus: Vec<CpuId>,
+    span_starts: Vec<u32>,
     domains: Vec<SchedDomain>,
     cpu_domains: Vec<u32>,
     groups: Vec<SchedGroup>,
@@ -428,6 +431,13 @@ impl Topology {
     /// The CPU mask of an interned span.
     pub fn span(&self, id: SpanId) -> &Cpumask {
         &self.spans[id.index()]
+    }
+
+    /// The CPUs of an interned span, in order (what `for_each_cpu()` over
+    /// [`Topology::span`] visits, without scanning the mask's empty words).
+    pub fn span_cpus(&self, id: SpanId) -> &[CpuId] {
+        let i = id.index();
+        &self.span_cpus[self.span_starts[i] as usize..self.span_starts[i + 1] as usize]
     }
 
     /// A group.

@@ -33,7 +33,10 @@ pub fn find_busiest_queue(
     let mut busiest: Option<CpuId> = None;
     let (mut busiest_util, mut busiest_load, mut busiest_capacity, mut busiest_nr) =
         (0u64, 0u64, 1u64, 0u32);
-    for i in topo.span(group.span).iter().filter(|c| env.cpus.test(*c)) {
+    for &i in topo.span_cpus(group.span) {
+        if !env.cpus.test(i) {
+            continue;
+        }
         pass.work.cpus_scanned += 1;
         let r = rq(ctx, i);
         // fbq_classify_rq() is `regular` and env->fbq_type `all` without NUMA balancing.

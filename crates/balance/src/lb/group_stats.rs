@@ -160,7 +160,10 @@ fn sum_cpus(
         scanned: 0,
     };
     let sgs = &mut out.sgs;
-    for i in topo.span(group.span).iter().filter(|c| env.cpus.test(*c)) {
+    for &i in topo.span_cpus(group.span) {
+        if !env.cpus.test(i) {
+            continue;
+        }
         out.scanned += 1;
         let r = rq(ctx, i);
         let load = cpu_load(ctx, i);

@@ -294,6 +294,13 @@ impl Builder<'_> {
             cpu_domains.push(domains.len() as u32);
         }
 
+        let mut span_cpus = Vec::new();
+        let mut span_starts = Vec::with_capacity(out_spans.len() + 1);
+        for s in &out_spans {
+            span_starts.push(span_cpus.len() as u32);
+            span_cpus.extend(s.iter());
+        }
+        span_starts.push(span_cpus.len() as u32);
         Ok(Topology {
             machine: m.clone(),
             params: self.params,
@@ -301,6 +308,8 @@ impl Builder<'_> {
             numa_distances: self.numa_distances,
             numa_type: self.numa_type,
             spans: out_spans,
+            span_cpus,
+            span_starts,
             domains,
             cpu_domains,
             groups,
