@@ -37,6 +37,7 @@
 
 pub mod cfs_rq;
 pub mod entity;
+pub mod group;
 pub mod params;
 pub mod rq;
 pub mod task;
@@ -44,7 +45,10 @@ pub mod tunables;
 pub mod weights;
 
 pub use cfs_rq::{CfsClock, CfsRq};
-pub use entity::{DequeueFlags, EnqueueFlags, EntityStore, SchedEntity, TaskId, WakeFlags};
+pub use entity::{
+    DequeueFlags, EnqueueFlags, EntityStore, SchedEntity, TaskId, WakeFlags, group_se_id, se_group,
+};
+pub use group::{RqGroups, SharedTaskGroups, TaskGroupError, TaskGroupTree};
 pub use params::RqFeat;
 pub use rq::{
     PrevAction, Rq, RqError, SCHED_CAPACITY_SCALE, SCHED_CLOCK_OFFSET_NS, capacity_greater,
