@@ -410,9 +410,17 @@ impl EntityStore for GroupEnts<'_> {
         }
     }
 
-    /// Follows fair.c: `update_cfs_group()` (v6.12.0, as `lbsim_pelt::update_cfs_group`
-    /// decides it): a group entity whose `calc_group_shares()` differs from its weight is
-    /// reweighted on `cfs` (`reweight_entity()`).
+    /// Follows fair.c: `update_cfs_group()` (v6.12.y): a group entity whose
+    /// `calc_group_shares()` differs from its weight is reweighted on `cfs`
+    /// (`reweight_entity()`), except while its cfs_rq is empty, when it keeps its weight.
+    ///
+    /// That exception is commit 66951e4860d3 ("sched/fair: Fix update_cfs_group() vs
+    /// DELAY_DEQUEUE", v6.13, in the v6.12.y stable releases), which lbsim follows as it
+    /// follows v6.12.y's `h_nr_delayed`. Without it (v6.12.0, `lbsim_pelt::update_cfs_group`
+    /// alone) an emptied, delayed group entity is reweighted down to `MIN_SHARES`, its
+    /// negative lag scaled up 512-fold, and its vruntime drags the cfs_rq's `avg_vruntime()`
+    /// ahead: a task woken there is placed hundreds of milliseconds of virtual time late
+    /// (`--check`'s wait bound caught a 90 ms starvation of a root-group kworker).
     fn update_cfs_group(
         &mut self,
         cfs: &mut CfsRq,
@@ -425,6 +433,9 @@ impl EntityStore for GroupEnts<'_> {
         };
         let gu = g as usize;
         let gcfs = &self.cfs[gu];
+        if gcfs.load.weight == 0 {
+            return;
+        }
         if let Some(shares) = lbsim_pelt::update_cfs_group(
             self.se_scaled[gu],
             &self.tgs[gu],

@@ -181,6 +181,23 @@ impl Rq {
         }
     }
 
+    /// The task's weight as the root cfs_rq sees it: its own weight times, at each group
+    /// above it, the group entity's weight over its cfs_rq's (10-bit units; the task's own
+    /// weight without task groups). Not a kernel quantity: the invariant check's bound on a
+    /// wait uses it.
+    pub fn task_h_weight(&self, tasks: &Tasks, p: TaskId) -> u64 {
+        let mut w = u128::from(tasks[p].se.load.weight);
+        if let Some(g) = self.groups.as_deref() {
+            let mut k = tasks[p].tg as usize;
+            while k != 0 {
+                let cw = u128::from(g.cfs[k].load.weight.max(1));
+                w = w * u128::from(g.se[k].load.weight) / cw;
+                k = g.tree.parent[k] as usize;
+            }
+        }
+        (w as u64).max(1)
+    }
+
     /// `scale_load_down(rq->cfs.load.weight)`.
     pub(crate) fn root_load_weight(&self) -> u64 {
         if self.groups.is_some() {

@@ -1091,6 +1091,7 @@ pub(crate) fn parse(
             group: def.name.clone(),
             part: 0,
             spawned: false,
+            cgroup: None,
             program: Arc::clone(&program),
         };
         for _ in 0..def.instances {
