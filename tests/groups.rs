@@ -60,3 +60,36 @@ fn one_task_against_eight_at_equal_weight_gets_a_whole_cpu() {
     assert!(cpu_share_a > 0.90, "A's task had {cpu_share_a:.4} of a CPU");
     assert!(machine_share_a < 0.27, "{machine_share_a:.4}");
 }
+
+#[test]
+fn nested_groups_hold_every_invariant_under_mixed_workloads() {
+    // Sleeping, waking, forking and migrating tasks in nested groups and in the root group,
+    // on machines with several levels of domains, every check on (the hierarchy's counts and
+    // weights after every event, the wait bound, affinity).
+    for machine in ["x86-4c-smt2", "nodes=2,cores=2,distance=21"] {
+        {
+            let seed = 1;
+            let mut cfg = config(
+                machine,
+                &[
+                    "periodic:threads=5,run=1ms,period=4ms,cgroup=/web/a",
+                    "busy:threads=3,cgroup=/web/b",
+                    "hackbench:groups=1,fds=4,loops=50,cgroup=/batch",
+                    "pipe:loops=300,cgroup=/web/a",
+                    "pingpong:cpus=0-1",
+                    "hogs:cpus=1-2,cgroup=/batch/hogs",
+                ],
+                100,
+                seed,
+            );
+            cfg.cgroups = vec![("/web".into(), 200), ("/batch".into(), 50)];
+            let r = run_kernel(cfg);
+            assert!(
+                r.events > 1000,
+                "{machine} seed {seed}: {} events",
+                r.events
+            );
+            assert!(r.migrations > 0, "{machine} seed {seed}: no migration");
+        }
+    }
+}

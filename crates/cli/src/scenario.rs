@@ -54,7 +54,9 @@ pub fn parse_cgroup_flag(arg: &str) -> anyhow::Result<(String, u64)> {
                     .ok()
                     .filter(|w| (1..=10_000).contains(w))
                     .with_context(|| {
-                        format!("--cgroup `{arg}`: weight must be an integer in 1..=10000 (cpu.weight)")
+                        format!(
+                            "--cgroup `{arg}`: weight must be an integer in 1..=10000 (cpu.weight)"
+                        )
                     })?;
             }
             _ => bail!("--cgroup `{arg}`: expected PATH:weight=N (like /a/b:weight=300)"),
@@ -66,7 +68,9 @@ pub fn parse_cgroup_flag(arg: &str) -> anyhow::Result<(String, u64)> {
 
 /// Whether the group `path` with `weight` can be declared.
 fn check_cgroup(path: &str, weight: u64) -> Result<(), lbsim_rq::TaskGroupError> {
-    lbsim_rq::TaskGroupTree::default().declare(path, weight).map(|_| ())
+    lbsim_rq::TaskGroupTree::default()
+        .declare(path, weight)
+        .map(|_| ())
 }
 
 /// The kernel profile named by `--kernel`.
@@ -560,12 +564,17 @@ impl ScenarioFile {
                         let mut weight = lbsim_pelt::CGROUP_WEIGHT_DFL;
                         for (name, w) in g {
                             if name != "weight" {
-                                return Err(err(&k, format!("unknown key `{name}` (valid: weight)")));
+                                return Err(err(
+                                    &k,
+                                    format!("unknown key `{name}` (valid: weight)"),
+                                ));
                             }
                             weight = w
                                 .as_integer()
                                 .and_then(|i| u64::try_from(i).ok())
-                                .ok_or_else(|| expected(&format!("{k}.weight"), "an integer in 1..=10000", w))?;
+                                .ok_or_else(|| {
+                                    expected(&format!("{k}.weight"), "an integer in 1..=10000", w)
+                                })?;
                         }
                         check_cgroup(path, weight).map_err(|e| err(&k, e.to_string()))?;
                         out.cgroups.push((path.clone(), weight));

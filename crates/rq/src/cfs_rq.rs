@@ -21,8 +21,10 @@
 //! vruntime and searched with a min-deadline augmentation; the entity it picks is the same
 //! except when two eligible entities have equal deadlines (lbsim breaks that tie as v6.8+ does).
 //!
-//! The hierarchy is flat: there are no group entities, so `h_nr_running == nr_running` unless
-//! entities are delayed, and `rq->cfs_tasks` lives here as [`CfsRq::cfs_tasks`].
+//! A cfs_rq holds task entities and, with task groups, group entities (named by
+//! `entity::group_se_id`); the entity store (`EntityStore`) resolves both and gives the group
+//! parts of the life cycle (propagating PELT, `se_update_runnable()`, `update_cfs_group()`).
+//! `rq->cfs_tasks` lives in the root cfs_rq as [`CfsRq::cfs_tasks`].
 //!
 //! Files: this one is the shared cfs_rq core (the struct, `min_vruntime`, the timeline, the
 //! buddies, accounting and PELT, and the entity life cycle); the two picks live beside it,
@@ -557,14 +559,8 @@ impl CfsRq {
             runnable: u64::from(se.on_rq && !se.sched_delayed),
             curr: is_curr,
         };
-        self.avg.update_load_avg(
-            &mut se.avg,
-            now_pelt,
-            &se_load,
-            &cfs_load,
-            flags,
-            util_est,
-        );
+        self.avg
+            .update_load_avg(&mut se.avg, now_pelt, &se_load, &cfs_load, flags, util_est);
     }
 
     // ---------------------------------------------------------------------------------

@@ -21,7 +21,9 @@ const GROUP_SE_BIT: u32 = 1 << 31;
 #[inline]
 pub fn group_se_id(g: u32) -> TaskId {
     debug_assert!(g != 0 && g & GROUP_SE_BIT == 0);
-    TaskId::from(KeyData::from_ffi((1u64 << 32) | u64::from(GROUP_SE_BIT | g)))
+    TaskId::from(KeyData::from_ffi(
+        (1u64 << 32) | u64::from(GROUP_SE_BIT | g),
+    ))
 }
 
 /// `!entity_is_task(se)`: the task group whose group entity `id` is, if it is one.

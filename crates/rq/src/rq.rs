@@ -25,7 +25,7 @@
 //! fork, migration and [`set_task_cpu`]; `rq/schedule.rs` `__schedule()`'s parts and
 //! `yield_task_fair()`; `rq/tick.rs` `sched_tick()`, the misfit status and
 //! `update_blocked_averages()`; `rq/load.rs` the load and utilization getters the balancer
-//! reads.
+//! reads; `rq/hier.rs` the same operations through a task-group hierarchy.
 
 mod fields;
 mod hier;
@@ -95,7 +95,7 @@ pub enum RqError {
     },
 }
 
-/// `struct rq`: one CPU's runqueue (fair class only, flat hierarchy).
+/// `struct rq`: one CPU's runqueue (fair class only; flat unless given task groups).
 #[derive(Clone, Debug)]
 pub struct Rq {
     /// `cpu_of(rq)`.

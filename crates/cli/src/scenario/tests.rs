@@ -288,15 +288,27 @@ fn settings_route_every_kind_of_name() {
 #[test]
 fn cgroups_tables_and_flags_are_checked() {
     let e = error("[cgroups]\n\"/a\" = { weight = 0 }");
-    assert!(e.contains("cgroups.\"/a\"") && e.contains("cpu.weight 0"), "{e}");
+    assert!(
+        e.contains("cgroups.\"/a\"") && e.contains("cpu.weight 0"),
+        "{e}"
+    );
     let e = error("[cgroups]\n\"a\" = { weight = 5 }");
     assert!(e.contains("must start with '/'"), "{e}");
     let e = error("[cgroups]\n\"/a\" = { shares = 5 }");
     assert!(e.contains("unknown key `shares`"), "{e}");
     use crate::scenario::parse_cgroup_flag;
-    assert_eq!(parse_cgroup_flag("/a/b:weight=300").unwrap(), ("/a/b".to_owned(), 300));
+    assert_eq!(
+        parse_cgroup_flag("/a/b:weight=300").unwrap(),
+        ("/a/b".to_owned(), 300)
+    );
     assert_eq!(parse_cgroup_flag("/x").unwrap(), ("/x".to_owned(), 100));
-    for bad in ["/a:weight=0", "/a:weight=10001", "/a:weight=x", "/a:shares=2", "a:weight=5"] {
+    for bad in [
+        "/a:weight=0",
+        "/a:weight=10001",
+        "/a:weight=x",
+        "/a:shares=2",
+        "a:weight=5",
+    ] {
         let e = parse_cgroup_flag(bad).unwrap_err().to_string();
         assert!(e.starts_with(&format!("--cgroup `{bad}`")), "{e}");
         assert!(!e.contains('\n'));

@@ -28,10 +28,22 @@ fn tree_declarations() {
     assert_eq!(t.shares[b as usize], (300 * 1024 / 100) << 10);
     assert_eq!(t.find("//a//b/"), Some(b));
     assert_eq!(t.get_or_insert("/a/b").unwrap(), b);
-    assert!(matches!(t.declare("a", 100), Err(TaskGroupError::BadPath { .. })));
-    assert!(matches!(t.declare("/x", 0), Err(TaskGroupError::BadWeight { .. })));
-    assert!(matches!(t.declare("/x", 10_001), Err(TaskGroupError::BadWeight { .. })));
-    assert!(matches!(t.declare("/", 100), Err(TaskGroupError::BadPath { .. })));
+    assert!(matches!(
+        t.declare("a", 100),
+        Err(TaskGroupError::BadPath { .. })
+    ));
+    assert!(matches!(
+        t.declare("/x", 0),
+        Err(TaskGroupError::BadWeight { .. })
+    ));
+    assert!(matches!(
+        t.declare("/x", 10_001),
+        Err(TaskGroupError::BadWeight { .. })
+    ));
+    assert!(matches!(
+        t.declare("/", 100),
+        Err(TaskGroupError::BadPath { .. })
+    ));
 }
 
 /// One CPU with task groups, its tasks and time.
@@ -79,7 +91,8 @@ impl Harness {
 
     fn resched_if_needed(&mut self) {
         if self.rq.need_resched() || self.rq.curr.is_none() {
-            self.rq.schedule(&mut self.tasks, PrevAction::Preempt, self.now);
+            self.rq
+                .schedule(&mut self.tasks, PrevAction::Preempt, self.now);
         }
     }
 
@@ -132,11 +145,21 @@ fn nested_groups_count_and_leave() {
     assert_eq!(h.rq.cfs.h_nr_running, 3);
     assert_eq!(g.cfs_rq(a).h_nr_running, 2);
     assert_eq!(g.cfs_rq(a).nr_running, 2, "two group entities");
-    assert_eq!(h.rq.cfs.nr_running, 2, "group /a's entity and the root task");
-    assert_eq!(h.rq.cfs.cfs_tasks().len(), 3, "rq->cfs_tasks holds the tasks only");
+    assert_eq!(
+        h.rq.cfs.nr_running, 2,
+        "group /a's entity and the root task"
+    );
+    assert_eq!(
+        h.rq.cfs.cfs_tasks().len(),
+        3,
+        "rq->cfs_tasks holds the tasks only"
+    );
     // /a's two children each weigh its whole share on one CPU; /a weighs 1024 at the root,
     // so the root task gets half, x and y a quarter each.
-    let before: Vec<u64> = [x, y, r].iter().map(|&p| h.tasks[p].se.sum_exec_runtime).collect();
+    let before: Vec<u64> = [x, y, r]
+        .iter()
+        .map(|&p| h.tasks[p].se.sum_exec_runtime)
+        .collect();
     h.run(1_000_000_000);
     let ran: Vec<u64> = [x, y, r]
         .iter()
@@ -145,7 +168,10 @@ fn nested_groups_count_and_leave() {
         .collect();
     let total: u64 = ran.iter().sum();
     let share_r = ran[2] as f64 / total as f64;
-    assert!((share_r - 0.5).abs() < 0.03, "the root task got {share_r:.3} ({ran:?})");
+    assert!(
+        (share_r - 0.5).abs() < 0.03,
+        "the root task got {share_r:.3} ({ran:?})"
+    );
     // Everything leaves: the counts unwind and no group entity stays queued.
     for p in [x, y, r] {
         if h.rq.curr == Some(p) {

@@ -23,7 +23,9 @@ use lbsim_pelt::{
 };
 
 use crate::cfs_rq::CfsRq;
-use crate::entity::{DequeueFlags, EnqueueFlags, EntityStore, TaskId, WakeFlags, group_se_id, se_group};
+use crate::entity::{
+    DequeueFlags, EnqueueFlags, EntityStore, TaskId, WakeFlags, group_se_id, se_group,
+};
 use crate::group::{GroupEnts, TaskGroupTree};
 use crate::params::RqFeat;
 use crate::task::{OnRq, Tasks};
@@ -37,7 +39,10 @@ use lbsim_pelt::{util_est_dequeue, util_est_enqueue, util_est_update};
 macro_rules! with_groups {
     ($self:ident, $tasks:expr, |$root:ident, $ents:ident, $tree:ident| $body:block) => {{
         let sched_clock = $self.rq_clock();
-        let g = $self.groups.as_deref_mut().expect("a runqueue with task groups");
+        let g = $self
+            .groups
+            .as_deref_mut()
+            .expect("a runqueue with task groups");
         let mut guard = g.shared.lock().expect("task groups lock");
         let $tree: &TaskGroupTree = &g.tree;
         #[allow(unused_mut)]
@@ -109,7 +114,13 @@ fn cfs_rq_index(tree: &TaskGroupTree, tasks: &Tasks, id: TaskId) -> u32 {
 
 /// Walk the `h_nr_delayed` of the cfs_rqs above `k` by `delta` (`set_delayed()` /
 /// `clear_delayed()` of a task: the task's own cfs_rq is the cfs_rq's).
-fn delayed_above(root: &mut CfsRq, ents: &mut GroupEnts<'_>, tree: &TaskGroupTree, k: u32, inc: bool) {
+fn delayed_above(
+    root: &mut CfsRq,
+    ents: &mut GroupEnts<'_>,
+    tree: &TaskGroupTree,
+    k: u32,
+    inc: bool,
+) {
     let mut at = parent_of(tree, k);
     while let Some((_, pk)) = at {
         let c = cfs_mut(root, ents, pk);
@@ -150,7 +161,11 @@ impl Rq {
             None => self.cfs.curr == Some(p),
             Some(g) => {
                 let k = tasks[p].tg;
-                let c = if k == 0 { &self.cfs } else { &g.cfs[k as usize] };
+                let c = if k == 0 {
+                    &self.cfs
+                } else {
+                    &g.cfs[k as usize]
+                };
                 c.curr == Some(p)
             }
         }
@@ -162,7 +177,11 @@ impl Rq {
             None => self.cfs.next == Some(p),
             Some(g) => {
                 let k = tasks[p].tg;
-                let c = if k == 0 { &self.cfs } else { &g.cfs[k as usize] };
+                let c = if k == 0 {
+                    &self.cfs
+                } else {
+                    &g.cfs[k as usize]
+                };
                 c.next == Some(p)
             }
         }
@@ -214,24 +233,38 @@ impl Rq {
     /// an entity already queued (requeued if delayed); the second walk updates PELT
     /// (`UPDATE_TG`), `se_update_runnable()`, `update_cfs_group()` and the slice of each
     /// entity above, counting the task there too.
-    pub(crate) fn enqueue_task_fair_h(&mut self, tasks: &mut Tasks, p: TaskId, flags: EnqueueFlags) {
+    pub(crate) fn enqueue_task_fair_h(
+        &mut self,
+        tasks: &mut Tasks,
+        p: TaskId,
+        flags: EnqueueFlags,
+    ) {
         let params = self.params;
         let clock = self.cfs_clock();
         let delayed = tasks[p].se.sched_delayed;
         if !(delayed && (tasks[p].on_rq_migrating() || flags.contains(EnqueueFlags::RESTORE))) {
-            util_est_enqueue(&mut self.cfs.avg, &tasks[p].se.avg, params.feat(RqFeat::UtilEst));
+            util_est_enqueue(
+                &mut self.cfs.avg,
+                &tasks[p].se.avg,
+                params.feat(RqFeat::UtilEst),
+            );
         }
         let idle = u32::from(tasks[p].has_idle_policy());
         with_groups!(self, tasks, |root, ents, tree| {
             let k0 = ents.tasks[p].tg;
             if flags.contains(EnqueueFlags::DELAYED) {
-                level(root, &mut ents, k0, |c, e| c.requeue_delayed_entity(e, p, clock, &params));
+                level(root, &mut ents, k0, |c, e| {
+                    c.requeue_delayed_entity(e, p, clock, &params)
+                });
                 delayed_above(root, &mut ents, tree, k0, false);
                 return;
             }
             let task_new = !flags.contains(EnqueueFlags::WAKEUP);
             let h_nr_delayed = u32::from(task_new && delayed);
-            debug_assert!(!ents.tasks[p].se.on_rq, "enqueue_task_fair() of a queued entity");
+            debug_assert!(
+                !ents.tasks[p].se.on_rq,
+                "enqueue_task_fair() of a queued entity"
+            );
             let mut slice = 0u64;
             let mut flags = flags;
             let mut at = Some((p, k0));
@@ -239,7 +272,9 @@ impl Rq {
             while let Some((se, k)) = at {
                 if ents.se(se).on_rq {
                     if ents.se(se).sched_delayed {
-                        level(root, &mut ents, k, |c, e| c.requeue_delayed_entity(e, se, clock, &params));
+                        level(root, &mut ents, k, |c, e| {
+                            c.requeue_delayed_entity(e, se, clock, &params)
+                        });
                     }
                     break;
                 }
@@ -269,7 +304,13 @@ impl Rq {
             // Second walk: the levels above.
             while let Some((se, k)) = at {
                 level(root, &mut ents, k, |c, e| {
-                    c.update_load_avg(e, se, clock.pelt, lbsim_pelt::UpdateFlags::UPDATE_TG, &params);
+                    c.update_load_avg(
+                        e,
+                        se,
+                        clock.pelt,
+                        lbsim_pelt::UpdateFlags::UPDATE_TG,
+                        &params,
+                    );
                     e.se_update_runnable(se);
                     e.update_cfs_group(c, se, clock, &params);
                     c.set_slice(e, se, slice);
@@ -287,7 +328,12 @@ impl Rq {
 
     /// Follows fair.c: `dequeue_task_fair()` (v6.12) with task groups: util_est, then
     /// [`Rq::dequeue_entities_h`].
-    pub(crate) fn dequeue_task_fair_h(&mut self, tasks: &mut Tasks, p: TaskId, flags: DequeueFlags) -> bool {
+    pub(crate) fn dequeue_task_fair_h(
+        &mut self,
+        tasks: &mut Tasks,
+        p: TaskId,
+        flags: DequeueFlags,
+    ) -> bool {
         let util_est = self.params.feat(RqFeat::UtilEst);
         let t = &tasks[p];
         if !(t.se.sched_delayed && (t.on_rq_migrating() || flags.contains(DequeueFlags::SAVE))) {
@@ -308,7 +354,12 @@ impl Rq {
     /// that group with `set_next_buddy()` on a sleep) or at a delayed group entity; the
     /// second walk updates the levels above as the enqueue does. `se` may be a (delayed) group
     /// entity, picked and now leaving for good (no task counted).
-    pub(crate) fn dequeue_entities_h(&mut self, tasks: &mut Tasks, se: TaskId, flags: DequeueFlags) -> bool {
+    pub(crate) fn dequeue_entities_h(
+        &mut self,
+        tasks: &mut Tasks,
+        se: TaskId,
+        flags: DequeueFlags,
+    ) -> bool {
         let params = self.params;
         let clock = self.cfs_clock();
         let was_sched_idle = self.sched_idle_rq();
@@ -367,7 +418,13 @@ impl Rq {
             }
             while let Some((e_id, k)) = at {
                 level(root, &mut ents, k, |c, e| {
-                    c.update_load_avg(e, e_id, clock.pelt, lbsim_pelt::UpdateFlags::UPDATE_TG, &params);
+                    c.update_load_avg(
+                        e,
+                        e_id,
+                        clock.pelt,
+                        lbsim_pelt::UpdateFlags::UPDATE_TG,
+                        &params,
+                    );
                     e.se_update_runnable(e_id);
                     e.update_cfs_group(c, e_id, clock, &params);
                     c.set_slice(e, e_id, slice);
@@ -447,11 +504,15 @@ impl Rq {
                         while sk != pk {
                             let (sd, pd) = (tree.depth[sk as usize], tree.depth[pk as usize]);
                             if sd <= pd {
-                                level(root, &mut ents, pk, |c, e| c.put_prev_entity(e, pse, clock, &params));
+                                level(root, &mut ents, pk, |c, e| {
+                                    c.put_prev_entity(e, pse, clock, &params)
+                                });
                                 (pse, pk) = parent_of(tree, pk).expect("not at the root");
                             }
                             if sd >= pd {
-                                level(root, &mut ents, sk, |c, e| c.set_next_entity(e, se, clock, &params));
+                                level(root, &mut ents, sk, |c, e| {
+                                    c.set_next_entity(e, se, clock, &params)
+                                });
                                 (se, sk) = parent_of(tree, sk).expect("not at the root");
                             }
                         }
@@ -475,7 +536,9 @@ impl Rq {
         with_groups!(self, tasks, |root, ents, tree| {
             let mut at = Some((p, ents.tasks[p].tg));
             while let Some((se, k)) = at {
-                level(root, &mut ents, k, |c, e| c.set_next_entity(e, se, clock, &params));
+                level(root, &mut ents, k, |c, e| {
+                    c.set_next_entity(e, se, clock, &params)
+                });
                 at = parent_of(tree, k);
             }
         });
@@ -489,7 +552,9 @@ impl Rq {
         with_groups!(self, tasks, |root, ents, tree| {
             let mut at = Some((prev, ents.tasks[prev].tg));
             while let Some((se, k)) = at {
-                level(root, &mut ents, k, |c, e| c.put_prev_entity(e, se, clock, &params));
+                level(root, &mut ents, k, |c, e| {
+                    c.put_prev_entity(e, se, clock, &params)
+                });
                 at = parent_of(tree, k);
             }
         });
@@ -510,7 +575,9 @@ impl Rq {
         with_groups!(self, tasks, |root, ents, tree| {
             let mut at = Some((curr, ents.tasks[curr].tg));
             while let Some((se, k)) = at {
-                level(root, &mut ents, k, |c, e| c.entity_tick(e, se, clock, &params));
+                level(root, &mut ents, k, |c, e| {
+                    c.entity_tick(e, se, clock, &params)
+                });
                 at = parent_of(tree, k);
             }
         });
@@ -592,7 +659,9 @@ impl Rq {
                 c.clear_buddies(curr);
                 c.update_curr(e, clock, &params);
                 let se = e.se_mut(curr);
-                se.deadline = se.deadline.wrapping_add(calc_delta_fair(se.slice, &se.load));
+                se.deadline = se
+                    .deadline
+                    .wrapping_add(calc_delta_fair(se.slice, &se.load));
             });
         });
     }
@@ -646,7 +715,11 @@ impl Rq {
                 let c = cfs_of(root, &ents, k);
                 if k != 0 {
                     let child_on_list = tree.children(k).any(|ch| ents.on_list[ch as usize]);
-                    if cfs_rq_is_decayed(scale_load_down_scaled(c.load_scaled), &c.avg.avg, child_on_list) {
+                    if cfs_rq_is_decayed(
+                        scale_load_down_scaled(c.load_scaled),
+                        &c.avg.avg,
+                        child_on_list,
+                    ) {
                         ents.on_list[k as usize] = false;
                     }
                 }
@@ -684,10 +757,18 @@ impl Rq {
             .iter()
             .zip(tgs.iter_mut())
             .map(|(&k, tg)| {
-                let c = if k == 0 { &self.cfs } else { &g.cfs[k as usize] };
+                let c = if k == 0 {
+                    &self.cfs
+                } else {
+                    &g.cfs[k as usize]
+                };
                 HLoadLevel {
                     load_avg: c.avg.avg.load_avg,
-                    se_load_avg: if k == 0 { 0 } else { g.se[k as usize].avg.load_avg },
+                    se_load_avg: if k == 0 {
+                        0
+                    } else {
+                        g.se[k as usize].avg.load_avg
+                    },
                     tg,
                 }
             })
@@ -747,14 +828,23 @@ impl Rq {
             let w = g.se_scaled[gg as usize];
             let shares = shared[gg as usize].shares;
             if w < MIN_SHARES || (w > shares && w != lbsim_pelt::NICE_0_LOAD_SCALED) {
-                return err(format!("group {} entity weight {w} outside [{MIN_SHARES}, {shares}]", tree.paths[gg as usize]));
+                return err(format!(
+                    "group {} entity weight {w} outside [{MIN_SHARES}, {shares}]",
+                    tree.paths[gg as usize]
+                ));
             }
             if se.load.weight != scale_load_down_scaled(w) {
-                return err(format!("group {} se.load.weight {} for scaled {w}", tree.paths[gg as usize], se.load.weight));
+                return err(format!(
+                    "group {} se.load.weight {} for scaled {w}",
+                    tree.paths[gg as usize], se.load.weight
+                ));
             }
         }
         if self.cfs.cfs_tasks().len() != nr_tasks {
-            return err(format!("cfs_tasks {} for {nr_tasks} queued tasks", self.cfs.cfs_tasks().len()));
+            return err(format!(
+                "cfs_tasks {} for {nr_tasks} queued tasks",
+                self.cfs.cfs_tasks().len()
+            ));
         }
         // h_nr_running bottom-up: children have larger indices than parents.
         let mut h_nr = own_tasks.clone();
@@ -784,12 +874,18 @@ impl Rq {
                 if c.curr != Some(id) {
                     in_tree += 1;
                     let w = crate::weights::scale_load_down(se.load.weight);
-                    avg = avg.wrapping_add((se.vruntime.wrapping_sub(c.min_vruntime) as i64).wrapping_mul(w as i64));
+                    avg = avg.wrapping_add(
+                        (se.vruntime.wrapping_sub(c.min_vruntime) as i64).wrapping_mul(w as i64),
+                    );
                     avg_load += w;
                 }
             }
             if queued[k].len() as u32 != c.nr_running {
-                return err(format!("cfs_rq {name}: {} queued entities, nr_running {}", queued[k].len(), c.nr_running));
+                return err(format!(
+                    "cfs_rq {name}: {} queued entities, nr_running {}",
+                    queued[k].len(),
+                    c.nr_running
+                ));
             }
             if weight != c.load.weight || scaled != c.load_scaled {
                 return err(format!(
@@ -804,7 +900,10 @@ impl Rq {
                 ));
             }
             if in_tree != c.timeline().len() {
-                return err(format!("cfs_rq {name}: timeline {} (expected {in_tree})", c.timeline().len()));
+                return err(format!(
+                    "cfs_rq {name}: timeline {} (expected {in_tree})",
+                    c.timeline().len()
+                ));
             }
             if let Err(detail) = c.check_timeline() {
                 return err(format!("cfs_rq {name}: {detail}"));
@@ -817,7 +916,10 @@ impl Rq {
             }
         }
         if self.nr_running != self.cfs.h_nr_running {
-            return err(format!("rq.nr_running {}, root h_nr_running {}", self.nr_running, self.cfs.h_nr_running));
+            return err(format!(
+                "rq.nr_running {}, root h_nr_running {}",
+                self.nr_running, self.cfs.h_nr_running
+            ));
         }
         Ok(())
     }
