@@ -316,7 +316,6 @@ impl RunInputs {
 
 /// The keys a scenario file may hold, in the order `lbsim` documents them.
 pub const FILE_KEYS: [&str; 13] = [
-    "cgroups",
     "description",
     "topology",
     "kernel",
@@ -324,6 +323,7 @@ pub const FILE_KEYS: [&str; 13] = [
     "duration",
     "features",
     "tunables",
+    "cgroups",
     "seed",
     "runs",
     "base",
