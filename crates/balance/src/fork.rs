@@ -98,6 +98,7 @@ pub fn sync_entity_load_avg(ctx: &mut BalanceCtx<'_>, p: TaskId) {
 /// if `p` last ran here and is not new. The load is [`crate::lb::cpu_load`], so
 /// `LB_TIP_AVG_HIGH` tips it as it tips every `cpu_load()` read (the 2016 patch changed the
 /// function this one calls).
+#[inline]
 pub fn cpu_load_without(ctx: &BalanceCtx<'_>, cpu: CpuId, p: TaskId) -> u64 {
     let t = &ctx.tasks[p];
     if t.cpu != cpu || t.se.avg.last_update_time == 0 {

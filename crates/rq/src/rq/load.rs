@@ -129,6 +129,7 @@ impl Rq {
 
     /// `task_h_load(p)`: without task groups `p->se.avg.load_avg`; with them the task's share
     /// of the root cfs_rq's load through its groups' `h_load` (see `rq/hier.rs`).
+    #[inline]
     pub fn task_h_load(&self, tasks: &Tasks, p: TaskId) -> u64 {
         if self.groups.is_some() {
             return self.task_h_load_h(tasks, p);
