@@ -26,6 +26,7 @@ pub fn config(machine: &str, workloads: &[&str], duration_ms: u64, seed: u64) ->
         duration_ns: duration_ms * 1_000_000,
         seed,
         check: true,
+        cgroups: Vec::new(),
     }
 }
 

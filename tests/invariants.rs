@@ -145,6 +145,7 @@ impl Case {
             duration_ns: self.duration_ms * 1_000_000,
             seed: self.seed,
             check,
+            cgroups: Vec::new(),
         }
     }
 

@@ -5,4 +5,5 @@
 mod common;
 mod engine;
 mod evidence;
+mod groups;
 mod invariants;

@@ -84,7 +84,7 @@ pub fn task_util_est(ctx: &BalanceCtx<'_>, p: TaskId) -> u64 {
 /// in the kernel; lbsim reads it directly).
 pub fn sync_entity_load_avg(ctx: &mut BalanceCtx<'_>, p: TaskId) {
     let cpu = ctx.tasks[p].cpu;
-    let last_update_time = ctx.rqs[cpu.index()].cfs.avg.avg.last_update_time;
+    let last_update_time = ctx.rqs[cpu.index()].task_cfs_last_update_time(ctx.tasks, p);
     let se = &mut ctx.tasks[p].se;
     let weight = se.se_weight();
     lbsim_pelt::update_load_avg_blocked_se(last_update_time, &mut se.avg, weight);
@@ -98,12 +98,13 @@ pub fn sync_entity_load_avg(ctx: &mut BalanceCtx<'_>, p: TaskId) {
 /// if `p` last ran here and is not new. The load is [`crate::lb::cpu_load`], so
 /// `LB_TIP_AVG_HIGH` tips it as it tips every `cpu_load()` read (the 2016 patch changed the
 /// function this one calls).
+#[inline]
 pub fn cpu_load_without(ctx: &BalanceCtx<'_>, cpu: CpuId, p: TaskId) -> u64 {
     let t = &ctx.tasks[p];
     if t.cpu != cpu || t.se.avg.last_update_time == 0 {
         return cpu_load(ctx, cpu);
     }
-    cpu_load(ctx, cpu).saturating_sub(t.se.avg.load_avg)
+    cpu_load(ctx, cpu).saturating_sub(crate::lb::cpu::task_h_load(ctx, p))
 }
 
 /// Follows fair.c: task_running_on_cpu() (v6.6-v6.12): 1 if `p` counts in `cpu`'s

@@ -41,7 +41,7 @@
 //! - `active.rs`: need_active_balance() and the active_load_balance_cpu_stop() stopper.
 
 mod active;
-mod cpu;
+pub(crate) mod cpu;
 mod detach;
 mod find_busiest_queue;
 mod group_stats;

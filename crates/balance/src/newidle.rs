@@ -314,7 +314,7 @@ pub fn update_blocked_averages(
     let now = pass.now_ns(ctx);
     st.cpus[cpu.index()].last_blocked_load_update_tick = ctx.jiffies;
     // The runqueue clears its `has_blocked_load` once nothing is left to decay.
-    ctx.rqs[cpu.index()].update_blocked_averages(now);
+    ctx.rqs[cpu.index()].update_blocked_averages(ctx.tasks, now);
 }
 
 /// Follows fair.c: nohz_newidle_balance() (v6.6-v6.12) and, because the CPU goes idle right

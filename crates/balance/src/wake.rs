@@ -330,13 +330,13 @@ pub fn wake_affine_weight(
         // task_h_load(current): the idle task carries no load.
         let current_load = ctx.rqs[this_cpu.index()]
             .curr
-            .map_or(0, |c| ctx.tasks[c].se.avg.load_avg) as i64;
+            .map_or(0, |c| crate::lb::cpu::task_h_load(ctx, c)) as i64;
         if current_load > this_eff_load {
             return Some(this_cpu);
         }
         this_eff_load -= current_load;
     }
-    let task_load = ctx.tasks[p].se.avg.load_avg as i64;
+    let task_load = crate::lb::cpu::task_h_load(ctx, p) as i64;
     this_eff_load += task_load;
     if wa_bias {
         this_eff_load *= 100;

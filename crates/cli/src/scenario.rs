@@ -32,6 +32,45 @@ pub struct Scenario {
     pub budget: Budget,
     /// The kernel profile (`--kernel 5.9`), if one was asked for.
     pub kernel: Option<String>,
+    /// Declared task groups, (path, `cpu.weight`) (`--cgroup`, scenario `[cgroups]`).
+    pub cgroups: Vec<(String, u64)>,
+}
+
+/// One `--cgroup PATH:weight=N` (or `PATH` alone, weight 100): the group's path and its
+/// cgroup v2 `cpu.weight`.
+///
+/// # Errors
+/// One line naming the flag: a path that is not absolute, an unknown key, a weight out of
+/// `1..=10000`.
+pub fn parse_cgroup_flag(arg: &str) -> anyhow::Result<(String, u64)> {
+    let (path, rest) = arg.split_once(':').unwrap_or((arg, ""));
+    let mut weight = lbsim_pelt::CGROUP_WEIGHT_DFL;
+    for kv in rest.split(',').filter(|s| !s.trim().is_empty()) {
+        match kv.split_once('=') {
+            Some(("weight", v)) => {
+                weight = v
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|w| (1..=10_000).contains(w))
+                    .with_context(|| {
+                        format!(
+                            "--cgroup `{arg}`: weight must be an integer in 1..=10000 (cpu.weight)"
+                        )
+                    })?;
+            }
+            _ => bail!("--cgroup `{arg}`: expected PATH:weight=N (like /a/b:weight=300)"),
+        }
+    }
+    check_cgroup(path, weight).map_err(|e| anyhow!("--cgroup `{arg}`: {e}"))?;
+    Ok((path.to_owned(), weight))
+}
+
+/// Whether the group `path` with `weight` can be declared.
+fn check_cgroup(path: &str, weight: u64) -> Result<(), lbsim_rq::TaskGroupError> {
+    lbsim_rq::TaskGroupTree::default()
+        .declare(path, weight)
+        .map(|_| ())
 }
 
 /// The kernel profile named by `--kernel`.
@@ -162,6 +201,7 @@ impl Scenario {
                 duration_ns,
                 seed: 0,
                 check: false,
+                cgroups: self.cgroups.clone(),
             },
         })
     }
@@ -213,6 +253,8 @@ pub struct RunInputs {
     pub budget: Budget,
     /// `--kernel`.
     pub kernel: Option<String>,
+    /// `--cgroup` (added to the file's `[cgroups]`; a later declaration of a path wins).
+    pub cgroups: Vec<String>,
 }
 
 impl RunInputs {
@@ -252,6 +294,10 @@ impl RunInputs {
         features.extend(self.features.iter().cloned());
         let mut sets = file.sets;
         sets.extend(self.sets.iter().cloned());
+        let mut cgroups = file.cgroups;
+        for c in &self.cgroups {
+            cgroups.push(parse_cgroup_flag(c)?);
+        }
         Ok((
             Scenario {
                 topology,
@@ -261,6 +307,7 @@ impl RunInputs {
                 duration_ns,
                 budget: self.budget,
                 kernel: self.kernel.clone().or(file.kernel),
+                cgroups,
             },
             self.seed.or(file.seed).unwrap_or(1),
         ))
@@ -268,7 +315,7 @@ impl RunInputs {
 }
 
 /// The keys a scenario file may hold, in the order `lbsim` documents them.
-pub const FILE_KEYS: [&str; 12] = [
+pub const FILE_KEYS: [&str; 13] = [
     "description",
     "topology",
     "kernel",
@@ -276,6 +323,7 @@ pub const FILE_KEYS: [&str; 12] = [
     "duration",
     "features",
     "tunables",
+    "cgroups",
     "seed",
     "runs",
     "base",
@@ -300,6 +348,9 @@ pub const FILE_KEYS: [&str; 12] = [
 ///
 /// [tunables]                          # --set NAME=VALUE
 /// migration_cost_ns = 500000
+///
+/// [cgroups]                           # --cgroup PATH:weight=N
+/// "/a/b" = { weight = 300 }
 /// ```
 ///
 /// Relative paths (a topology file, `rtapp:FILE.json`) are taken relative to the scenario
@@ -332,6 +383,8 @@ pub struct ScenarioFile {
     pub kernel: Option<String>,
     /// `vary`: `lbsim sweep`'s axes, `NAME=VALUES` each (`--vary`).
     pub vary: Vec<String>,
+    /// `[cgroups]`: task groups, (path, `cpu.weight`).
+    pub cgroups: Vec<(String, u64)>,
 }
 
 /// The TOML type of a value, for error messages.
@@ -497,6 +550,34 @@ impl ScenarioFile {
                         settings(1, &[], std::slice::from_ref(&set))
                             .map_err(|e| err(&k, e.root_cause().to_string()))?;
                         out.sets.push(set);
+                    }
+                }
+                "cgroups" => {
+                    let t = v
+                        .as_table()
+                        .ok_or_else(|| expected(key, "a table of \"/path\" = { weight = N }", v))?;
+                    for (path, value) in t {
+                        let k = format!("{key}.\"{path}\"");
+                        let g = value
+                            .as_table()
+                            .ok_or_else(|| expected(&k, "a table { weight = N }", value))?;
+                        let mut weight = lbsim_pelt::CGROUP_WEIGHT_DFL;
+                        for (name, w) in g {
+                            if name != "weight" {
+                                return Err(err(
+                                    &k,
+                                    format!("unknown key `{name}` (valid: weight)"),
+                                ));
+                            }
+                            weight = w
+                                .as_integer()
+                                .and_then(|i| u64::try_from(i).ok())
+                                .ok_or_else(|| {
+                                    expected(&format!("{k}.weight"), "an integer in 1..=10000", w)
+                                })?;
+                        }
+                        check_cgroup(path, weight).map_err(|e| err(&k, e.to_string()))?;
+                        out.cgroups.push((path.clone(), weight));
                     }
                 }
                 "seed" => {

@@ -685,7 +685,8 @@ impl<B: Balancer> Core<B> {
             }
             self.checker.attached.insert(id, t.cpu);
             let rq = &self.rqs[c];
-            let lut = rq.cfs.avg.avg.last_update_time;
+            // cfs_rq_of(se): the task's group cfs_rq with task groups.
+            let lut = rq.task_cfs_last_update_time(&self.tasks, id);
             if a.last_update_time > lut {
                 return err(format!(
                     "entity updated at PELT time {} ns, after its cfs_rq ({lut} ns)",
@@ -698,7 +699,7 @@ impl<B: Balancer> Core<B> {
                 weight: w,
                 on_rq: t.se.on_rq,
                 runnable: u64::from(t.se.on_rq && !t.se.sched_delayed),
-                curr: rq.cfs.curr == Some(id),
+                curr: rq.fair_curr_is(&self.tasks, id),
             };
             update_load_avg_se(lut, &mut synced, &load, false);
             let s = &mut sums[c];
@@ -713,6 +714,12 @@ impl<B: Balancer> Core<B> {
             s.util += PELT_SLACK_PER_DEPARTURE;
             s.load += PELT_SLACK_PER_DEPARTURE * (w as f64 / 1024.0).max(1.0);
             self.checker.counts.pelt_departures += 1;
+        }
+        // With task groups a cfs_rq's sums are not its entities' (a group entity's are
+        // copied from its cfs_rq, with pending propagation), so only the flat hierarchy's are
+        // compared; the hierarchy's counts and weights are `Rq::check_invariants_of`'s.
+        if self.tg_tree.is_some() {
+            return Ok(());
         }
         for (c, rq) in self.rqs.iter().enumerate() {
             let cfs = &rq.cfs.avg;
@@ -925,7 +932,18 @@ impl<B: Balancer> Core<B> {
             // The scheduler work charged to the CPU meanwhile (balancing passes, newly idle
             // steps, the stopper) kept it from running any task.
             let work = self.cpus[c.index()].sched_work_ns - w.sched_work_ns;
-            let bound = wait_bound(w.w_max, t.se.load.weight, w.n_max, w.r_max, q)
+            // With task groups the task's weight at the root is its hierarchical share, and
+            // each level of its hierarchy (its cfs_rq and every group entity's above) may add
+            // its own EEVDF lag: the flat bound once per level.
+            let (w_p, levels) = match &self.tg_tree {
+                Some(tree) => (
+                    rq.task_h_weight(&self.tasks, id),
+                    u64::from(tree.depth[t.tg as usize]) + 1,
+                ),
+                None => (t.se.load.weight, 1),
+            };
+            let bound = wait_bound(w.w_max, w_p, w.n_max, w.r_max, q)
+                .saturating_mul(levels)
                 .saturating_add(gap)
                 .saturating_add(work);
             let counts = &mut self.checker.counts;

@@ -37,6 +37,10 @@ pub struct SimConfig {
     pub seed: u64,
     /// Check invariants after every event and stop at the first violation.
     pub check: bool,
+    /// Declared cgroup v2 task groups: (path, `cpu.weight`) (`--cgroup /a/b:weight=300`,
+    /// scenario `[cgroups]`). A group a workload names (`cgroup=`) but no entry declares has
+    /// weight 100; with neither, the run has no task groups at all.
+    pub cgroups: Vec<(String, u64)>,
 }
 
 /// Why a run could not complete.
@@ -51,6 +55,9 @@ pub enum SimError {
         /// The machine's last CPU.
         last: u32,
     },
+    /// The task groups cannot be built (a bad path or weight, or the legacy CFS pick).
+    #[error("cgroups: {0}")]
+    Cgroup(String),
     /// The workload could not be run (a fork beyond the limit, an unsupported action).
     #[error("workload: {0}")]
     Workload(String),

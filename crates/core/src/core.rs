@@ -1,6 +1,8 @@
 //! The core model's state and its entry points: set-up, event dispatch, the balancer
 //! calls, applying a balancing pass's outcome, charging scheduler overhead, `resched_curr()`.
 
+use std::sync::Arc;
+
 use crate::prelude::*;
 
 /// [`Core::by_ref`]'s entry for a task of the spec not created yet.
@@ -16,6 +18,8 @@ pub struct Core<B: Balancer> {
     /// Events to schedule and cancel, for the engine.
     pub(crate) fx: Effects,
     pub(crate) rqs: lbsim_balance::rqs::Rqs,
+    /// The run's task groups (`None`: none declared or named, a flat hierarchy).
+    pub(crate) tg_tree: Option<Arc<lbsim_rq::TaskGroupTree>>,
     pub(crate) tasks: Tasks,
     pub(crate) cpus: Vec<CpuState>,
     pub(crate) runs: Vec<TaskRun>,
@@ -76,6 +80,8 @@ impl<B: Balancer> Core<B> {
         let streams = SeedStreams::new(cfg.seed);
         let mut phase_rng = streams.rng(Stream::TickPhase, 0);
         let tick_nsec = cfg.tunables.tick_nsec();
+        let tg_tree = build_task_groups(&cfg, &params)?;
+        let tg_shared = tg_tree.as_ref().map(|t| t.shared());
         let mut rqs = Vec::with_capacity(nr_cpus);
         let mut cpus = Vec::with_capacity(nr_cpus);
         for c in 0..nr_cpus {
@@ -83,6 +89,9 @@ impl<B: Balancer> Core<B> {
             let cap = u64::from(machine.capacity(cpu));
             let mut rq = Rq::new(cpu, cap, params);
             rq.set_asym_cpucap_active(asym);
+            if let (Some(tree), Some(shared)) = (&tg_tree, &tg_shared) {
+                rq.set_task_groups(Arc::clone(tree), Arc::clone(shared));
+            }
             rqs.push(rq);
             let jitter = cfg.engine.tick_jitter_ns.min(tick_nsec);
             let tick_phase_ns = if jitter == 0 {
@@ -161,6 +170,7 @@ impl<B: Balancer> Core<B> {
                 .map(|c| u64::from(machine.capacity(CpuId(c as u32))))
                 .max()
                 .unwrap_or(1024),
+            tg_tree,
             cfg,
         };
         // Every CPU starts idle with its tick stopped (the idle loop's
@@ -475,4 +485,36 @@ impl<B: Balancer> Core<B> {
         };
         self.cpus[cpu.index()].resched = Some(self.fx.at(at, Ev::Resched { cpu: cpu.0 }));
     }
+}
+
+/// The run's task-group tree: the declared groups (`SimConfig::cgroups`) and those the
+/// workload's tasks name, or `None` if there are none (the flat hierarchy of a run without
+/// groups). Task groups need the EEVDF pick (lbsim models no legacy CFS hierarchy).
+fn build_task_groups(
+    cfg: &SimConfig,
+    params: &lbsim_rq::SchedParams,
+) -> Result<Option<Arc<lbsim_rq::TaskGroupTree>>, SimError> {
+    let named = cfg
+        .workload
+        .tasks
+        .iter()
+        .chain(cfg.workload.templates.iter())
+        .filter_map(|t| t.cgroup.as_deref());
+    let mut tree = lbsim_rq::TaskGroupTree::default();
+    let bad = |e: lbsim_rq::TaskGroupError| SimError::Cgroup(e.to_string());
+    for (path, weight) in &cfg.cgroups {
+        tree.declare(path, *weight).map_err(bad)?;
+    }
+    for path in named {
+        tree.get_or_insert(path).map_err(bad)?;
+    }
+    if tree.is_empty() {
+        return Ok(None);
+    }
+    if params.pick == lbsim_rq::FairPick::Cfs {
+        return Err(SimError::Cgroup(
+            "task groups need the EEVDF pick (sched_policy=eevdf)".to_string(),
+        ));
+    }
+    Ok(Some(Arc::new(tree)))
 }

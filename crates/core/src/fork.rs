@@ -73,6 +73,9 @@ impl<B: Balancer> Core<B> {
             task.se.slice = slice;
             task.se.custom_slice = true;
         }
+        if let (Some(tree), Some(path)) = (&self.tg_tree, spec.cgroup.as_deref()) {
+            task.tg = tree.find(path).expect("every named cgroup is in the tree");
+        }
         let id = self.tasks.insert(task);
         let program = Box::new(spec.start(wref));
         let rng = self.streams.rng(Stream::Task, u64::from(wref.0));

@@ -38,6 +38,7 @@ pub fn run_checked(s: &Scenario) -> bool {
         duration_ns: Some(s.duration_ms * 1_000_000),
         budget: crate::targets::fuzz_budget(),
         kernel: s.kernel.clone(),
+        cgroups: Vec::new(),
     };
     let Ok(built) = run.build() else {
         return false;

@@ -83,6 +83,11 @@ fn check_task(spec: &WorkloadSpec, t: &TaskSpec, allowed: &[u32]) -> Result<(), 
     if t.spawned {
         return Err(unsupported("spawn"));
     }
+    if let Some(path) = &t.cgroup {
+        // Moving threads into cgroups needs a delegated cgroup v2 subtree, which the runner
+        // does not set up.
+        return Err(unsupported(&format!("a task group (cgroup={path})")));
+    }
     if t.custom_slice_ns.is_some() {
         return Err(unsupported(
             "a custom slice (sched_setattr's sched_runtime)",

@@ -43,6 +43,7 @@ fn task(name: &str, events: Vec<Event>) -> TaskSpec {
         group: "g".to_owned(),
         part: 0,
         spawned: false,
+        cgroup: None,
         program: Arc::new(Program {
             phases: vec![Phase::once("main", events)],
             loops: Loops::Count(1),
@@ -338,6 +339,11 @@ fn every_unsupported_event_is_refused_by_name() {
     assert_eq!(
         refused(&spec),
         "the real runner does not support event `send on a socket channel` (task `t-0`)"
+    );
+    // A task in a task group: the runner makes no cgroups.
+    assert_eq!(
+        refused(&parse_workload("busy:threads=1,cgroup=/a").unwrap()),
+        "the real runner does not support event `a task group (cgroup=/a)` (task `busy-0`)"
     );
     // hackbench and schbench: their probes, spawned workers and wake lists.
     let msg = refused(&parse_workload("hackbench:groups=1,fds=2,loops=10").unwrap());

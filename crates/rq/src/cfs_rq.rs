@@ -21,8 +21,10 @@
 //! vruntime and searched with a min-deadline augmentation; the entity it picks is the same
 //! except when two eligible entities have equal deadlines (lbsim breaks that tie as v6.8+ does).
 //!
-//! The hierarchy is flat: there are no group entities, so `h_nr_running == nr_running` unless
-//! entities are delayed, and `rq->cfs_tasks` lives here as [`CfsRq::cfs_tasks`].
+//! A cfs_rq holds task entities and, with task groups, group entities (named by
+//! `entity::group_se_id`); the entity store (`EntityStore`) resolves both and gives the group
+//! parts of the life cycle (propagating PELT, `se_update_runnable()`, `update_cfs_group()`).
+//! `rq->cfs_tasks` lives in the root cfs_rq as [`CfsRq::cfs_tasks`].
 //!
 //! Files: this one is the shared cfs_rq core (the struct, `min_vruntime`, the timeline, the
 //! buddies, accounting and PELT, and the entity life cycle); the two picks live beside it,
@@ -42,9 +44,9 @@ mod eevdf;
 mod task_list;
 mod timeline;
 
-use lbsim_pelt::{CfsRqAvg, CfsRqLoad, SeLoad, UpdateFlags};
+use lbsim_pelt::{CfsRqAvg, CfsRqLoad, CfsRqTg, SeLoad, UpdateFlags};
 
-use crate::entity::{DequeueFlags, EnqueueFlags, EntityStore, TaskId};
+use crate::entity::{DequeueFlags, EnqueueFlags, EntityStore, TaskId, se_group};
 use crate::params::RqFeat;
 use crate::tunables::{FairPick, SchedParams};
 use crate::weights::{LoadWeight, calc_delta_fair, scale_load_down};
@@ -123,8 +125,18 @@ pub struct CfsRq {
     /// `cfs_rq->avg` and `cfs_rq->removed`: the PELT state.
     pub avg: CfsRqAvg,
     /// `TIF_NEED_RESCHED` on the rq's current task: `resched_curr()` was called since the last
-    /// schedule.
+    /// schedule (a group cfs_rq's is moved to its runqueue's root cfs_rq after each call).
     pub need_resched: bool,
+    /// The group-scheduling fields (`tg_load_avg_contrib`, `propagate`, `h_load`, ...); unused
+    /// without task groups.
+    pub tg: CfsRqTg,
+    /// `cfs_rq->load.weight` in the kernel's scaled form (`scale_load()`): the sum of the
+    /// queued entities' scaled weights, which a group entity's low bits make differ from
+    /// `load.weight << 10`. What PELT and `calc_group_shares()` read with task groups.
+    pub load_scaled: u64,
+    /// `cfs_rq->tg`: the task group this cfs_rq belongs to (0: the root cfs_rq, which keeps
+    /// `rq->cfs_tasks`).
+    pub group: u32,
     timeline: Timeline,
     next_seq: u64,
     cfs_tasks: TaskList,
@@ -156,6 +168,9 @@ impl CfsRq {
             skip: None,
             avg: CfsRqAvg::default(),
             need_resched: false,
+            tg: CfsRqTg::default(),
+            load_scaled: 0,
+            group: 0,
             timeline: Timeline::default(),
             next_seq: 0,
             cfs_tasks: TaskList::default(),
@@ -435,11 +450,17 @@ impl CfsRq {
 
     /// Follows fair.c: `account_entity_enqueue()`: add the weight, put the task at the head of
     /// `cfs_tasks` (`list_add`), count it.
+    ///
+    /// With task groups only the root cfs_rq keeps `cfs_tasks` (`rq->cfs_tasks`): a task of a
+    /// group is put on it by the runqueue's hierarchy walk, and a group entity never is.
     fn account_entity_enqueue<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
         let se = ents.se(id);
         let (weight, idle) = (se.load.weight, se.idle);
         self.load.add(weight);
-        ents.se_mut(id).group_node = self.cfs_tasks.push_front(id);
+        self.load_scaled += ents.scaled_weight(id);
+        if self.group == 0 && se_group(id).is_none() {
+            ents.se_mut(id).group_node = self.cfs_tasks.push_front(id);
+        }
         self.nr_running += 1;
         if idle {
             self.idle_nr_running += 1;
@@ -451,11 +472,14 @@ impl CfsRq {
         let se = ents.se(id);
         let (weight, idle, slot) = (se.load.weight, se.idle, se.group_node);
         self.load.sub(weight);
-        if self.cfs_tasks.holds(slot, id) {
-            self.cfs_tasks.remove(slot);
-            ents.se_mut(id).group_node = NO_RUN_NODE;
-        } else {
-            debug_assert!(false, "account_entity_dequeue(): {id:?} not on cfs_tasks");
+        self.load_scaled -= ents.scaled_weight(id);
+        if self.group == 0 && se_group(id).is_none() {
+            if self.cfs_tasks.holds(slot, id) {
+                self.cfs_tasks.remove(slot);
+                ents.se_mut(id).group_node = NO_RUN_NODE;
+            } else {
+                debug_assert!(false, "account_entity_dequeue(): {id:?} not on cfs_tasks");
+            }
         }
         self.nr_running -= 1;
         if idle {
@@ -474,8 +498,9 @@ impl CfsRq {
         }
     }
 
-    /// Follows fair.c: `update_load_avg()` for a task entity of this cfs_rq. The entity is
-    /// runnable for PELT if queued and not delayed (`se_runnable()`, v6.12.y / v6.13).
+    /// Follows fair.c: `update_load_avg()` for an entity of this cfs_rq, through the store's
+    /// [`EntityStore::pelt_update`]: [`CfsRq::update_load_avg_task`] in a flat hierarchy.
+    #[inline]
     pub fn update_load_avg<E: EntityStore>(
         &mut self,
         ents: &mut E,
@@ -483,6 +508,47 @@ impl CfsRq {
         now_pelt: u64,
         flags: UpdateFlags,
         params: &SchedParams,
+    ) {
+        ents.pelt_update(self, id, now_pelt, flags, params.feat(RqFeat::UtilEst));
+    }
+
+    /// `rq->cfs_tasks` insertion of a task queued on a group cfs_rq (`list_add()` in its
+    /// `account_entity_enqueue()`), done by the hierarchy walk on the root cfs_rq.
+    pub(crate) fn cfs_tasks_add<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
+        ents.se_mut(id).group_node = self.cfs_tasks.push_front(id);
+    }
+
+    /// `list_del_init(&se->group_node)` of a task queued on a group cfs_rq.
+    pub(crate) fn cfs_tasks_del<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
+        let slot = ents.se(id).group_node;
+        if self.cfs_tasks.holds(slot, id) {
+            self.cfs_tasks.remove(slot);
+            ents.se_mut(id).group_node = NO_RUN_NODE;
+        } else {
+            debug_assert!(false, "cfs_tasks_del(): {id:?} not on cfs_tasks");
+        }
+    }
+
+    /// Set a queued entity's slice, keeping the timeline's cached `min_slice` right if it is
+    /// in the tree (`se->slice = slice` and `min_vruntime_cb_propagate()`).
+    pub(crate) fn set_slice<E: EntityStore>(&mut self, ents: &mut E, id: TaskId, slice: u64) {
+        let slot = ents.se(id).run_node;
+        ents.se_mut(id).slice = slice;
+        if self.curr != Some(id) && self.timeline.get(slot, id).is_some() {
+            self.timeline.set_slice(slot, slice);
+        }
+    }
+
+    /// Follows fair.c: `update_load_avg()` for a task entity of this cfs_rq (no group
+    /// propagation). The entity is runnable for PELT if queued and not delayed
+    /// (`se_runnable()`, v6.12.y / v6.13).
+    pub fn update_load_avg_task<E: EntityStore>(
+        &mut self,
+        ents: &mut E,
+        id: TaskId,
+        now_pelt: u64,
+        flags: UpdateFlags,
+        util_est: bool,
     ) {
         let cfs_load = self.pelt_load();
         let is_curr = self.curr == Some(id);
@@ -493,14 +559,8 @@ impl CfsRq {
             runnable: u64::from(se.on_rq && !se.sched_delayed),
             curr: is_curr,
         };
-        self.avg.update_load_avg(
-            &mut se.avg,
-            now_pelt,
-            &se_load,
-            &cfs_load,
-            flags,
-            params.feat(RqFeat::UtilEst),
-        );
+        self.avg
+            .update_load_avg(&mut se.avg, now_pelt, &se_load, &cfs_load, flags, util_est);
     }
 
     // ---------------------------------------------------------------------------------
@@ -580,6 +640,8 @@ impl CfsRq {
                     UpdateFlags::UPDATE_TG | UpdateFlags::DO_ATTACH,
                     params,
                 );
+                ents.se_update_runnable(id);
+                ents.update_cfs_group(self, id, clock, params);
                 if !is_curr {
                     self.place_entity(ents, id, flags, params);
                 }
@@ -662,6 +724,7 @@ impl CfsRq {
                     }
                 }
                 self.update_load_avg(ents, id, clock.pelt, action, params);
+                ents.se_update_runnable(id);
                 self.update_entity_lag(ents, id, params.tick_nsec);
                 if params.feat(RqFeat::PlaceRelDeadline) && !sleep {
                     let se = ents.se_mut(id);
@@ -673,6 +736,7 @@ impl CfsRq {
                 }
                 ents.se_mut(id).on_rq = false;
                 self.account_entity_dequeue(ents, id);
+                ents.update_cfs_group(self, id, clock, params);
                 if !flags.contains(DequeueFlags::SAVE) || flags.contains(DequeueFlags::MOVE) {
                     self.update_min_vruntime(ents);
                 }
@@ -770,6 +834,7 @@ impl CfsRq {
     ) {
         self.update_curr(ents, clock, params);
         self.update_load_avg(ents, curr, clock.pelt, UpdateFlags::UPDATE_TG, params);
+        ents.update_cfs_group(self, curr, clock, params);
         if params.pick == FairPick::Cfs && self.nr_running > 1 {
             self.check_preempt_tick(ents, curr, params);
         }

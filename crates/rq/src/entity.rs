@@ -1,12 +1,37 @@
 //! The scheduling entity of a task (`struct sched_entity`) and the enqueue/dequeue flags.
 //!
 //! Follows include/linux/sched.h: `struct sched_entity` and kernel/sched/sched.h: the
-//! `ENQUEUE_*`/`DEQUEUE_*` flags (v6.12). Only task entities exist (no group entities).
+//! `ENQUEUE_*`/`DEQUEUE_*` flags (v6.12). Task entities live in their tasks; the group
+//! entities of task groups (CONFIG_FAIR_GROUP_SCHED) live in their runqueue's
+//! [`crate::group::RqGroups`] and are named by [`group_se_id`].
 
-use lbsim_pelt::SchedAvg;
-use slotmap::SlotMap;
+use lbsim_pelt::{SchedAvg, UpdateFlags};
+use slotmap::{Key, KeyData, SlotMap};
 
+use crate::cfs_rq::{CfsClock, CfsRq};
+use crate::tunables::SchedParams;
 use crate::weights::LoadWeight;
+
+/// The bit of a [`TaskId`]'s slot index that marks a group entity (no task slotmap grows to
+/// 2^31 slots).
+const GROUP_SE_BIT: u32 = 1 << 31;
+
+/// The id of the group entity of task group `g` (`tg->se[cpu]`; the same id on every CPU, as
+/// each runqueue holds its own): a key no task slotmap hands out.
+#[inline]
+pub fn group_se_id(g: u32) -> TaskId {
+    debug_assert!(g != 0 && g & GROUP_SE_BIT == 0);
+    TaskId::from(KeyData::from_ffi(
+        (1u64 << 32) | u64::from(GROUP_SE_BIT | g),
+    ))
+}
+
+/// `!entity_is_task(se)`: the task group whose group entity `id` is, if it is one.
+#[inline]
+pub fn se_group(id: TaskId) -> Option<u32> {
+    let idx = id.data().as_ffi() as u32;
+    (idx & GROUP_SE_BIT != 0).then_some(idx & !GROUP_SE_BIT)
+}
 
 slotmap::new_key_type! {
     /// A task: the key of the `Tasks` slotmap (`struct task_struct *`).
@@ -101,12 +126,63 @@ impl SchedEntity {
 /// Access to the entities a cfs_rq references, by task id.
 ///
 /// Implemented by the task slotmap ([`crate::task::Tasks`]) and by a plain
-/// `SlotMap<TaskId, SchedEntity>` (for tests of the per-rq rules on hand-built entities).
+/// `SlotMap<TaskId, SchedEntity>` (for tests of the per-rq rules on hand-built entities): a
+/// flat hierarchy, whose hooks below keep their defaults. The store of a runqueue with task
+/// groups (`group.rs`) also holds the group entities and gives the group parts.
 pub trait EntityStore {
     /// The entity of task `id`. Panics if `id` is stale (a model bug).
     fn se(&self, id: TaskId) -> &SchedEntity;
     /// The entity of task `id`, mutable.
     fn se_mut(&mut self, id: TaskId) -> &mut SchedEntity;
+
+    /// `se->load.weight` in the kernel's scaled form (`scale_load()`): exact for a task.
+    #[inline]
+    fn scaled_weight(&self, id: TaskId) -> u64 {
+        self.se(id).load.weight << lbsim_kernel::SCHED_FIXEDPOINT_SHIFT
+    }
+
+    /// `update_load_avg(cfs_rq, se, flags)` for an entity of `cfs`: the flat (task) version,
+    /// or with groups the propagating one and `update_tg_load_avg()`.
+    #[inline]
+    fn pelt_update(
+        &mut self,
+        cfs: &mut CfsRq,
+        id: TaskId,
+        now_pelt: u64,
+        flags: UpdateFlags,
+        util_est: bool,
+    ) where
+        Self: Sized,
+    {
+        cfs.update_load_avg_task(self, id, now_pelt, flags, util_est);
+    }
+
+    /// `se_update_runnable(se)`: nothing for a task.
+    #[inline]
+    fn se_update_runnable(&mut self, _id: TaskId) {}
+
+    /// `update_cfs_group(se)` for an entity of `cfs`: nothing for a task.
+    #[inline]
+    fn update_cfs_group(
+        &mut self,
+        _cfs: &mut CfsRq,
+        _id: TaskId,
+        _clock: CfsClock,
+        _params: &SchedParams,
+    ) where
+        Self: Sized,
+    {
+    }
+
+    /// `update_load_set(&se->load, weight)` with a scaled weight (only group entities are
+    /// reweighted).
+    #[inline]
+    fn set_scaled_weight(&mut self, id: TaskId, weight: u64) {
+        self.se_mut(id).load = LoadWeight {
+            weight: crate::weights::scale_load_down_scaled(weight),
+            inv_weight: 0,
+        };
+    }
 }
 
 impl EntityStore for SlotMap<TaskId, SchedEntity> {

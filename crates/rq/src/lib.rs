@@ -7,8 +7,10 @@
 //! It follows kernel/sched/fair.c and core.c of v6.12 (read in a v6.12.20 tree; v6.6 behaviour
 //! is [`params::v6_6`]: the v6.12-only features off), fair.c of v6.1 for the legacy CFS pick,
 //! and kernel/sched/features.h of v6.1, v6.6 and v6.12. Each function names the kernel function
-//! it follows. Deliberately left out: group scheduling (the hierarchy is flat, so
-//! `h_nr_running` equals `nr_running` and `task_h_load()` is `load_avg`), CFS bandwidth, other
+//! it follows. Task groups (CONFIG_FAIR_GROUP_SCHED, cgroup v2 `cpu.weight`) are [`group`]
+//! and `rq/hier.rs`: a runqueue given a [`TaskGroupTree`] walks the hierarchy as v6.12 does;
+//! one without stays flat and runs the flat code unchanged. Deliberately left out: autogroup,
+//! `cpu.idle`, moving tasks between groups, task groups under the legacy CFS pick, CFS bandwidth, other
 //! scheduling classes (their PELT signals exist and stay 0), uclamp, EAS, NUMA balancing,
 //! hrtick, core scheduling, attribute changes (`DEQUEUE_SAVE`/`ENQUEUE_RESTORE`, renice).
 //!
@@ -37,6 +39,7 @@
 
 pub mod cfs_rq;
 pub mod entity;
+pub mod group;
 pub mod params;
 pub mod rq;
 pub mod task;
@@ -44,7 +47,10 @@ pub mod tunables;
 pub mod weights;
 
 pub use cfs_rq::{CfsClock, CfsRq};
-pub use entity::{DequeueFlags, EnqueueFlags, EntityStore, SchedEntity, TaskId, WakeFlags};
+pub use entity::{
+    DequeueFlags, EnqueueFlags, EntityStore, SchedEntity, TaskId, WakeFlags, group_se_id, se_group,
+};
+pub use group::{RqGroups, SharedTaskGroups, TaskGroupError, TaskGroupTree};
 pub use params::RqFeat;
 pub use rq::{
     PrevAction, Rq, RqError, SCHED_CAPACITY_SCALE, SCHED_CLOCK_OFFSET_NS, capacity_greater,

@@ -25,9 +25,10 @@
 //! fork, migration and [`set_task_cpu`]; `rq/schedule.rs` `__schedule()`'s parts and
 //! `yield_task_fair()`; `rq/tick.rs` `sched_tick()`, the misfit status and
 //! `update_blocked_averages()`; `rq/load.rs` the load and utilization getters the balancer
-//! reads.
+//! reads; `rq/hier.rs` the same operations through a task-group hierarchy.
 
 mod fields;
+mod hier;
 mod load;
 mod schedule;
 mod tick;
@@ -94,7 +95,7 @@ pub enum RqError {
     },
 }
 
-/// `struct rq`: one CPU's runqueue (fair class only, flat hierarchy).
+/// `struct rq`: one CPU's runqueue (fair class only; flat unless given task groups).
 #[derive(Clone, Debug)]
 pub struct Rq {
     /// `cpu_of(rq)`.
@@ -148,6 +149,9 @@ pub struct Rq {
     pub params: SchedParams,
     /// Set by [`Rq::__schedule_prev`]: prev blocked, so the switch is voluntary.
     prev_voluntary: bool,
+    /// The task groups' per-CPU state (`None`: the run declares no group, the hierarchy is
+    /// flat and no group code runs).
+    pub(crate) groups: Option<Box<crate::group::RqGroups>>,
 }
 
 impl Rq {
@@ -180,6 +184,7 @@ impl Rq {
             nr_switches: 0,
             params,
             prev_voluntary: false,
+            groups: None,
         }
     }
 
@@ -324,6 +329,10 @@ impl Rq {
     /// delayed task is only moving), requeue a delayed task in place (`ENQUEUE_DELAYED`), or
     /// enqueue its entity and count it.
     pub fn enqueue_task_fair(&mut self, tasks: &mut Tasks, p: TaskId, flags: EnqueueFlags) {
+        if self.groups.is_some() {
+            self.enqueue_task_fair_h(tasks, p, flags);
+            return;
+        }
         let params = self.params;
         let clock = self.cfs_clock();
         let delayed = tasks[p].se.sched_delayed;
@@ -352,6 +361,9 @@ impl Rq {
     /// task is only moving), update it on sleep, dequeue the entity. Returns false if the
     /// dequeue was delayed.
     pub fn dequeue_task_fair(&mut self, tasks: &mut Tasks, p: TaskId, flags: DequeueFlags) -> bool {
+        if self.groups.is_some() {
+            return self.dequeue_task_fair_h(tasks, p, flags);
+        }
         let util_est = self.params.feat(RqFeat::UtilEst);
         let t = &tasks[p];
         if !(t.se.sched_delayed && (t.on_rq_migrating() || flags.contains(DequeueFlags::SAVE))) {
@@ -370,6 +382,9 @@ impl Rq {
     /// delayed), uncount it, and after completing a delayed dequeue finish the block
     /// (`__block_task()`).
     fn dequeue_entities(&mut self, tasks: &mut Tasks, p: TaskId, flags: DequeueFlags) -> bool {
+        if self.groups.is_some() {
+            return self.dequeue_entities_h(tasks, p, flags);
+        }
         let params = self.params;
         let clock = self.cfs_clock();
         let was_sched_idle = self.sched_idle_rq();
@@ -420,6 +435,9 @@ impl Rq {
     /// any order; others are ignored), so that a check of every runqueue reads each task
     /// once rather than once per CPU.
     pub fn check_invariants_of(&self, tasks: &Tasks, here: &[TaskId]) -> Result<(), RqError> {
+        if self.groups.is_some() {
+            return self.check_invariants_h(tasks, here);
+        }
         let err = |detail: String| {
             Err(RqError::Invariant {
                 cpu: self.cpu.0,

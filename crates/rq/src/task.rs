@@ -97,6 +97,9 @@ pub struct Task {
     pub nivcsw: u64,
     /// `sched_info`.
     pub sched_info: SchedInfo,
+    /// `task_group(p)`: the index of the task's group in the run's
+    /// [`crate::group::TaskGroupTree`] (0: the root group).
+    pub tg: u32,
 }
 
 impl Task {
@@ -135,6 +138,7 @@ impl Task {
             nvcsw: 0,
             nivcsw: 0,
             sched_info: SchedInfo::default(),
+            tg: 0,
         }
     }
 

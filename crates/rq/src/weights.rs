@@ -101,6 +101,16 @@ pub fn scale_load_down(w: u64) -> u64 {
     if w == 0 { 0 } else { w.max(2) }
 }
 
+/// The kernel's `scale_load_down()` of a scaled weight (a group entity's or a cfs_rq's sum
+/// of them): `max(2, w >> 10)` for a non-zero weight, 0 for 0.
+pub fn scale_load_down_scaled(w: u64) -> u64 {
+    if w == 0 {
+        0
+    } else {
+        (w >> SCHED_FIXEDPOINT_SHIFT).max(2)
+    }
+}
+
 /// `fls()`: the 1-based index of the most significant set bit, 0 for 0.
 fn fls(x: u32) -> u32 {
     32 - x.leading_zeros()

@@ -47,6 +47,7 @@ fn config_on(spec: &str) -> SimConfig {
         duration_ns: 500_000_000,
         seed: 1,
         check: false,
+        cgroups: Vec::new(),
     }
 }
 

@@ -129,6 +129,7 @@ fn config(cell: &Cell) -> SimConfig {
         duration_ns: cell.duration_ns,
         seed: 1,
         check: false,
+        cgroups: Vec::new(),
     }
 }
 

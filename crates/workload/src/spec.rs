@@ -43,6 +43,9 @@ pub struct TaskSpec {
     pub group: String,
     /// Index of the [`Part`] (the `--workload` option) the task belongs to.
     pub part: u16,
+    /// The cgroup v2 path of the task's task group (`cgroup=/a/b`; rt-app's `taskgroup`);
+    /// `None` is the root group.
+    pub cgroup: Option<String>,
     /// Created by another task's [`Event::Spawn`] (its `pthread_create()`), from that task's
     /// CPU when it runs the event, rather than by the launcher at `start_ns`. The task keeps
     /// its [`TaskRef`] (its index in `spec.tasks`) either way.

@@ -883,6 +883,7 @@ fn task_with(program: Program) -> TaskSpec {
         group: "t".into(),
         part: 0,
         spawned: false,
+        cgroup: None,
         program: std::sync::Arc::new(program),
     }
 }

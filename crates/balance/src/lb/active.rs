@@ -92,7 +92,7 @@ pub fn active_load_balance_cpu_stop(
         let r = &mut ctx.rqs[busiest.index()];
         r.update_rq_clock(now);
         if let Some(curr) = r.curr {
-            if r.cfs.curr == Some(curr) {
+            if r.fair_curr_is(ctx.tasks, curr) {
                 r.put_prev_task_fair(ctx.tasks, curr);
             }
             r.context_switch(ctx.tasks, None);

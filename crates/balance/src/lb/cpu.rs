@@ -143,3 +143,12 @@ pub(super) fn sched_asym(
 pub(super) fn task_on_cpu(ctx: &BalanceCtx<'_>, cpu: CpuId, p: TaskId) -> bool {
     rq(ctx, cpu).curr == Some(p)
 }
+
+/// Follows fair.c: task_h_load() (v6.12): `p`'s load as the root cfs_rq of the runqueue it
+/// is on sees it ([`Rq::task_h_load`]: its `load_avg` without task groups, else scaled by
+/// its groups' `h_load`).
+#[inline]
+pub fn task_h_load(ctx: &BalanceCtx<'_>, p: TaskId) -> u64 {
+    let cpu = ctx.tasks[p].cpu;
+    ctx.rqs[cpu.index()].task_h_load(ctx.tasks, p)
+}

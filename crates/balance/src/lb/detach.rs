@@ -29,7 +29,7 @@ pub fn task_hot(ctx: &BalanceCtx<'_>, env: &LbEnv, p: TaskId) -> bool {
     let src = rq(ctx, env.src_cpu);
     if ctx.features.enabled(LbFeat::CacheHotBuddy)
         && rq(ctx, env.dst_cpu).nr_running > 0
-        && src.cfs.next == Some(p)
+        && src.is_next_buddy(ctx.tasks, p)
     {
         return true;
     }
@@ -286,7 +286,8 @@ pub fn detach_tasks(
     detached
 }
 
-/// `task_h_load(p)` without group scheduling: the task's load_avg.
+/// Follows fair.c: task_h_load() (v6.12): the task's load as its runqueue's root cfs_rq
+/// sees it (its `load_avg` without task groups).
 fn task_h_load(ctx: &BalanceCtx<'_>, p: TaskId) -> u64 {
-    ctx.tasks[p].se.avg.load_avg
+    crate::lb::cpu::task_h_load(ctx, p)
 }

@@ -34,6 +34,10 @@ pub struct Args {
         )
     )]
     pub workloads: Vec<String>,
+    /// A cgroup v2 task group and its `cpu.weight` (`/a/b:weight=300`, 1..=10000; a group a
+    /// workload's `cgroup=` names without being declared has weight 100); repeatable.
+    #[arg(long = "cgroup", value_name = "PATH:weight=N")]
+    pub cgroups: Vec<String>,
     /// Features and tunables of the base side (`NO_X,Y,imbalance_pct=125`); empty: defaults.
     #[arg(long, value_name = "FEATURES", allow_hyphen_values = true)]
     pub base: Option<String>,
@@ -163,6 +167,7 @@ struct Plan {
     run_ns: u64,
     budget: crate::budget::Budget,
     kernel: Option<String>,
+    cgroups: Vec<(String, u64)>,
 }
 
 fn plan(args: &Args) -> anyhow::Result<Plan> {
@@ -192,6 +197,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         sets: args.sets.clone(),
         budget: args.budget,
         kernel: args.kernel.clone(),
+        cgroups: args.cgroups.clone(),
     }
     .merge(file)?;
     let seeds = (0..u64::from(runs))
@@ -210,6 +216,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         duration_ns: scenario.duration_ns,
         budget: scenario.budget,
         kernel: scenario.kernel,
+        cgroups: scenario.cgroups,
         run_ns: 0,
     })
 }
@@ -231,6 +238,7 @@ fn side_config(plan: &Plan, side: &str, list: &str) -> anyhow::Result<SimConfig>
         duration_ns: plan.duration_ns,
         budget: plan.budget,
         kernel: plan.kernel.clone(),
+        cgroups: plan.cgroups.clone(),
     };
     Ok(scenario
         .build()

@@ -29,6 +29,10 @@ pub struct Args {
     /// `rtapp:FILE.json`, ...); repeatable, all run together.
     #[arg(long = "workload", value_name = "WL", long_help = super::workload_help(WORKLOAD_HELP))]
     pub workloads: Vec<String>,
+    /// A cgroup v2 task group and its `cpu.weight` (`/a/b:weight=300`, 1..=10000; a group a
+    /// workload's `cgroup=` names without being declared has weight 100); repeatable.
+    #[arg(long = "cgroup", value_name = "PATH:weight=N")]
+    pub cgroups: Vec<String>,
     /// How long to simulate (`500ms`, `2s`); a workload that ends sooner ends the run
     /// [default: as long as the workload asks (schbench's runtime, rt-app's global.duration,
     /// until pipe's or sysbench's count is done), 1s for one with no end].
@@ -109,6 +113,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         sets: args.sets.clone(),
         budget: args.budget,
         kernel: args.kernel.clone(),
+        cgroups: args.cgroups.clone(),
     }
     .resolve()?;
     let built = scenario.build()?;

@@ -374,6 +374,7 @@ fn definition(args: &Args) -> anyhow::Result<(Definition, Scenario)> {
         sets: args.sets.clone(),
         budget: args.budget,
         kernel: args.kernel.clone(),
+        cgroups: Vec::new(),
     }
     .merge(file)?;
     let seeds = (0..u64::from(runs))

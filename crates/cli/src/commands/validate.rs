@@ -362,6 +362,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             duration_ns: Some(duration_ns),
             budget: args.budget,
             kernel: Some(profile_name.clone()),
+            cgroups: Vec::new(),
         }
         .build()
         .with_context(|| format!("scenario `{}`", p.name))?

@@ -193,6 +193,7 @@ impl Experiment {
             duration_ns: Some(self.duration_ns),
             budget: crate::budget::Budget::default(),
             kernel: self.kernel.map(str::to_owned),
+            cgroups: Vec::new(),
         };
         Ok(scenario
             .build()

@@ -31,6 +31,10 @@ patched = ""
 migration_cost_ns = 250000
 sched_policy = "cfs"
 cost_ipi_ns = 2000
+
+[cgroups]
+"/a/b" = { weight = 300 }
+"/c" = {}
 "#,
     )
     .unwrap();
@@ -58,6 +62,7 @@ cost_ipi_ns = 2000
             patched: Some(String::new()),
             kernel: Some("5.9".to_owned()),
             vary: Vec::new(),
+            cgroups: vec![("/a/b".to_owned(), 300), ("/c".to_owned(), 100)],
         }
     );
     // Single strings are accepted where lists are.
@@ -111,7 +116,7 @@ fn errors_name_the_file_the_key_and_what_was_expected() {
         (
             "topologie = \"hikey\"",
             "dir/s.toml: unknown key `topologie` (valid: description, topology, kernel, \
-             workloads, duration, features, tunables, seed, runs, base, patched, vary)",
+             workloads, duration, features, tunables, cgroups, seed, runs, base, patched, vary)",
         ),
         (
             "kernel = \"5.8\"",
@@ -278,4 +283,34 @@ fn settings_route_every_kind_of_name() {
         e,
         "--set LB_MIN=1: `LB_MIN` is a sched feature: switch it with --features LB_MIN or NO_LB_MIN"
     );
+}
+
+#[test]
+fn cgroups_tables_and_flags_are_checked() {
+    let e = error("[cgroups]\n\"/a\" = { weight = 0 }");
+    assert!(
+        e.contains("cgroups.\"/a\"") && e.contains("cpu.weight 0"),
+        "{e}"
+    );
+    let e = error("[cgroups]\n\"a\" = { weight = 5 }");
+    assert!(e.contains("must start with '/'"), "{e}");
+    let e = error("[cgroups]\n\"/a\" = { shares = 5 }");
+    assert!(e.contains("unknown key `shares`"), "{e}");
+    use crate::scenario::parse_cgroup_flag;
+    assert_eq!(
+        parse_cgroup_flag("/a/b:weight=300").unwrap(),
+        ("/a/b".to_owned(), 300)
+    );
+    assert_eq!(parse_cgroup_flag("/x").unwrap(), ("/x".to_owned(), 100));
+    for bad in [
+        "/a:weight=0",
+        "/a:weight=10001",
+        "/a:weight=x",
+        "/a:shares=2",
+        "a:weight=5",
+    ] {
+        let e = parse_cgroup_flag(bad).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("--cgroup `{bad}`")), "{e}");
+        assert!(!e.contains('\n'));
+    }
 }

@@ -7,7 +7,7 @@
 
 use lbsim_pelt::UpdateFlags;
 
-use crate::entity::{EnqueueFlags, EntityStore, SchedEntity, TaskId};
+use crate::entity::{EnqueueFlags, EntityStore, SchedEntity, TaskId, se_group};
 use crate::params::RqFeat;
 use crate::tunables::{FairPick, SchedParams};
 use crate::weights::{calc_delta_fair, scale_load_down};
@@ -267,16 +267,79 @@ impl CfsRq {
         se.deadline = se.vruntime.wrapping_add(vslice);
     }
 
-    /// Mark an entity delayed. Follows fair.c: `set_delayed()` (v6.12.y).
+    /// Mark an entity delayed. Follows fair.c: `set_delayed()` (v6.12.y): a task counts in
+    /// this cfs_rq's `h_nr_delayed` (its ancestors' are the hierarchy walk's); a group entity,
+    /// whose cfs_rq is empty, changes no count.
     pub(super) fn set_delayed<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
         ents.se_mut(id).sched_delayed = true;
-        self.h_nr_delayed += 1;
+        if se_group(id).is_none() {
+            self.h_nr_delayed += 1;
+        }
     }
 
-    /// Follows fair.c: `clear_delayed()` (v6.12.y).
+    /// Follows fair.c: `clear_delayed()` (v6.12.y), as [`CfsRq::set_delayed`].
     pub(super) fn clear_delayed<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
         ents.se_mut(id).sched_delayed = false;
-        self.h_nr_delayed -= 1;
+        if se_group(id).is_none() {
+            self.h_nr_delayed -= 1;
+        }
+    }
+
+    /// Give a (group) entity of this cfs_rq a new scaled weight.
+    ///
+    /// Follows fair.c: `reweight_entity()` and `reweight_eevdf()` (v6.12): a queued entity
+    /// has its outstanding run accounted, leaves the timeline and the load, and keeps its lag
+    /// and relative deadline at the 0-lag point `V` scaled by `old / new` (`div_s64()` of the
+    /// scaled weights, truncating); a dequeued one has its saved `vlag` scaled. Its PELT load
+    /// leaves at the old weight, is recomputed from `load_sum` at the new one and comes back
+    /// (`reweight_entity_load_avg()`), and a queued entity rejoins the load and the timeline.
+    pub fn reweight_entity<E: EntityStore>(
+        &mut self,
+        ents: &mut E,
+        id: TaskId,
+        weight: u64,
+        clock: CfsClock,
+        params: &SchedParams,
+    ) {
+        let is_curr = self.curr == Some(id);
+        let on_rq = ents.se(id).on_rq;
+        let old_weight = ents.scaled_weight(id);
+        let mut avruntime = 0;
+        if on_rq {
+            self.update_curr(ents, clock, params);
+            avruntime = self.avg_vruntime(ents);
+            if !is_curr {
+                self.__dequeue_entity(ents, id);
+            }
+            self.load.sub(ents.se(id).load.weight);
+            self.load_scaled -= old_weight;
+        }
+        let old_se_weight = ents.se(id).se_weight();
+        let se = ents.se_mut(id);
+        if on_rq {
+            // reweight_eevdf()
+            if avruntime != se.vruntime {
+                let vlag = Self::entity_lag(avruntime, se, params.tick_nsec);
+                let vlag = vlag.wrapping_mul(old_weight as i64) / weight as i64;
+                se.vruntime = avruntime.wrapping_sub(vlag as u64);
+            }
+            let vslice = se.deadline.wrapping_sub(avruntime) as i64;
+            let vslice = vslice.wrapping_mul(old_weight as i64) / weight as i64;
+            se.deadline = avruntime.wrapping_add(vslice as u64);
+        } else {
+            se.vlag = se.vlag.wrapping_mul(old_weight as i64) / weight as i64;
+        }
+        ents.set_scaled_weight(id, weight);
+        let new_se_weight = ents.se(id).se_weight();
+        self.avg
+            .reweight_entity_load_avg(&mut ents.se_mut(id).avg, old_se_weight, new_se_weight);
+        if on_rq {
+            self.load.add(ents.se(id).load.weight);
+            self.load_scaled += weight;
+            if !is_curr {
+                self.__enqueue_entity(ents, id);
+            }
+        }
     }
 
     /// Wake a delayed entity in place.

@@ -301,6 +301,27 @@ impl Timeline {
         node
     }
 
+    /// Change the slice of the node in `slot` and recompute the cached `min_slice` on its
+    /// path from the root (`min_vruntime_cb_propagate()` after `se->slice = slice`).
+    pub(crate) fn set_slice(&mut self, slot: u32, slice: u64) {
+        let node = self.slots[slot as usize].node;
+        self.slots[slot as usize].node.slice = slice;
+        self.reaugment(self.root, &node);
+    }
+
+    fn reaugment(&mut self, at: u32, node: &Node) {
+        assert!(at != NIL, "timeline: {:?} not found", node.id);
+        let here = self.slots[at as usize].node;
+        if !(here.seq == node.seq && here.id == node.id) {
+            if self.less(node, &here) {
+                self.reaugment(self.slots[at as usize].left, node);
+            } else {
+                self.reaugment(self.slots[at as usize].right, node);
+            }
+        }
+        self.update(at);
+    }
+
     fn remove_at(&mut self, at: u32, node: &Node) -> u32 {
         assert!(at != NIL, "timeline: {:?} not found", node.id);
         let here = self.slots[at as usize].node;

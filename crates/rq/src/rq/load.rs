@@ -11,7 +11,7 @@ use lbsim_topology::CpuId;
 use crate::entity::TaskId;
 use crate::params::RqFeat;
 use crate::task::Tasks;
-use crate::weights::{NICE_0_LOAD, scale_load_down};
+use crate::weights::NICE_0_LOAD;
 
 use super::Rq;
 
@@ -31,7 +31,7 @@ impl Rq {
     pub fn cpu_load_lb(&self, tip_avg_high: bool) -> u64 {
         let load_avg = self.cpu_load();
         if tip_avg_high {
-            let weight = scale_load_down(self.cfs.load.weight);
+            let weight = self.root_load_weight();
             if weight > 2 * load_avg {
                 return load_avg + NICE_0_LOAD.min(weight / 2);
             }
@@ -127,8 +127,13 @@ impl Rq {
         self.cpu_util(tasks, p, None, false)
     }
 
-    /// `task_h_load(p)` without group scheduling: `p->se.avg.load_avg`.
+    /// `task_h_load(p)`: without task groups `p->se.avg.load_avg`; with them the task's share
+    /// of the root cfs_rq's load through its groups' `h_load` (see `rq/hier.rs`).
+    #[inline]
     pub fn task_h_load(&self, tasks: &Tasks, p: TaskId) -> u64 {
+        if self.groups.is_some() {
+            return self.task_h_load_h(tasks, p);
+        }
         tasks[p].se.avg.load_avg
     }
 

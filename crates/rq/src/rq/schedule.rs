@@ -48,6 +48,9 @@ impl Rq {
     /// `prev`, put prev back and set the pick (`put_prev_entity()`, `set_next_entity()`,
     /// `__set_next_task_fair()`: move it to the head of `cfs_tasks`, update misfit status).
     pub fn pick_next_task_fair(&mut self, tasks: &mut Tasks) -> Option<TaskId> {
+        if self.groups.is_some() {
+            return self.pick_next_task_fair_h(tasks);
+        }
         let params = self.params;
         let clock = self.cfs_clock();
         let p = loop {
@@ -94,7 +97,7 @@ impl Rq {
             self.avg_dl.util_sum,
         );
         if let Some(prev) = self.curr
-            && self.cfs.curr == Some(prev)
+            && self.fair_curr_is(tasks, prev)
         {
             self.put_prev_task_fair(tasks, prev);
         }
@@ -102,6 +105,10 @@ impl Rq {
 
     /// Follows fair.c: `put_prev_task_fair()` (flat): `put_prev_entity()`.
     pub fn put_prev_task_fair(&mut self, tasks: &mut Tasks, prev: TaskId) {
+        if self.groups.is_some() {
+            self.put_prev_task_fair_h(tasks, prev);
+            return;
+        }
         let params = self.params;
         let clock = self.cfs_clock();
         self.cfs.put_prev_entity(tasks, prev, clock, &params);
@@ -110,6 +117,10 @@ impl Rq {
     /// Follows fair.c: `set_next_task_fair()` (flat): `set_next_entity()` then
     /// `__set_next_task_fair()`.
     pub fn set_next_task_fair(&mut self, tasks: &mut Tasks, p: TaskId, first: bool) {
+        if self.groups.is_some() {
+            self.set_next_task_fair_h(tasks, p, first);
+            return;
+        }
         let params = self.params;
         let clock = self.cfs_clock();
         self.cfs.set_next_entity(tasks, p, clock, &params);
@@ -118,7 +129,7 @@ impl Rq {
 
     /// Follows fair.c: `__set_next_task_fair()` (v6.12): a queued task moves to the head of
     /// `cfs_tasks` (most recently used); on a real pick, update the misfit status.
-    fn __set_next_task_fair(&mut self, tasks: &mut Tasks, p: TaskId, first: bool) {
+    pub(crate) fn __set_next_task_fair(&mut self, tasks: &mut Tasks, p: TaskId, first: bool) {
         if tasks[p].on_rq_queued() {
             self.cfs.cfs_tasks_list_move(tasks, p);
         }
@@ -188,6 +199,11 @@ impl Rq {
             return;
         };
         if self.nr_running == 1 {
+            return;
+        }
+        if self.groups.is_some() {
+            self.update_rq_clock(now_ns);
+            self.yield_task_fair_h(tasks, curr);
             return;
         }
         self.cfs.clear_buddies(curr);

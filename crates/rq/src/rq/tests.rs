@@ -496,7 +496,7 @@ fn wakeup_migration_moves_the_load() {
         "ENQUEUE_MIGRATED: no longer cache hot"
     );
     assert_eq!(rq1.cpu_load(), tasks[p].se.avg.load_avg);
-    rq0.update_blocked_averages(now);
+    rq0.update_blocked_averages(&mut tasks, now);
     assert_eq!(rq0.cfs.avg.removed.nr, 0);
     assert!(
         rq0.cpu_load() < 5,

@@ -22,9 +22,13 @@ impl Rq {
     pub fn sched_tick(&mut self, tasks: &mut Tasks, now_ns: u64) -> bool {
         self.update_rq_clock(now_ns);
         if let Some(curr) = self.curr {
-            let params = self.params;
-            let clock = self.cfs_clock();
-            self.cfs.entity_tick(tasks, curr, clock, &params);
+            if self.groups.is_some() {
+                self.task_tick_fair_h(tasks, curr);
+            } else {
+                let params = self.params;
+                let clock = self.cfs_clock();
+                self.cfs.entity_tick(tasks, curr, clock, &params);
+            }
             self.update_misfit_status(tasks, Some(curr));
         }
         self.need_resched()
@@ -64,8 +68,9 @@ impl Rq {
     ///
     /// Follows fair.c: `sched_balance_update_blocked_averages()` (v6.12) for one flat rq:
     /// `__update_blocked_others()` (rt, dl, irq; no hw pressure) and `__update_blocked_fair()`
-    /// (`update_cfs_rq_load_avg()`), then `has_blocked_load` from what still decays.
-    pub fn update_blocked_averages(&mut self, now_ns: u64) -> bool {
+    /// (`update_cfs_rq_load_avg()`; with task groups every cfs_rq of the leaf list, see
+    /// `Rq::update_blocked_fair_h`), then `has_blocked_load` from what still decays.
+    pub fn update_blocked_averages(&mut self, tasks: &mut Tasks, now_ns: u64) -> bool {
         self.update_rq_clock(now_ns);
         let now = self.rq_clock_pelt();
         let mut decayed = update_rt_rq_load_avg(now, &mut self.avg_rt, false);
@@ -79,6 +84,11 @@ impl Rq {
         );
         let others_blocked =
             self.avg_rt.util_avg != 0 || self.avg_dl.util_avg != 0 || self.avg_irq.util_avg != 0;
+        if self.groups.is_some() {
+            let (d, cfs_blocked) = self.update_blocked_fair_h(tasks, now);
+            self.has_blocked_load = others_blocked || cfs_blocked;
+            return decayed | d;
+        }
         let load = self.cfs.pelt_load();
         decayed |= self.cfs.avg.update_cfs_rq_load_avg(now, &load);
         let cfs_blocked = self.cfs.avg.avg.load_avg != 0 || self.cfs.avg.avg.util_avg != 0;

@@ -26,6 +26,9 @@ impl Rq {
     pub fn wakeup_preempt(&mut self, tasks: &mut Tasks, p: TaskId, wake_flags: WakeFlags) {
         match self.curr {
             None => self.cfs.resched_curr(),
+            Some(curr) if self.groups.is_some() => {
+                self.check_preempt_wakeup_fair_h(tasks, curr, p, wake_flags)
+            }
             Some(curr) => match self.params.pick {
                 FairPick::Eevdf => self.check_preempt_wakeup_fair(tasks, curr, p, wake_flags),
                 FairPick::Cfs => self.check_preempt_wakeup_cfs(tasks, curr, p, wake_flags),
@@ -285,9 +288,15 @@ impl Rq {
         } else {
             RunnableInit::CpuScale
         };
+        // cfs_rq_of(se): the task's group cfs_rq with task groups.
+        let k = tasks[p].tg as usize;
+        let cfs_avg = match self.groups.as_deref() {
+            Some(g) if k != 0 => &g.cfs[k].avg,
+            _ => &self.cfs.avg,
+        };
         post_init_entity_util_avg(
             &mut tasks[p].se.avg,
-            &self.cfs.avg,
+            cfs_avg,
             self.capacity_orig,
             weight,
             runnable_init,
@@ -313,17 +322,19 @@ impl Rq {
             se.vruntime = se.vruntime.wrapping_sub(min);
         }
         if !migrating {
+            let k = tasks[p].tg as usize;
+            let curr_is_idle = self.curr.is_none();
+            let clocks = &self.clocks;
+            let cfs = match self.groups.as_deref_mut() {
+                Some(g) if k != 0 => &mut g.cfs[k],
+                _ => &mut self.cfs,
+            };
             let se = &mut tasks[p].se;
             let w = se.se_weight();
-            self.cfs.avg.remove_entity_load_avg(&mut se.avg, w);
+            cfs.avg.remove_entity_load_avg(&mut se.avg, w);
             let sched_clock = now_ns + SCHED_CLOCK_OFFSET_NS;
-            self.cfs.avg.migrate_se_pelt_lag(
-                &mut se.avg,
-                w,
-                &self.clocks,
-                self.curr.is_none(),
-                sched_clock,
-            );
+            cfs.avg
+                .migrate_se_pelt_lag(&mut se.avg, w, clocks, curr_is_idle, sched_clock);
         }
         tasks[p].se.avg.last_update_time = 0;
     }
@@ -337,9 +348,14 @@ impl Rq {
             self.update_rq_clock(now_ns);
             self.dequeue_entities(tasks, p, DequeueFlags::SLEEP | DequeueFlags::DELAYED);
         }
+        let k = tasks[p].tg as usize;
+        let cfs = match self.groups.as_deref_mut() {
+            Some(g) if k != 0 => &mut g.cfs[k],
+            _ => &mut self.cfs,
+        };
         let se = &mut tasks[p].se;
         let w = se.se_weight();
-        self.cfs.avg.remove_entity_load_avg(&mut se.avg, w);
+        cfs.avg.remove_entity_load_avg(&mut se.avg, w);
         tasks[p].state = TaskState::Exited;
     }
 

@@ -30,6 +30,7 @@ fn config(machine: &str, workloads: &[&str], duration_ms: u64, seed: u64) -> Sim
         duration_ns: duration_ms * 1_000_000,
         seed,
         check: true,
+        cgroups: Vec::new(),
     }
 }
 

@@ -25,6 +25,7 @@ fn config(machine: &str, workloads: &[&str], duration_ns: u64) -> SimConfig {
         duration_ns,
         seed: 0,
         check: false,
+        cgroups: Vec::new(),
     }
 }
 

@@ -213,12 +213,55 @@ fn parse_workload_within(
     let (name, rest) = arg.split_once(':').unwrap_or((arg, ""));
     let name = name.trim();
     match workload_kind(name) {
-        Some(w) => w.load(rest, arg, room),
+        Some(w) => {
+            let (rest, cgroup) = take_cgroup(name, rest)?;
+            let (mut spec, size) = w.load(&rest, arg, room)?;
+            if let Some(cg) = cgroup {
+                for t in spec.tasks.iter_mut().chain(spec.templates.iter_mut()) {
+                    t.cgroup = Some(cg.clone());
+                }
+            }
+            Ok((spec, size))
+        }
         None => Err(WorkloadError::UnknownWorkload {
             name: name.to_string(),
             valid: workload_names(),
         }),
     }
+}
+
+/// The key every workload takes: `cgroup=/a/b` puts all its tasks (and the tasks they fork)
+/// in that cgroup v2 task group. Removes it from `rest`; the value must be an absolute path.
+fn take_cgroup(workload: &str, rest: &str) -> Result<(String, Option<String>), WorkloadError> {
+    let mut kept: Vec<&str> = Vec::new();
+    let mut cgroup = None;
+    for piece in rest.split(',') {
+        match piece.trim().strip_prefix("cgroup=") {
+            Some(v) => {
+                let v = v.trim();
+                let ok = v.starts_with('/')
+                    && v.split('/').all(|c| c != "." && c != "..")
+                    && v.chars().all(|c| c.is_ascii_graphic());
+                if !ok {
+                    return Err(WorkloadError::BadValue {
+                        workload: workload.to_string(),
+                        key: "cgroup".to_string(),
+                        value: v.to_string(),
+                        expected: "an absolute cgroup path like /a/b".to_string(),
+                    });
+                }
+                if cgroup.is_some() {
+                    return Err(WorkloadError::DuplicateKey {
+                        workload: workload.to_string(),
+                        key: "cgroup".to_string(),
+                    });
+                }
+                cgroup = Some(v.to_string());
+            }
+            None => kept.push(piece),
+        }
+    }
+    Ok((kept.join(","), cgroup))
 }
 
 /// Parses several `--workload` options and combines them into one run, within the default
@@ -278,6 +321,7 @@ impl Builder {
             group: group.to_string(),
             part: 0,
             spawned: false,
+            cgroup: None,
             program: Arc::clone(program),
         });
         r
@@ -302,6 +346,7 @@ impl Builder {
             group: group.to_string(),
             part: 0,
             spawned: false,
+            cgroup: None,
             program: Arc::clone(program),
         });
         t

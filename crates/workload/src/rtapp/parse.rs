@@ -121,6 +121,8 @@ struct TaskDef {
     nice: i32,
     cpus: Option<CpusetId>,
     custom_slice_ns: Option<u64>,
+    /// The thread-level `taskgroup`: the cgroup every instance runs in.
+    taskgroup: Option<String>,
     program: Program,
     phase_costs: Vec<(u64, u64)>,
 }
@@ -615,7 +617,7 @@ impl<'a> Parser<'a> {
                     self.warn(
                         k.at,
                         c,
-                        "cgroups are not modelled: the task runs in the root group",
+                        "moving a thread between cgroups at a phase is not modelled: it stays in its task-level taskgroup",
                     );
                 }
             }
@@ -760,6 +762,7 @@ impl<'a> Parser<'a> {
         let mut policy = self.default_policy;
         let mut nice: Option<(i32, usize)> = None;
         let mut custom_slice_ns = None;
+        let mut taskgroup = None;
         let mut phases_node: Option<(&Key, &Spanned)> = None;
         for (k, v) in obj {
             let kc = ctx(&c, &k.name);
@@ -781,8 +784,9 @@ impl<'a> Parser<'a> {
                         self.warn(k.at, &kc, format!("requests a custom slice of {} us (honoured from Linux 6.12 with EEVDF)", ns / 1000));
                     }
                 }
-                "util_min" | "util_max" | "taskgroup" | "nodes_membind" | "membind_nodes"
-                | "dl-period" | "dl-deadline" | "period" | "deadline" => {
+                "taskgroup" => taskgroup = self.taskgroup(v, &kc)?,
+                "util_min" | "util_max" | "nodes_membind" | "membind_nodes" | "dl-period"
+                | "dl-deadline" | "period" | "deadline" => {
                     self.unmodelled(k, v, &kc, true)?;
                 }
                 other => {
@@ -900,9 +904,28 @@ impl<'a> Parser<'a> {
             nice,
             cpus,
             custom_slice_ns,
+            taskgroup,
             program,
             phase_costs,
         })
+    }
+
+    /// A thread-level `taskgroup`: rt-app creates that cgroup under the cpu controller's mount
+    /// point (the weight it was created with, 100, unless `--cgroup` declares another) and
+    /// puts every instance in it. `""` is no group. (rt-app: `set_thread_taskgroup()`.)
+    fn taskgroup(&mut self, v: &Spanned, c: &str) -> R<Option<String>> {
+        let s = self.string(v, c)?;
+        if s.is_empty() {
+            return Ok(None);
+        }
+        if !s.starts_with('/') || s.split('/').any(|p| p == "." || p == "..") {
+            return Err(self.err(
+                v.at,
+                c,
+                format!("taskgroup {s:?} must be a path starting with '/'"),
+            ));
+        }
+        Ok(Some(s.to_string()))
     }
 
     fn global(&mut self, v: &Spanned) -> R<Option<u64>> {
@@ -1091,6 +1114,7 @@ pub(crate) fn parse(
             group: def.name.clone(),
             part: 0,
             spawned: false,
+            cgroup: def.taskgroup.clone(),
             program: Arc::clone(&program),
         };
         for _ in 0..def.instances {

@@ -667,3 +667,25 @@ fn a_global_duration_past_u64_ns_is_an_error() {
     let ok = parse(r#"{"global": {"duration": 18446744073}, "tasks": {"t": {"run": 1}}}"#);
     assert_eq!(ok.unwrap().duration_ns, Some(18_446_744_073_000_000_000));
 }
+
+#[test]
+fn a_task_level_taskgroup_is_its_cgroup() {
+    let s = parse(
+        r#"{"tasks": {
+            "a": {"instance": 2, "taskgroup": "/tg1/x", "run": 1000, "sleep": 1000},
+            "b": {"taskgroup": "", "run": 1000,
+                  "phases": {"p": {"run": 10, "taskgroup": "/tg2"}}}}}"#,
+    )
+    .unwrap();
+    let groups: Vec<Option<&str>> = s.tasks.iter().map(|t| t.cgroup.as_deref()).collect();
+    assert_eq!(groups, [Some("/tg1/x"), Some("/tg1/x"), None]);
+    // Fork templates carry it too.
+    assert_eq!(s.templates[0].cgroup.as_deref(), Some("/tg1/x"));
+    let w: Vec<String> = s.warnings.iter().map(|w| w.to_string()).collect();
+    assert!(
+        w.iter()
+            .any(|w| w.contains("phases.p.taskgroup") && w.contains("not modelled")),
+        "{w:?}"
+    );
+    assert!(err(r#"{"tasks": {"t": {"taskgroup": "tg", "run": 1}}}"#).contains("must be a path"));
+}
