@@ -78,6 +78,8 @@ struct Case {
     seed: u64,
     /// The kernel profile (`--kernel`), if any.
     kernel: Option<&'static str>,
+    /// Declared task groups (`--cgroup PATH:weight=W`); the workloads name them.
+    cgroups: Vec<(String, u64)>,
 }
 
 impl Case {
@@ -96,6 +98,9 @@ impl Case {
         }
         if !self.features.is_empty() {
             s.push_str(&format!(" --features '{}'", self.features.join(",")));
+        }
+        for (path, weight) in &self.cgroups {
+            s.push_str(&format!(" --cgroup '{path}:weight={weight}'"));
         }
         s.push_str(" --check");
         s
@@ -145,7 +150,7 @@ impl Case {
             duration_ns: self.duration_ms * 1_000_000,
             seed: self.seed,
             check,
-            cgroups: Vec::new(),
+            cgroups: self.cgroups.clone(),
         }
     }
 
@@ -369,16 +374,60 @@ fn case() -> impl Strategy<Value = Case> {
                     }
                     None => features,
                 };
-                Case {
+                let mut case = Case {
                     machine,
                     workloads,
                     features,
                     duration_ms,
                     seed,
                     kernel,
-                }
+                    cgroups: Vec::new(),
+                };
+                with_task_groups(&mut case);
+                case
             },
         )
+}
+
+/// Puts a third of the cases' workloads into a random hierarchy of task groups, drawn from
+/// the case's seed (so that the other draws, and with them the cases without groups, stay
+/// as they were): two or three groups, one possibly nested in another, weights 1..10000,
+/// each workload in a group or left in the root. Task groups need the EEVDF pick, so cases
+/// on the legacy CFS pick (`sched_policy=cfs`, profiles before 6.6) keep none.
+fn with_task_groups(case: &mut Case) {
+    let cfs = case.features.iter().any(|f| f == "sched_policy=cfs")
+        || case.kernel.is_some_and(|k| {
+            Profile::parse(k).expect("a profile").version().0 * 100
+                + Profile::parse(k).expect("a profile").version().1
+                < 606
+        });
+    let mut h = case.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x7467;
+    let mut next = |n: u64| {
+        h ^= h >> 29;
+        h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h ^= h >> 32;
+        h % n
+    };
+    if cfs || next(3) != 0 {
+        return;
+    }
+    let nested = next(2) == 1;
+    let mut paths = vec!["/g0".to_owned(), "/g1".to_owned()];
+    if nested {
+        paths.push("/g0/sub".to_owned());
+    } else if next(2) == 1 {
+        paths.push("/g2".to_owned());
+    }
+    for p in &paths {
+        let weight = [1, 50, 100, 100, 300, 10_000][next(6) as usize];
+        case.cgroups.push((p.clone(), weight));
+    }
+    for w in &mut case.workloads {
+        let k = next(paths.len() as u64 + 1) as usize;
+        if let Some(p) = paths.get(k) {
+            w.push_str(&format!(",cgroup={p}"));
+        }
+    }
 }
 
 /// Where failing cases are kept (relative to the package, where `cargo test` runs).
@@ -418,6 +467,8 @@ fn run(case: &Case, check: bool) -> Result<RunResult, SimError> {
 #[derive(Default)]
 struct Totals {
     cases: u64,
+    /// Cases whose workloads run in task groups.
+    cases_with_groups: u64,
     engine: EngineCounts,
     balancer: CheckCounts,
     /// Cases with the feature on, and the counter of the situation it rules on.
@@ -471,6 +522,7 @@ fn check_case(case: &Case, t: &mut Totals) -> Result<(), String> {
         eprintln!("{case:?}\n  engine {:?}\n  balancer {b:?}", checks.engine);
     }
     t.cases += 1;
+    t.cases_with_groups += u64::from(!case.cgroups.is_empty());
     t.engine.add(&checks.engine);
     t.balancer.add(&b);
     if case.enabled(LbFeat::LbUtilSkipSingle) {
@@ -512,6 +564,7 @@ fn anchors() -> Vec<Case> {
         duration_ms,
         seed,
         kernel: None,
+        cgroups: Vec::new(),
     };
     vec![
         // Rule 1, off side: migrate_util picks single-task sources (big.LITTLE NUMA, more
@@ -737,6 +790,8 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
             "idle-destination detaches that left the source its last task",
             b.detach_kept_last,
         ),
+        // Task groups: some cases run their workloads in a random hierarchy.
+        ("cases with task groups", t.cases_with_groups),
         // 8: tasks wait and then run.
         ("waits that ended in a run", e.waits),
         // Active balance happens.
@@ -878,12 +933,27 @@ fn the_replay_command_names_every_input() {
         duration_ms: 80,
         seed: 42,
         kernel: Some("5.9"),
+        cgroups: Vec::new(),
     };
     assert_eq!(
         c.command(),
         "lbsim run --topology 'nodes=2,llcs=1,clusters=1,cores=2,threads=1,distance=21' \
          --workload 'busy:threads=3' --workload 'hogs:cpus=1,per_cpu=1' --duration 80ms \
          --seed 42 --kernel 5.9 --features 'NO_LB_UTIL_SKIP_SINGLE,hz=1000' --check"
+    );
+    // Task groups are declared by --cgroup and named by the workloads.
+    let g = Case {
+        workloads: vec!["busy:threads=3,cgroup=/g0".to_owned()],
+        kernel: None,
+        features: Vec::new(),
+        cgroups: vec![("/g0".to_owned(), 300)],
+        ..c.clone()
+    };
+    assert_eq!(
+        g.command(),
+        "lbsim run --topology 'nodes=2,llcs=1,clusters=1,cores=2,threads=1,distance=21' \
+         --workload 'busy:threads=3,cgroup=/g0' --duration 80ms --seed 42 \
+         --cgroup '/g0:weight=300' --check"
     );
     let cfg = c.config(true);
     assert!(!cfg.features.enabled(LbFeat::LbUtilSkipSingle));
