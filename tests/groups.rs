@@ -34,6 +34,24 @@ fn weights_100_and_300_split_four_cpus_25_75() {
     assert!((share_a - 0.25).abs() < 0.05, "A's share {share_a:.4}");
     // The machine stays busy.
     assert!(a + b > 4 * 9_900_000_000, "busy {} ns", a + b);
+    // The report's per-group shares are the same sums, each task in its own group.
+    let groups: Vec<(&str, usize, u64)> = r
+        .task_groups
+        .iter()
+        .map(|g| (g.cgroup.as_str(), g.tasks, g.runtime_ns))
+        .collect();
+    assert_eq!(groups, vec![("/A", 8, a), ("/B", 8, b)]);
+    assert!((r.task_groups[0].share - share_a).abs() < 1e-12);
+    assert!(
+        r.tasks[..8]
+            .iter()
+            .all(|t| t.cgroup.as_deref() == Some("/A"))
+    );
+    assert!(
+        r.tasks[8..]
+            .iter()
+            .all(|t| t.cgroup.as_deref() == Some("/B"))
+    );
 }
 
 #[test]

@@ -76,6 +76,11 @@ impl<B: Balancer> Core<B> {
                 wait_ns: t.sched_info.run_delay,
                 nr_migrations: t.se.nr_migrations,
                 nr_switches: t.nvcsw + t.nivcsw,
+                cgroup: self
+                    .tg_tree
+                    .as_ref()
+                    .filter(|_| t.tg != 0)
+                    .map(|tree| tree.paths[t.tg as usize].clone()),
             });
         }
         self.obs.sim_time_ns = self.now;
@@ -105,6 +110,33 @@ impl<B: Balancer> Core<B> {
                 min_max_ratio: f.min_max_ratio,
                 jain: f.jain,
             });
+        }
+        let mut task_groups: Vec<TaskGroupShare> = Vec::new();
+        if tasks.iter().any(|t| t.cgroup.is_some()) {
+            let total: u64 = tasks.iter().map(|t| t.runtime_ns).sum();
+            let mut paths: Vec<&str> = tasks
+                .iter()
+                .map(|t| t.cgroup.as_deref().unwrap_or("/"))
+                .collect();
+            paths.sort_unstable();
+            paths.dedup();
+            for p in paths {
+                let of: Vec<&TaskResult> = tasks
+                    .iter()
+                    .filter(|t| t.cgroup.as_deref().unwrap_or("/") == p)
+                    .collect();
+                let runtime_ns: u64 = of.iter().map(|t| t.runtime_ns).sum();
+                task_groups.push(TaskGroupShare {
+                    cgroup: p.to_owned(),
+                    tasks: of.len(),
+                    runtime_ns,
+                    share: if total == 0 {
+                        0.0
+                    } else {
+                        runtime_ns as f64 / total as f64
+                    },
+                });
+            }
         }
         let cpus = self
             .cpus
@@ -151,6 +183,7 @@ impl<B: Balancer> Core<B> {
             wakeup_latency: self.latency.percentiles(),
             fairness: fairness(&shares),
             groups,
+            task_groups,
             tasks,
             cpus,
             observations: self.obs,

@@ -67,7 +67,7 @@ mod ttwu;
 pub use crate::config::{EngineTunables, Governor, MachineModel, SimConfig, SimError};
 pub use crate::core::Core;
 pub use crate::effects::{Effect, Effects, Ev, EventKey};
-pub use crate::result::{CpuResult, GroupFairness, RunResult, TaskResult};
+pub use crate::result::{CpuResult, GroupFairness, RunResult, TaskGroupShare, TaskResult};
 
 /// What every module of the core uses.
 mod prelude {
@@ -94,7 +94,9 @@ mod prelude {
     pub(crate) use crate::effects::{Effects, Ev, EventKey};
     pub(crate) use crate::metrics::{Samples, fairness};
     pub(crate) use crate::params::CoreFeat;
-    pub(crate) use crate::result::{CpuResult, GroupFairness, RunResult, TaskResult};
+    pub(crate) use crate::result::{
+        CpuResult, GroupFairness, RunResult, TaskGroupShare, TaskResult,
+    };
     pub(crate) use crate::rng::{SeedStreams, Stream, below};
     pub(crate) use crate::state::{CpuState, Cur, Kind, TaskRun};
 }

@@ -41,6 +41,23 @@ pub struct TaskResult {
     pub nr_migrations: u64,
     /// Voluntary plus involuntary context switches.
     pub nr_switches: u64,
+    /// Its task group's cgroup path (`cgroup=`), `None` in the root group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+}
+
+/// The CPU time of one task group's tasks (`cpu.stat`'s `usage_usec` of a cgroup, summed
+/// from its tasks; nested groups' tasks count in their own group only).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct TaskGroupShare {
+    /// The cgroup path; `/` for the root group's tasks.
+    pub cgroup: String,
+    /// Workload tasks in it.
+    pub tasks: usize,
+    /// Their time on a CPU, ns.
+    pub runtime_ns: u64,
+    /// That time over all workload tasks' time on a CPU.
+    pub share: f64,
 }
 
 /// Fairness of one group of tasks.
@@ -75,6 +92,8 @@ pub struct RunResult {
     pub fairness: Fairness,
     /// Fairness per group.
     pub groups: Vec<GroupFairness>,
+    /// CPU time per task group, when the run declares task groups (else empty).
+    pub task_groups: Vec<TaskGroupShare>,
     /// Per-task results (workload tasks, in creation order).
     pub tasks: Vec<TaskResult>,
     /// Per-CPU results.

@@ -13,7 +13,7 @@ use lbsim_core::{Core, Effect};
 pub use lbsim_core::check;
 pub use lbsim_core::{
     CpuResult, EngineTunables, Governor, GroupFairness, MachineModel, RunResult, SimConfig,
-    SimError, TaskResult,
+    SimError, TaskGroupShare, TaskResult,
 };
 
 use crate::queue::EventQueue;

@@ -278,6 +278,17 @@ pub fn text_report(r: &RunResult, reports: &[Report]) -> String {
         r.fairness.min_max_ratio * 100.0,
         r.fairness.jain
     );
+    // Runs with task groups: each group's share of the tasks' CPU time.
+    for g in &r.task_groups {
+        let _ = writeln!(
+            s,
+            "task group {:<14} {:>5} tasks  {:>12.3} ms on a CPU  {:>6.2}%",
+            g.cgroup,
+            g.tasks,
+            g.runtime_ns as f64 / 1e6,
+            g.share * 100.0
+        );
+    }
     let _ = writeln!(s);
     let _ = writeln!(
         s,
@@ -337,6 +348,9 @@ pub struct RunJson<'a> {
     pub fairness: FairnessJson,
     /// Fairness per group.
     pub groups: &'a [GroupFairness],
+    /// CPU time per task group (absent without task groups).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub task_groups: &'a [lbsim_sim::engine::TaskGroupShare],
     /// Per task.
     pub tasks: &'a [TaskResult],
     /// Per CPU.
@@ -399,6 +413,7 @@ impl<'a> RunJson<'a> {
                 jain: r.fairness.jain,
             },
             groups: &r.groups,
+            task_groups: &r.task_groups,
             tasks: &r.tasks,
             cpus: &r.cpus,
             events: r.events,
