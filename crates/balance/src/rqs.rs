@@ -231,11 +231,6 @@ impl Rqs {
         self.rqs.iter_mut()
     }
 
-    /// The runqueues, giving up the sums.
-    pub fn into_vec(self) -> Vec<Rq> {
-        self.rqs
-    }
-
     /// The sums of group span `span` as of now: the CPUs changed since the last call are
     /// brought up to date first. `None` if `span` is no group's span.
     ///

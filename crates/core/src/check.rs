@@ -741,7 +741,13 @@ impl<B: Balancer> Core<B> {
                 // decays with the sum from then, in whole periods where this decays
                 // continuously, hence the margin of one period's decay (2^(1/32)) and
                 // a unit for rounding.
-                let cut = |now: u64, then: u64| (now - then) as f64 / divider_f * 1.03 + 1.0;
+                let cut = |now: u64, then: u64| {
+                    if now == then {
+                        0.0
+                    } else {
+                        (now - then) as f64 / divider_f * 1.03 + 1.0
+                    }
+                };
                 slack.load_cut += cut(cfs.truncated.load_sum, slack.seen.load_sum);
                 slack.runnable_cut += cut(cfs.truncated.runnable_sum, slack.seen.runnable_sum);
                 slack.seen = cfs.truncated;

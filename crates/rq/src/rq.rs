@@ -361,9 +361,6 @@ impl Rq {
     /// task is only moving), update it on sleep, dequeue the entity. Returns false if the
     /// dequeue was delayed.
     pub fn dequeue_task_fair(&mut self, tasks: &mut Tasks, p: TaskId, flags: DequeueFlags) -> bool {
-        if self.groups.is_some() {
-            return self.dequeue_task_fair_h(tasks, p, flags);
-        }
         let util_est = self.params.feat(RqFeat::UtilEst);
         let t = &tasks[p];
         if !(t.se.sched_delayed && (t.on_rq_migrating() || flags.contains(DequeueFlags::SAVE))) {
@@ -375,6 +372,9 @@ impl Rq {
             self.capacity_orig,
             util_est,
         );
+        if self.groups.is_some() {
+            return self.dequeue_entities_h(tasks, p, flags);
+        }
         self.dequeue_entities(tasks, p, flags)
     }
 

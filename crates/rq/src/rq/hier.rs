@@ -22,7 +22,8 @@ use lbsim_pelt::{
     update_cfs_rq_load_avg_tg, update_tg_load_avg,
 };
 
-use crate::cfs_rq::CfsRq;
+use crate::SchedParams;
+use crate::cfs_rq::{CfsClock, CfsRq};
 use crate::entity::{
     DequeueFlags, EnqueueFlags, EntityStore, TaskId, WakeFlags, group_se_id, se_group,
 };
@@ -32,7 +33,7 @@ use crate::task::{OnRq, Tasks};
 use crate::weights::{calc_delta_fair, scale_load_down_scaled};
 
 use super::{Rq, RqError};
-use lbsim_pelt::{util_est_dequeue, util_est_enqueue, util_est_update};
+use lbsim_pelt::util_est_enqueue;
 
 /// Build the group entity store of `$self` over `$tasks` and run `$body` with the root cfs_rq
 /// as `$root`, the store as `$ents` and the tree as `$tree`.
@@ -94,6 +95,35 @@ fn cfs_mut<'a>(root: &'a mut CfsRq, ents: &'a mut GroupEnts<'_>, k: u32) -> &'a 
     } else {
         &mut ents.cfs[k as usize]
     }
+}
+
+/// The second loop's step of `enqueue_task_fair()` and `dequeue_entities()` (v6.12) for group
+/// entity `se` queued on cfs_rq `k`, above the levels the first loop changed:
+/// `update_load_avg(UPDATE_TG)`, `se_update_runnable()`, `update_cfs_group()`, the slice of
+/// the level below (`slice`); returns this level's `cfs_rq_min_slice()` for the next one.
+/// The callers then adjust the counts, up for an enqueue and down for a dequeue.
+fn update_upper_level(
+    root: &mut CfsRq,
+    ents: &mut GroupEnts<'_>,
+    k: u32,
+    se: TaskId,
+    clock: CfsClock,
+    params: &SchedParams,
+    slice: u64,
+) -> u64 {
+    level(root, ents, k, |c, e| {
+        c.update_load_avg(
+            e,
+            se,
+            clock.pelt,
+            lbsim_pelt::UpdateFlags::UPDATE_TG,
+            params,
+        );
+        e.se_update_runnable(se);
+        e.update_cfs_group(c, se, clock, params);
+        c.set_slice(e, se, slice);
+    });
+    level(root, ents, k, |c, e| c.cfs_rq_min_slice(e))
 }
 
 /// `parent_entity(se)` of an entity queued on cfs_rq `k`: the group entity owning `k` and the
@@ -303,19 +333,7 @@ impl Rq {
             }
             // Second walk: the levels above.
             while let Some((se, k)) = at {
-                level(root, &mut ents, k, |c, e| {
-                    c.update_load_avg(
-                        e,
-                        se,
-                        clock.pelt,
-                        lbsim_pelt::UpdateFlags::UPDATE_TG,
-                        &params,
-                    );
-                    e.se_update_runnable(se);
-                    e.update_cfs_group(c, se, clock, &params);
-                    c.set_slice(e, se, slice);
-                });
-                slice = level(root, &mut ents, k, |c, e| c.cfs_rq_min_slice(e));
+                slice = update_upper_level(root, &mut ents, k, se, clock, &params, slice);
                 let c = cfs_mut(root, &mut ents, k);
                 c.h_nr_running += 1;
                 c.idle_h_nr_running += idle;
@@ -324,28 +342,6 @@ impl Rq {
             }
         });
         self.nr_running += 1;
-    }
-
-    /// Follows fair.c: `dequeue_task_fair()` (v6.12) with task groups: util_est, then
-    /// [`Rq::dequeue_entities_h`].
-    pub(crate) fn dequeue_task_fair_h(
-        &mut self,
-        tasks: &mut Tasks,
-        p: TaskId,
-        flags: DequeueFlags,
-    ) -> bool {
-        let util_est = self.params.feat(RqFeat::UtilEst);
-        let t = &tasks[p];
-        if !(t.se.sched_delayed && (t.on_rq_migrating() || flags.contains(DequeueFlags::SAVE))) {
-            util_est_dequeue(&mut self.cfs.avg, &t.se.avg, util_est);
-        }
-        util_est_update(
-            &mut tasks[p].se.avg,
-            flags.contains(DequeueFlags::SLEEP),
-            self.capacity_orig,
-            util_est,
-        );
-        self.dequeue_entities_h(tasks, p, flags)
     }
 
     /// Follows fair.c: `dequeue_entities()` (v6.12, with the v6.12.y `h_nr_delayed` and slice
@@ -417,19 +413,7 @@ impl Rq {
                 at = parent_of(tree, k);
             }
             while let Some((e_id, k)) = at {
-                level(root, &mut ents, k, |c, e| {
-                    c.update_load_avg(
-                        e,
-                        e_id,
-                        clock.pelt,
-                        lbsim_pelt::UpdateFlags::UPDATE_TG,
-                        &params,
-                    );
-                    e.se_update_runnable(e_id);
-                    e.update_cfs_group(c, e_id, clock, &params);
-                    c.set_slice(e, e_id, slice);
-                });
-                slice = level(root, &mut ents, k, |c, e| c.cfs_rq_min_slice(e));
+                slice = update_upper_level(root, &mut ents, k, e_id, clock, &params, slice);
                 let c = cfs_mut(root, &mut ents, k);
                 c.h_nr_running -= h_nr;
                 c.idle_h_nr_running -= idle;
