@@ -100,15 +100,20 @@ impl<B: Balancer> Sim<B> {
         mut self,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<RunResult, SimError> {
-        while let Some(t) = self.queue.peek_time() {
-            if self.events.is_multiple_of(PROGRESS_EVERY) {
-                progress(t.as_ns().min(self.end_ns), self.end_ns);
-            }
-            if t.as_ns() > self.end_ns {
-                break;
-            }
-            let (t, ev) = self.queue.pop().expect("peeked");
+        loop {
+            let (t, ev) = match self.queue.pop_until(SimTime(self.end_ns)) {
+                Ok(next) => next,
+                Err(later) => {
+                    if later.is_some() && self.events.is_multiple_of(PROGRESS_EVERY) {
+                        progress(self.end_ns, self.end_ns);
+                    }
+                    break;
+                }
+            };
             let t = t.as_ns();
+            if self.events.is_multiple_of(PROGRESS_EVERY) {
+                progress(t, self.end_ns);
+            }
             self.events += 1;
             let (k, v) = ev.hash_key();
             self.hash = fnv(fnv(fnv(self.hash, t), u64::from(k)), v);
