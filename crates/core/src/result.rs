@@ -104,8 +104,9 @@ pub struct RunResult {
     pub events: u64,
     /// FNV-1a hash of the event stream `(time, kind, cpu or task)`.
     pub event_hash: u64,
-    /// /proc/schedstat at the end of the run in the default layout (version 16, v6.12's), if
-    /// the policy keeps the counters.
+    /// /proc/schedstat at the end of the run as text: left `None` by the core, and filled by
+    /// a front end that shows it, from [`RunResult::schedstat_counters`] in the layout it
+    /// wants (formatting it costs megabytes of text at 4096 CPUs).
     pub schedstat: Option<String>,
     /// The counters behind [`RunResult::schedstat`] and the `timestamp` (jiffies) they were
     /// read at, to print them in another version's layout
