@@ -180,7 +180,10 @@ pub fn update_sg_lb_stats(
     let load_idx = get_sd_load_idx(&lg.load_idx(sd), env.idle);
     let at = pass.now_ns(ctx);
     let mut sgs = SgLbStats::default();
-    for i in topo.span(group.span).iter().filter(|&c| env.cpus.test(c)) {
+    for &i in topo.span_cpus(group.span) {
+        if !env.cpus.test(i) {
+            continue;
+        }
         pass.work.cpus_scanned += 1;
         let r = &ctx.rqs[i.index()];
         let load = if local_group {

@@ -34,7 +34,10 @@ pub fn should_we_balance(ctx: &BalanceCtx<'_>, env: &LbEnv, pass: &mut Pass) -> 
     let sg = topo.local_group(env.sd(topo));
     let at = pass.now_ns(ctx);
     let mask = topo.span(sg.balance_mask);
-    for cpu in topo.span(sg.span).iter().filter(|&c| env.cpus.test(c)) {
+    for &cpu in topo.span_cpus(sg.span) {
+        if !env.cpus.test(cpu) {
+            continue;
+        }
         pass.work.cpus_scanned += 1;
         if !mask.test(cpu) || !idle_cpu(ctx, cpu, at) {
             continue;
