@@ -73,5 +73,27 @@ pub fn post_init_entity_util_avg(
     };
 }
 
+/// A new task's util_avg in the kernels before post_init_entity_util_avg(): the full scale,
+/// `scale_load_down(SCHED_LOAD_SCALE)` = 1024, whatever its CPU's capacity or load, so that a
+/// new task looks as busy as a CPU until its signal settles. `runnable_avg` (a v5.7 signal
+/// the v4.6 kernel did not have) follows `runnable_init` as in
+/// [`post_init_entity_util_avg`].
+///
+/// Follows fair.c: init_entity_runnable_average() (v4.4-v4.6, before 2b8c41daba32 "sched/fair:
+/// Initiate a new task's util avg to a bounded value", v4.7). Deliberately differs: v4.6 also
+/// set `util_sum = util_avg * LOAD_AVG_MAX`, `load_sum = load_avg * LOAD_AVG_MAX` and
+/// `period_contrib = 1023`, the sums of its own PELT; lbsim's PELT (v6.12's) derives the sums
+/// from the averages when the task is attached ([`CfsRq::attach_entity_load_avg`]), so the
+/// averages are what carries over.
+///
+/// [`CfsRq::attach_entity_load_avg`]: crate::cfs_rq::CfsRqAvg::attach_entity_load_avg
+pub fn init_util_avg_full_scale(se: &mut SchedAvg, cpu_capacity: u64, runnable_init: RunnableInit) {
+    se.util_avg = crate::consts::SCHED_CAPACITY_SCALE;
+    se.runnable_avg = match runnable_init {
+        RunnableInit::UtilAvg => se.util_avg,
+        RunnableInit::CpuScale => cpu_capacity,
+    };
+}
+
 #[cfg(test)]
 mod tests;

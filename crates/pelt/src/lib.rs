@@ -87,7 +87,9 @@ pub use group::{
     update_cfs_group, update_cfs_rq_h_load, update_cfs_rq_load_avg_tg, update_load_avg_tg,
     update_tg_cfs_load, update_tg_cfs_runnable, update_tg_cfs_util, update_tg_load_avg,
 };
-pub use init::{RunnableInit, init_entity_runnable_average, post_init_entity_util_avg};
+pub use init::{
+    RunnableInit, init_entity_runnable_average, init_util_avg_full_scale, post_init_entity_util_avg,
+};
 pub use pattern::{Pattern, PatternItem, Phase, format_duration_ns, parse_duration_ns};
 pub use rq_avg::{
     scale_irq_capacity, scale_rt_capacity, update_dl_rq_load_avg, update_irq_load_avg,

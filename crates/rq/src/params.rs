@@ -60,6 +60,10 @@ lbsim_kernel::sched_features! {
     /// post_init_entity_util_avg(): a new task's runnable_avg starts at its util_avg, not at
     /// the CPU's capacity (`NO_` is the v5.7 kernel of seed 000).
     RunnableAvgInitUtil = "RUNNABLE_AVG_INIT_UTIL", pos 107, on, Origin::switch("e21cf43406a1", "merged v5.8");
+    /// wake_up_new_task(): a new task's util_avg is extrapolated from its cfs_rq and capped
+    /// (post_init_entity_util_avg()); `NO_` is v4.6, where a new task starts at the full
+    /// scale, 1024, whatever the CPU's load.
+    PostInitUtilAvg = "POST_INIT_UTIL_AVG", pos 111, on, Origin::switch("2b8c41daba32", "merged v4.7");
 }
 
 /// The defaults of the features this crate declares (for its own tests; a run's defaults

@@ -120,6 +120,8 @@ impl FeatureRow {
 /// lbsim's switches for a later change: on from the release that merged it (`None`: never
 /// merged, off everywhere).
 const SWITCHES: &[(&str, Option<Version>)] = &[
+    // 2b8c41daba32, v4.7: the 4.6 profile starts a new task's util_avg at 1024.
+    ("POST_INIT_UTIL_AVG", Some(Version(4, 7))),
     // 05b40e057734, first in 4.12 (KERNEL-HISTORY §1).
     ("PREFER_SIBLING_NR_DIFF", Some(Version(4, 12))),
     // c32b4308295a, v5.7.
@@ -423,6 +425,8 @@ mod tests {
         assert_eq!(p("5.9").feature("LB_RELAX_BY_FAILED"), Some(false));
         assert_eq!(p("5.10").feature("LB_RELAX_BY_FAILED"), Some(true));
         assert_eq!(p("5.7").feature("RUNNABLE_AVG_INIT_UTIL"), Some(false));
+        assert_eq!(p("4.6").feature("POST_INIT_UTIL_AVG"), Some(false));
+        assert_eq!(p("4.11").feature("POST_INIT_UTIL_AVG"), Some(true));
         assert_eq!(p("5.9").feature("RUNNABLE_AVG_INIT_UTIL"), Some(true));
         assert_eq!(p("6.12").feature("LB_TIP_AVG_HIGH"), Some(false));
         assert_eq!(p("6.12").feature("LB_BUSIEST_NR_RUNNABLE"), Some(false));

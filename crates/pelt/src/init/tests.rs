@@ -111,3 +111,28 @@ fn first_enqueue_attaches_the_initial_signal() {
     );
     assert_eq!(cfs_rq.avg.load_sum, 1024 * PELT_MIN_DIVIDER);
 }
+
+/// v4.6's rule (init_entity_runnable_average() before 2b8c41daba32): a new task starts at the
+/// full scale on any CPU, however loaded, where v4.7+ gives it at most half of what the
+/// cfs_rq leaves free; once attached its util_sum is that average over the divider.
+#[test]
+fn v4_6_new_task_starts_at_the_full_scale_whatever_the_cpu() {
+    for (cfs_util, capacity) in [(0, 1024), (900, 1024), (1024, 1024), (100, 446)] {
+        let mut se = init_entity_runnable_average(1024);
+        init_util_avg_full_scale(&mut se, capacity, RunnableInit::UtilAvg);
+        assert_eq!((se.util_avg, se.runnable_avg), (1024, 1024));
+        let mut rq = cfs(cfs_util, 2048);
+        rq.attach_entity_load_avg(&mut se, 1024);
+        assert_eq!(rq.avg.util_avg, cfs_util + 1024);
+        assert_eq!(
+            u64::from(se.util_sum),
+            1024 * u64::from(rq.avg.get_pelt_divider())
+        );
+    }
+    // Beside it, v4.7+ on a CPU already at 900 of 1024: (1024 - 900) / 2 = 62.
+    assert_eq!(check(900, 2048, 1024, 1024).0, 62);
+    // The v5.7 runnable rule still applies to runnable_avg.
+    let mut se = init_entity_runnable_average(1024);
+    init_util_avg_full_scale(&mut se, 446, RunnableInit::CpuScale);
+    assert_eq!((se.util_avg, se.runnable_avg), (1024, 446));
+}

@@ -807,3 +807,24 @@ fn property_runs_reach_interesting_states() {
     let choices = run_ops(default_features(), "eevdf", &ops);
     assert!(choices > 50, "only {choices} picks with a choice");
 }
+
+/// wake_up_new_task(): the third task forked onto a CPU already running two gets at most half
+/// of the utilization the cfs_rq leaves free (v4.7+), and the full scale with
+/// `NO_POST_INIT_UTIL_AVG` (v4.6), however busy the CPU already is.
+#[test]
+fn a_new_task_starts_at_the_full_scale_before_v4_7() {
+    let mut got = Vec::new();
+    for post_init in [true, false] {
+        let mut f = default_features();
+        f.set(RqFeat::PostInitUtilAvg, post_init);
+        let mut h = Harness::new(f, &Tunables::new(1));
+        h.spawn("a", 0);
+        h.spawn("b", 0);
+        let cfs_util = h.rq.cfs.avg.avg.util_avg;
+        let c = h.spawn("c", 0);
+        got.push((cfs_util, h.tasks[c].se.avg.util_avg));
+    }
+    let (util_before, post_init) = got[0];
+    assert!(post_init <= (1024 - util_before.min(1024)) / 2, "{got:?}");
+    assert_eq!(got[1].1, 1024, "{got:?}");
+}

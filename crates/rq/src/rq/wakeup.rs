@@ -5,7 +5,7 @@
 //! `migrate_task_rq_fair()`, `task_dead_fair()`, the balancer's `detach_task()` /
 //! `attach_task()` halves, and `set_task_cpu()`.
 
-use lbsim_pelt::{RunnableInit, post_init_entity_util_avg};
+use lbsim_pelt::{RunnableInit, init_util_avg_full_scale, post_init_entity_util_avg};
 use lbsim_topology::CpuId;
 
 use crate::cfs_rq::CfsRq;
@@ -275,7 +275,8 @@ impl Rq {
     ///
     /// Follows core.c: `wake_up_new_task()` (v6.12): the task is placed here (`__set_task_cpu()`,
     /// no migration hook), its util_avg extrapolated from this cfs_rq
-    /// (`post_init_entity_util_avg()`), enqueued with `ENQUEUE_INITIAL`, and may preempt
+    /// (`post_init_entity_util_avg()`; with `NO_POST_INIT_UTIL_AVG` the full scale, as v4.6's
+    /// `init_entity_runnable_average()` left it), enqueued with `ENQUEUE_INITIAL`, and may preempt
     /// (`WF_FORK`).
     pub fn wake_up_new_task(&mut self, tasks: &mut Tasks, p: TaskId, now_ns: u64) {
         debug_assert_eq!(tasks[p].state, TaskState::New);
@@ -294,13 +295,17 @@ impl Rq {
             Some(g) if k != 0 => &g.cfs[k].avg,
             _ => &self.cfs.avg,
         };
-        post_init_entity_util_avg(
-            &mut tasks[p].se.avg,
-            cfs_avg,
-            self.capacity_orig,
-            weight,
-            runnable_init,
-        );
+        if self.params.features.enabled(RqFeat::PostInitUtilAvg) {
+            post_init_entity_util_avg(
+                &mut tasks[p].se.avg,
+                cfs_avg,
+                self.capacity_orig,
+                weight,
+                runnable_init,
+            );
+        } else {
+            init_util_avg_full_scale(&mut tasks[p].se.avg, self.capacity_orig, runnable_init);
+        }
         self.activate_task(tasks, p, EnqueueFlags::INITIAL | EnqueueFlags::NOCLOCK);
         tasks[p].state = TaskState::Queued;
         self.wakeup_preempt(tasks, p, WakeFlags::FORK);
