@@ -11,6 +11,7 @@ pub mod commands;
 pub mod errors;
 pub mod format;
 pub mod host;
+pub mod log;
 pub mod output;
 pub mod progress;
 pub mod repro;

@@ -14,6 +14,11 @@ use clap::{CommandFactory as _, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "lbsim", version, about, long_about = None)]
 struct Cli {
+    /// Log the scheduler's decisions on standard error in simulated time: `-v` load_balance()
+    /// passes, placements and migrations, `-vv` every tracepoint (`RUST_LOG` filters instead,
+    /// e.g. `RUST_LOG=lbsim::lb=debug`)
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -43,6 +48,12 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return parse_error(&e),
     };
+    let rust_log = std::env::var("RUST_LOG").ok();
+    match lbsim::log::filter(rust_log.as_deref(), cli.verbose) {
+        Ok(Some(filter)) => lbsim::log::install(filter),
+        Ok(None) => {}
+        Err(e) => return fail(&errors::one_line(&e)),
+    }
     let result = match cli.cmd {
         Cmd::Topology(args) => commands::topology::run(&args),
         Cmd::Pelt(args) => commands::pelt::run(&args),

@@ -174,6 +174,21 @@ fn every_tour_command_runs() {
                 .chain(["--trace".to_owned(), trace.clone()])
                 .collect(),
         ),
+        (
+            "lbsim run --topology 4 --workload busy:threads=5 --duration 300ms -v",
+            [
+                "run",
+                "--topology",
+                "4",
+                "--workload",
+                "busy:threads=5",
+                "--duration",
+                "300ms",
+                "-v",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ),
     ];
     let shown = tour_commands(&readme);
     let known: Vec<&str> = concrete.iter().map(|(k, _)| *k).collect();

@@ -31,8 +31,14 @@ pub struct Core<B: Balancer> {
     pub(crate) not_created: usize,
     /// Workload tasks that have exited (so that the end-of-workload test is O(1) per event).
     pub(crate) workload_exited: usize,
-    /// The scheduler trace, when [`Core::with_trace`] asked for one; pid = run index + 1.
+    /// The scheduler trace, when [`Core::with_trace`] asked for one or a log target is on
+    /// ([`crate::log`]); pid = run index + 1.
     pub(crate) trace: Option<crate::trace::Trace>,
+    /// Whether the trace keeps its records (a trace was asked for), or only names the tasks
+    /// of logged records.
+    pub(crate) trace_keep: bool,
+    /// The log targets on, read at set-up.
+    pub(crate) log: crate::log::LogTargets,
     pub(crate) sync: SyncState,
     pub(crate) obs: RunObservations,
     pub(crate) streams: SeedStreams,
@@ -148,6 +154,8 @@ impl<B: Balancer> Core<B> {
             not_created: 0,
             workload_exited: 0,
             trace: None,
+            trace_keep: false,
+            log: crate::log::LogTargets::from_subscriber(),
             sync,
             obs: RunObservations::default(),
             streams,
@@ -173,6 +181,13 @@ impl<B: Balancer> Core<B> {
             tg_tree,
             cfg,
         };
+        if sim.log.any() {
+            // Logging needs the tracepoints fired and the tasks named, not the records kept.
+            sim.trace = Some(crate::trace::Trace::new(nr_cpus as u32));
+            if let Some(lt) = sim.balancer.trace() {
+                lt.enabled = true;
+            }
+        }
         // Every CPU starts idle with its tick stopped (the idle loop's
         // tick_nohz_idle_stop_tick() -> nohz_balance_enter_idle()), in the idle state its
         // governor picks; a tick starts when work arrives.
@@ -273,6 +288,7 @@ impl<B: Balancer> Core<B> {
             tr.add_task(&t.name, t.nice);
         }
         self.trace = Some(tr);
+        self.trace_keep = true;
         if let Some(lt) = self.balancer.trace() {
             lt.enabled = true;
         }

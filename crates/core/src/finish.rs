@@ -187,7 +187,7 @@ impl<B: Balancer> Core<B> {
             observations: self.obs,
             events: 0,
             event_hash: 0,
-            trace: self.trace,
+            trace: self.trace.filter(|_| self.trace_keep),
         }
     }
 }

@@ -44,6 +44,7 @@ pub mod check;
 pub mod config;
 mod core;
 pub mod effects;
+pub mod log;
 pub mod metrics;
 pub mod params;
 pub mod result;

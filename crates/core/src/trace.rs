@@ -258,6 +258,19 @@ impl Trace {
         Ok(())
     }
 
+    /// One record as its ftrace line without the timestamp: `COMM-PID [CPU] EVENT: TEXT`.
+    pub fn line_text(&self, r: &TraceRecord) -> String {
+        let comm = if r.common_pid == 0 {
+            "<idle>".to_owned()
+        } else {
+            self.comm(r.common_pid, r.cpu)
+        };
+        let mut out = format!("{comm}-{} [{:03}] ", r.common_pid, r.cpu).into_bytes();
+        // Writing into a Vec cannot fail.
+        let _ = self.write_event(&mut out, r);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
     /// The number of records of each event, by the name the trace prints, sorted by name.
     pub fn event_counts(&self) -> Vec<(&'static str, usize)> {
         let mut counts: std::collections::BTreeMap<&'static str, usize> =

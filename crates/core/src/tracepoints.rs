@@ -10,14 +10,27 @@ impl<B: Balancer> Core<B> {
         p.map_or(0, |p| self.run_of[p] + 1)
     }
 
-    /// Records `event`, fired on `cpu` at `time_ns`, when tracing.
+    /// Records `event`, fired on `cpu` at `time_ns`, when tracing, and logs it when its log
+    /// target is on ([`crate::log`]).
     pub(crate) fn trace_at(&mut self, time_ns: u64, cpu: CpuId, event: crate::trace::TraceEvent) {
         if self.trace.is_none() {
             return;
         }
         let common = self.pid(self.rqs[cpu.index()].curr);
+        let log = self.log;
         if let Some(tr) = &mut self.trace {
-            tr.push(time_ns, cpu.0, common, event);
+            if log.any() {
+                let r = crate::trace::TraceRecord {
+                    time_ns,
+                    cpu: cpu.0,
+                    common_pid: common,
+                    event,
+                };
+                log.emit(tr, &r);
+            }
+            if self.trace_keep {
+                tr.push(time_ns, cpu.0, common, event);
+            }
         }
     }
 

@@ -13,6 +13,6 @@ pub mod queue;
 pub mod stats;
 pub mod time;
 
-pub use lbsim_core::{metrics, rng, trace};
+pub use lbsim_core::{log, metrics, rng, trace};
 pub use queue::EventQueue;
 pub use time::SimTime;
