@@ -3,6 +3,7 @@
 //! seed reported, with the reported numbers to print beside the simulated ones.
 
 pub mod defs;
+pub mod verdict;
 
 use std::collections::BTreeMap;
 
@@ -512,7 +513,95 @@ pub fn text(o: &Outcome) -> String {
         }
     }
     s.push_str(&format!("{}.\n", e.note));
+    for v in verdicts(o) {
+        s.push_str(&v.line(e));
+        s.push('\n');
+    }
     s
+}
+
+/// One metric's verdict ([`verdict`]) and the points judged.
+#[derive(Clone, Debug)]
+struct MetricVerdict<'a> {
+    metric: &'a MetricSpec,
+    /// `None` when no point has both sides reported.
+    verdict: Option<verdict::Verdict>,
+    points: Vec<(&'a str, verdict::Verdict)>,
+}
+
+impl MetricVerdict<'_> {
+    /// `verdict, LABEL: VERDICT (...); docs/experiments.md, "NAME (seed NNN)"`.
+    fn line(&self, e: &Experiment) -> String {
+        let seed = e.seed_file.get(..3).unwrap_or(e.seed_file);
+        let docs = format!("docs/experiments.md, \"{} (seed {seed})\"", e.name);
+        let Some(v) = self.verdict else {
+            return format!(
+                "verdict, {}: not judged (the seed reported no point with both sides); {docs}",
+                self.metric.label
+            );
+        };
+        let mut detail = String::new();
+        if v != verdict::Verdict::Reproduced && !e.param.is_empty() {
+            let list = |want: verdict::Verdict| {
+                self.points
+                    .iter()
+                    .filter(|(_, pv)| *pv == want)
+                    .map(|(x, _)| format!("{}={x}", e.param))
+                    .collect::<Vec<_>>()
+            };
+            let parts: Vec<String> = [
+                (verdict::Verdict::Reproduced, "reproduced at"),
+                (verdict::Verdict::Partly, "partly at"),
+                (verdict::Verdict::NotReproduced, "not at"),
+            ]
+            .into_iter()
+            .filter_map(|(w, say)| {
+                let at = list(w);
+                (!at.is_empty()).then(|| format!("{say} {}", at.join(", ")))
+            })
+            .collect();
+            detail = format!(" ({})", parts.join("; "));
+        }
+        format!(
+            "verdict, {}: {}{detail}; {docs}",
+            self.metric.label,
+            v.text()
+        )
+    }
+}
+
+/// The verdict of every metric the table shows as a mean, over the points where the seed
+/// reported both sides and lbsim ran at least two seeds a side.
+fn verdicts(o: &Outcome) -> Vec<MetricVerdict<'_>> {
+    let e = &o.experiment;
+    shown(e)
+        .into_iter()
+        .filter(|(_, stat)| *stat == Stat::Mean)
+        .map(|(m, _)| {
+            let mut points = Vec::new();
+            for p in 0..e.points.len() {
+                let row = rows_of(o, p, m, Stat::Mean);
+                let (Some(rb), Some(rp)) =
+                    (row.reported(Side::Base).0, row.reported(Side::Patched).0)
+                else {
+                    continue;
+                };
+                let Some(sim) = row.sim.filter(|_| row.runs >= 2) else {
+                    continue;
+                };
+                points.push((
+                    row.point.value,
+                    verdict::at_point((value(rb), value(rp)), sim.change_pct, sim.significant),
+                ));
+            }
+            let vs: Vec<verdict::Verdict> = points.iter().map(|&(_, v)| v).collect();
+            MetricVerdict {
+                metric: m,
+                verdict: verdict::over(&vs),
+                points,
+            }
+        })
+        .collect()
 }
 
 /// The legend printed once after the experiments.
@@ -545,6 +634,15 @@ pub struct ExperimentJson<'a> {
     patched: String,
     duration_ns: u64,
     rows: Vec<RowJson<'a>>,
+    /// Per metric shown as a mean, the verdict the text prints (`null`: not judged).
+    verdicts: Vec<VerdictJson<'a>>,
+}
+
+/// One metric's verdict in an [`ExperimentJson`].
+#[derive(Debug, Serialize)]
+pub struct VerdictJson<'a> {
+    metric: &'a str,
+    verdict: Option<verdict::Verdict>,
 }
 
 /// One row of an [`ExperimentJson`]: the reported numbers beside the simulated ones.
@@ -633,6 +731,13 @@ impl<'a> ExperimentJson<'a> {
             patched: join(&e.common, e.patched),
             duration_ns: e.duration_ns,
             rows,
+            verdicts: verdicts(o)
+                .into_iter()
+                .map(|v| VerdictJson {
+                    metric: v.metric.key,
+                    verdict: v.verdict,
+                })
+                .collect(),
         }
     }
 }

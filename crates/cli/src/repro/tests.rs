@@ -109,6 +109,7 @@ fn point_rows_table() {
                  lbsim     52.00 (+/- 2.00)       50.00  91.00 (+/- 1.00)*         90.00
         (min/max work ratio in %)
         the ratio between the least and the most work done by any thread over the run (100% = perfectly fair); worst = the least fair run.
+        verdict, min/max work ratio: partly reproduced (reproduced at threads=11; partly at threads=9); docs/experiments.md, "fairness (seed 001)"
     "#]]
     .assert_eq(&text(&o));
 }
@@ -152,6 +153,10 @@ fn metric_rows_table_and_json() {
         barrier  cpu-migrations (count)  reported                  -                  -
                                          lbsim     2.000 (+/- 1.000)  2.000 (+/- 1.000)    +0.00%
         reported: averages of 15 runs; the per-request max is the average of the runs' maxima (lbsim: the same over its runs). The seed's runs mix start-ups that spread at once (maxima from 1.35 ms) with stacked ones (up to 41 ms).
+        verdict, total time: reproduced; docs/experiments.md, "util-spread (seed 000)"
+        verdict, per-request avg: not reproduced (not at start=mutex, start=barrier); docs/experiments.md, "util-spread (seed 000)"
+        verdict, per-request max: reproduced; docs/experiments.md, "util-spread (seed 000)"
+        verdict, cpu-migrations: not judged (the seed reported no point with both sides); docs/experiments.md, "util-spread (seed 000)"
     "#]]
     .assert_eq(&text(&o));
     let j = json(std::slice::from_ref(&o));
