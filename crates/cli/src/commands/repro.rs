@@ -1,6 +1,8 @@
 //! `lbsim repro`: the five seed experiments of EXPERIMENTS.md, base against patched over many
 //! seeds, each printed as a table of the seed's reported numbers beside lbsim's.
 
+use std::io::IsTerminal as _;
+
 use anyhow::bail;
 use lbsim_sim::engine::SimConfig;
 use lbsim_sim::experiment::Control;
@@ -84,22 +86,39 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     let kind = args.balancer;
     let factory = move |cfg: &SimConfig| make_balancer(kind, cfg);
-    let outcomes = repro::run(chosen, &seeds, &factory, &ctl);
-    bar.finish();
-    let outcomes = outcomes?;
-    let text = match format {
-        TextOrJson::Json => json_pretty(&repro::ReproJson::of(&outcomes))?,
-        TextOrJson::Text => {
-            let mut s = String::new();
-            for o in &outcomes {
-                s.push_str(&repro::text(o));
-                s.push('\n');
+    let outcomes = if format == TextOrJson::Text && !std::io::stdout().is_terminal() {
+        // A log or a pipe: each experiment runs on its own and is printed when it is done,
+        // so that a long job shows its results as they come. (On a terminal all jobs run
+        // interleaved, seed by seed, under one progress bar, and print at the end.)
+        let mut done = Vec::new();
+        for exp in chosen {
+            let o = repro::run(vec![exp], &seeds, &factory, &ctl)?;
+            for o in &o {
+                print(&(repro::text(o) + "\n"))?;
             }
-            s.push_str(LEGEND);
-            s
+            done.extend(o);
         }
+        print(LEGEND)?;
+        done
+    } else {
+        let outcomes = repro::run(chosen, &seeds, &factory, &ctl);
+        bar.finish();
+        let outcomes = outcomes?;
+        let text = match format {
+            TextOrJson::Json => json_pretty(&repro::ReproJson::of(&outcomes))?,
+            TextOrJson::Text => {
+                let mut s = String::new();
+                for o in &outcomes {
+                    s.push_str(&repro::text(o));
+                    s.push('\n');
+                }
+                s.push_str(LEGEND);
+                s
+            }
+        };
+        print(&text)?;
+        outcomes
     };
-    print(&text)?;
     let finished = outcomes
         .iter()
         .flat_map(|o| o.points.iter().map(|c| c.runs))
