@@ -575,3 +575,60 @@ fn a_costly_ipi_is_not_taken_for_a_starved_task() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Ctrl-C (SIGINT) during `lbsim run` ends the simulation where it is: the report of the time
+/// simulated so far on standard output, a line saying so on standard error, exit 130.
+#[test]
+fn ctrl_c_prints_the_partial_report_and_exits_130() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lbsim"))
+        .args([
+            "run",
+            "--topology",
+            "4",
+            "--workload",
+            "busy:threads=6",
+            "--workload",
+            "pipe",
+            "--duration",
+            "3600s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the lbsim binary runs");
+    // Wait until it has simulated for a while: 0.3 s of its own CPU time (it installs its
+    // handler before anything else, so the signal cannot come too early).
+    let stat = format!("/proc/{}/stat", child.id());
+    loop {
+        let s = std::fs::read_to_string(&stat).expect("the child's stat");
+        let after_comm = &s[s.rfind(')').unwrap() + 2..];
+        let f: Vec<&str> = after_comm.split_whitespace().collect();
+        let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+        if ticks >= 30 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stdout.contains("sched-pipe"), "no report: {stdout}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("lbsim: interrupted: the report covers"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let secs: f64 = line
+        .split_whitespace()
+        .nth(5)
+        .unwrap()
+        .parse()
+        .expect("the simulated time");
+    assert!(secs > 0.0 && secs < 3600.0, "{line}");
+}

@@ -90,29 +90,32 @@ impl<B: Balancer> Sim<B> {
 
     /// Runs to the end and returns what was measured.
     pub fn run(self) -> Result<RunResult, SimError> {
-        self.run_with_progress(&mut |_, _| {})
+        self.run_with_progress(&mut |_, _| true)
     }
 
     /// [`Sim::run`], calling `progress(now_ns, end_ns)` with the simulated time every
     /// [`PROGRESS_EVERY`] events (a front end's progress display; it changes nothing in the
-    /// run).
+    /// run). When `progress` returns `false` (the user asked to stop), the run ends there:
+    /// the events from `now_ns` on are not handled, and the result covers the time up to it.
     pub fn run_with_progress(
         mut self,
-        progress: &mut dyn FnMut(u64, u64),
+        progress: &mut dyn FnMut(u64, u64) -> bool,
     ) -> Result<RunResult, SimError> {
+        let mut end_ns = self.end_ns;
         loop {
             let (t, ev) = match self.queue.pop_until(SimTime(self.end_ns)) {
                 Ok(next) => next,
                 Err(later) => {
                     if later.is_some() && self.events.is_multiple_of(PROGRESS_EVERY) {
-                        progress(self.end_ns, self.end_ns);
+                        let _ = progress(self.end_ns, self.end_ns);
                     }
                     break;
                 }
             };
             let t = t.as_ns();
-            if self.events.is_multiple_of(PROGRESS_EVERY) {
-                progress(t, self.end_ns);
+            if self.events.is_multiple_of(PROGRESS_EVERY) && !progress(t, self.end_ns) {
+                end_ns = t;
+                break;
             }
             self.events += 1;
             let (k, v) = ev.hash_key();
@@ -129,7 +132,7 @@ impl<B: Balancer> Sim<B> {
                 break;
             }
         }
-        let mut result = self.core.close(self.end_ns);
+        let mut result = self.core.close(end_ns);
         result.events = self.events;
         result.event_hash = self.hash;
         Ok(result)

@@ -1,6 +1,7 @@
 //! `lbsim run`: one simulation, reported for a person (text) or a script (JSON).
 
 use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
 
 use anyhow::Context as _;
 use lbsim_balance::schedstat::SchedstatVersion;
@@ -94,6 +95,8 @@ pub struct Args {
 
 /// Runs `lbsim run`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    // Ctrl-C ends the simulation where it is; the report covers the time simulated so far.
+    let stop = crate::commands::compare::interrupt_flag();
     let format = args.format.text_or_json("run")?;
     let schedstat_version = args
         .schedstat_version
@@ -138,7 +141,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             None => sim,
         };
         let mut bar = crate::progress::SimProgress::new();
-        let result = sim.run_with_progress(&mut |now, end| bar.update(now, end));
+        let result = sim.run_with_progress(&mut |now, end| {
+            bar.update(now, end);
+            !stop.load(Ordering::SeqCst)
+        });
         bar.finish();
         result.map_err(|e| match (e, &trace_file) {
             (SimError::TraceLimit { limit, time_ns }, Some(f)) => anyhow::anyhow!(
@@ -160,7 +166,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if rounds.is_some() {
         round_lines.push(first_line(&reports[0].text));
         let mut round = cfg.clone();
-        while let Some(next) = round.workload.next_round(&reports) {
+        while !stop.load(Ordering::SeqCst)
+            && let Some(next) = round.workload.next_round(&reports)
+        {
             round.workload = next.context("the next round")?;
             result = simulate(&round)?;
             reports = round.workload.reports(&result.observations);
@@ -225,7 +233,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
         TextOrJson::Text => text_report(&result, &reports),
     };
-    crate::stdout::print(&text)
+    crate::stdout::print(&text)?;
+    if stop.load(Ordering::SeqCst) {
+        eprintln!(
+            "lbsim: interrupted: the report covers {:.6} s of simulated time (of {:.6} s asked for)",
+            result.sim_time_ns as f64 / 1e9,
+            cfg.duration_ns as f64 / 1e9
+        );
+        std::process::exit(130);
+    }
+    Ok(())
 }
 
 fn first_line(text: &str) -> String {
