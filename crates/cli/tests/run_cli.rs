@@ -581,7 +581,7 @@ fn a_costly_ipi_is_not_taken_for_a_starved_task() {
 #[test]
 fn ctrl_c_prints_the_partial_report_and_exits_130() {
     use std::process::Stdio;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lbsim"))
+    let child = Command::new(env!("CARGO_BIN_EXE_lbsim"))
         .args([
             "run",
             "--topology",
