@@ -151,6 +151,7 @@ impl Case {
             seed: self.seed,
             check,
             cgroups: self.cgroups.clone(),
+            autogroups: Vec::new(),
         }
     }
 
