@@ -258,7 +258,7 @@ impl<B: Balancer> Core<B> {
         self.run_of.insert(id, idx);
         if let Some(tr) = &mut self.trace {
             let t = &self.tasks[id];
-            tr.add_task(&t.name, t.nice);
+            tr.add_task_in(&t.name, t.nice, tg_path(self.tg_tree.as_deref(), t.tg));
         }
         idx
     }
@@ -270,7 +270,7 @@ impl<B: Balancer> Core<B> {
         let mut tr = crate::trace::Trace::new(self.rqs.len() as u32);
         for r in &self.runs {
             let t = &self.tasks[r.id];
-            tr.add_task(&t.name, t.nice);
+            tr.add_task_in(&t.name, t.nice, tg_path(self.tg_tree.as_deref(), t.tg));
         }
         self.trace = Some(tr);
         if let Some(lt) = self.balancer.trace() {
@@ -485,6 +485,12 @@ impl<B: Balancer> Core<B> {
         };
         self.cpus[cpu.index()].resched = Some(self.fx.at(at, Ev::Resched { cpu: cpu.0 }));
     }
+}
+
+/// Task group `tg`'s path as `task_group_path()` prints it, `None` for the root group.
+fn tg_path(tree: Option<&lbsim_rq::TaskGroupTree>, tg: u32) -> Option<&str> {
+    tree.filter(|_| tg != 0)
+        .map(|t| t.paths[tg as usize].as_str())
 }
 
 /// The run's task-group tree: the declared groups (`SimConfig::cgroups`), those the
