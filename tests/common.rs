@@ -27,6 +27,7 @@ pub fn config(machine: &str, workloads: &[&str], duration_ms: u64, seed: u64) ->
         seed,
         check: true,
         cgroups: Vec::new(),
+        autogroups: Vec::new(),
     }
 }
 

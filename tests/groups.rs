@@ -111,3 +111,126 @@ fn nested_groups_hold_every_invariant_under_mixed_workloads() {
         }
     }
 }
+
+/// Runs `workloads` on `machine` for `ms`, checks on, with `sched_autogroup_enabled` as given
+/// and the autogroup nices `nices` (session, nice).
+fn run_sessions(
+    machine: &str,
+    workloads: &[&str],
+    autogroup: bool,
+    nices: &[(u32, i32)],
+    ms: u64,
+) -> RunResult {
+    let mut cfg = config(machine, workloads, ms, 1);
+    cfg.tunables
+        .set("sched_autogroup_enabled", if autogroup { "1" } else { "0" })
+        .expect("a registered sysctl");
+    cfg.autogroups = nices.to_vec();
+    run_kernel(cfg)
+}
+
+#[test]
+fn two_autogroup_sessions_split_two_cpus_half_and_half() {
+    // Sessions 1 (one busy task) and 2 (eight), autogroup on (the default): each session's
+    // tasks run in its autogroup, tg->shares 1024 each. On the CPU where session 1's task
+    // runs its group entity weighs 1024 (all of its group's load is there), so the balancer
+    // sees that CPU's root load at 1024 + 1024 * k/8 with k of session 2's tasks beside it,
+    // and the other CPU's at 1024 * (8 - k)/8: it balances at k = 0, one CPU per session.
+    let r = run_sessions(
+        "2",
+        &["busy:threads=1,session=1", "busy:threads=8,session=2"],
+        true,
+        &[],
+        10_000,
+    );
+    let (a, b) = (runtime(&r, 0..1), runtime(&r, 1..9));
+    let share_a = a as f64 / (a + b) as f64;
+    eprintln!(
+        "session 1: {a} ns, session 2: {b} ns: session 1's share {share_a:.4}; migrations {}",
+        r.migrations
+    );
+    assert!(
+        (share_a - 0.5).abs() < 0.05,
+        "session 1's share {share_a:.4}"
+    );
+    assert!(a + b > 2 * 9_900_000_000, "busy {} ns", a + b);
+    // Reports name the autogroups as /proc/PID/autogroup does; the tasks' cgroup is the root.
+    assert!(
+        r.tasks[..1]
+            .iter()
+            .all(|t| t.autogroup.as_deref() == Some("/autogroup-1"))
+    );
+    assert!(
+        r.tasks[1..]
+            .iter()
+            .all(|t| t.autogroup.as_deref() == Some("/autogroup-2"))
+    );
+    assert!(r.tasks.iter().all(|t| t.cgroup.is_none()));
+    let groups: Vec<(&str, usize, u64)> = r
+        .task_groups
+        .iter()
+        .map(|g| (g.cgroup.as_str(), g.tasks, g.runtime_ns))
+        .collect();
+    assert_eq!(groups, vec![("/autogroup-1", 1, a), ("/autogroup-2", 8, b)]);
+}
+
+#[test]
+fn with_autogroup_off_nine_tasks_share_two_cpus_equally() {
+    // The same sessions with `sched_autogroup_enabled=0`: every task is in the root group
+    // (no task group at all), so the nine share the machine as nine tasks: 2/9 of a CPU each,
+    // session 1's one task a ninth of the machine.
+    let r = run_sessions(
+        "2",
+        &["busy:threads=1,session=1", "busy:threads=8,session=2"],
+        false,
+        &[],
+        10_000,
+    );
+    let total: u64 = runtime(&r, 0..9);
+    let shares: Vec<f64> = r
+        .tasks
+        .iter()
+        .map(|t| t.runtime_ns as f64 / total as f64)
+        .collect();
+    eprintln!("shares {shares:.4?}; migrations {}", r.migrations);
+    for (i, s) in shares.iter().enumerate() {
+        assert!((s - 1.0 / 9.0).abs() < 0.02, "task {i}'s share {s:.4}");
+    }
+    assert!(total > 2 * 9_900_000_000, "busy {total} ns");
+    assert!(r.task_groups.is_empty());
+    assert!(
+        r.tasks
+            .iter()
+            .all(|t| t.autogroup.is_none() && t.cgroup.is_none())
+    );
+}
+
+#[test]
+fn an_autogroups_nice_sets_its_shares_and_a_cgroup_keeps_its_tasks_out_of_it() {
+    // One CPU: session 1 at nice 0 (1024) against session 2 at nice 5 (335): 1024/1359 of the
+    // CPU. Session 3's task is in cgroup /c, so task_wants_autogroup() keeps it out of its
+    // autogroup (its group is /c, weight 100 = 1024): the three groups split 1024:335:1024.
+    let r = run_sessions(
+        "1",
+        &[
+            "busy:threads=1,session=1",
+            "busy:threads=2,session=2",
+            "busy:threads=1,session=3,cgroup=/c",
+        ],
+        true,
+        &[(2, 5), (1, 0)],
+        4_000,
+    );
+    let (a, b, c) = (runtime(&r, 0..1), runtime(&r, 1..3), runtime(&r, 3..4));
+    let total = (a + b + c) as f64;
+    let (sa, sb, sc) = (a as f64 / total, b as f64 / total, c as f64 / total);
+    eprintln!("shares {sa:.4} {sb:.4} {sc:.4}");
+    let w = 1024.0 + 335.0 + 1024.0;
+    assert!((sa - 1024.0 / w).abs() < 0.02, "{sa:.4}");
+    assert!((sb - 335.0 / w).abs() < 0.02, "{sb:.4}");
+    assert!((sc - 1024.0 / w).abs() < 0.02, "{sc:.4}");
+    assert_eq!(r.tasks[3].cgroup.as_deref(), Some("/c"));
+    assert_eq!(r.tasks[3].autogroup, None);
+    let names: Vec<&str> = r.task_groups.iter().map(|g| g.cgroup.as_str()).collect();
+    assert_eq!(names, ["/autogroup-1", "/autogroup-2", "/c"]);
+}

@@ -151,6 +151,7 @@ impl Case {
             seed: self.seed,
             check,
             cgroups: self.cgroups.clone(),
+            autogroups: Vec::new(),
         }
     }
 
@@ -392,7 +393,7 @@ fn case() -> impl Strategy<Value = Case> {
 /// Puts a third of the cases' workloads into a random hierarchy of task groups, drawn from
 /// the case's seed (so that the other draws, and with them the cases without groups, stay
 /// as they were): two or three groups, one possibly nested in another, weights 1..10000,
-/// each workload in a group or left in the root. Task groups need the EEVDF pick, so cases
+/// each workload in a group or left in the root, where it may be in an autogroup. Task groups need the EEVDF pick, so cases
 /// on the legacy CFS pick (`sched_policy=cfs`, profiles before 6.6) keep none.
 fn with_task_groups(case: &mut Case) {
     let cfs = case.features.iter().any(|f| f == "sched_policy=cfs")
@@ -422,10 +423,21 @@ fn with_task_groups(case: &mut Case) {
         let weight = [1, 50, 100, 100, 300, 10_000][next(6) as usize];
         case.cgroups.push((p.clone(), weight));
     }
-    for w in &mut case.workloads {
+    let mut in_root = Vec::new();
+    for (i, w) in case.workloads.iter_mut().enumerate() {
         let k = next(paths.len() as u64 + 1) as usize;
-        if let Some(p) = paths.get(k) {
-            w.push_str(&format!(",cgroup={p}"));
+        match paths.get(k) {
+            Some(p) => w.push_str(&format!(",cgroup={p}")),
+            None => in_root.push(i),
+        }
+    }
+    // Drawn after the groups, so the draws above are as before: a workload left in the root
+    // cgroup is in session 0 (init's: the root group), 1 or 2 (an autogroup each, with
+    // sched_autogroup_enabled at its default).
+    for i in in_root {
+        let session = next(3);
+        if session != 0 {
+            case.workloads[i].push_str(&format!(",session={session}"));
         }
     }
 }
@@ -469,6 +481,8 @@ struct Totals {
     cases: u64,
     /// Cases whose workloads run in task groups.
     cases_with_groups: u64,
+    /// Cases with a workload in an autogroup (`session=N`).
+    cases_with_autogroups: u64,
     engine: EngineCounts,
     balancer: CheckCounts,
     /// Cases with the feature on, and the counter of the situation it rules on.
@@ -523,6 +537,7 @@ fn check_case(case: &Case, t: &mut Totals) -> Result<(), String> {
     }
     t.cases += 1;
     t.cases_with_groups += u64::from(!case.cgroups.is_empty());
+    t.cases_with_autogroups += u64::from(case.workloads.iter().any(|w| w.contains(",session=")));
     t.engine.add(&checks.engine);
     t.balancer.add(&b);
     if case.enabled(LbFeat::LbUtilSkipSingle) {
@@ -792,6 +807,7 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
         ),
         // Task groups: some cases run their workloads in a random hierarchy.
         ("cases with task groups", t.cases_with_groups),
+        ("cases with autogroups", t.cases_with_autogroups),
         // 8: tasks wait and then run.
         ("waits that ended in a run", e.waits),
         // Active balance happens.

@@ -34,6 +34,30 @@ pub struct Scenario {
     pub kernel: Option<String>,
     /// Declared task groups, (path, `cpu.weight`) (`--cgroup`, scenario `[cgroups]`).
     pub cgroups: Vec<(String, u64)>,
+    /// Autogroup nices, (session, nice) (`--autogroup`, scenario `[autogroups]`).
+    pub autogroups: Vec<(u32, i32)>,
+}
+
+/// One `--autogroup N:nice=V`: session N's autogroup has nice V (lbsim's syntax for what
+/// `echo V > /proc/PID/autogroup` does for a task of that session;
+/// `proc_sched_autogroup_set_nice()`).
+///
+/// # Errors
+/// One line naming the flag: a session that is not a number >= 1, an unknown key, a nice out
+/// of `-20..=19`.
+pub fn parse_autogroup_flag(arg: &str) -> anyhow::Result<(u32, i32)> {
+    let shape = || anyhow!("--autogroup `{arg}`: expected SESSION:nice=N (like 2:nice=5)");
+    let (id, rest) = arg.split_once(':').ok_or_else(shape)?;
+    let id: u32 = id.trim().parse().map_err(|_| shape())?;
+    let nice = match rest.trim().split_once('=') {
+        Some(("nice", v)) => v
+            .trim()
+            .parse::<i32>()
+            .map_err(|_| anyhow!("--autogroup `{arg}`: nice must be an integer in -20..=19"))?,
+        _ => return Err(shape()),
+    };
+    lbsim_rq::group::autogroup_shares(id, nice).map_err(|e| anyhow!("--autogroup `{arg}`: {e}"))?;
+    Ok((id, nice))
 }
 
 /// One `--cgroup PATH:weight=N` (or `PATH` alone, weight 100): the group's path and its
@@ -202,6 +226,7 @@ impl Scenario {
                 seed: 0,
                 check: false,
                 cgroups: self.cgroups.clone(),
+                autogroups: self.autogroups.clone(),
             },
         })
     }
@@ -255,6 +280,8 @@ pub struct RunInputs {
     pub kernel: Option<String>,
     /// `--cgroup` (added to the file's `[cgroups]`; a later declaration of a path wins).
     pub cgroups: Vec<String>,
+    /// `--autogroup` (added to the file's `[autogroups]`; a later nice for a session wins).
+    pub autogroups: Vec<String>,
 }
 
 impl RunInputs {
@@ -298,6 +325,10 @@ impl RunInputs {
         for c in &self.cgroups {
             cgroups.push(parse_cgroup_flag(c)?);
         }
+        let mut autogroups = file.autogroups;
+        for a in &self.autogroups {
+            autogroups.push(parse_autogroup_flag(a)?);
+        }
         Ok((
             Scenario {
                 topology,
@@ -308,6 +339,7 @@ impl RunInputs {
                 budget: self.budget,
                 kernel: self.kernel.clone().or(file.kernel),
                 cgroups,
+                autogroups,
             },
             self.seed.or(file.seed).unwrap_or(1),
         ))
@@ -315,7 +347,7 @@ impl RunInputs {
 }
 
 /// The keys a scenario file may hold, in the order `lbsim` documents them.
-pub const FILE_KEYS: [&str; 13] = [
+pub const FILE_KEYS: [&str; 14] = [
     "description",
     "topology",
     "kernel",
@@ -324,6 +356,7 @@ pub const FILE_KEYS: [&str; 13] = [
     "features",
     "tunables",
     "cgroups",
+    "autogroups",
     "seed",
     "runs",
     "base",
@@ -351,6 +384,9 @@ pub const FILE_KEYS: [&str; 13] = [
 ///
 /// [cgroups]                           # --cgroup PATH:weight=N
 /// "/a/b" = { weight = 300 }
+///
+/// [autogroups]                        # --autogroup SESSION:nice=N
+/// 2 = { nice = 5 }
 /// ```
 ///
 /// Relative paths (a topology file, `rtapp:FILE.json`) are taken relative to the scenario
@@ -385,6 +421,8 @@ pub struct ScenarioFile {
     pub vary: Vec<String>,
     /// `[cgroups]`: task groups, (path, `cpu.weight`).
     pub cgroups: Vec<(String, u64)>,
+    /// `[autogroups]`: autogroup nices, (session, nice).
+    pub autogroups: Vec<(u32, i32)>,
 }
 
 /// The TOML type of a value, for error messages.
@@ -578,6 +616,35 @@ impl ScenarioFile {
                         }
                         check_cgroup(path, weight).map_err(|e| err(&k, e.to_string()))?;
                         out.cgroups.push((path.clone(), weight));
+                    }
+                }
+                "autogroups" => {
+                    let t = v
+                        .as_table()
+                        .ok_or_else(|| expected(key, "a table of SESSION = { nice = N }", v))?;
+                    for (session, value) in t {
+                        let k = format!("{key}.{session}");
+                        let id: u32 = session.parse().map_err(|_| {
+                            err(&k, "the key must be a session number (1..)".to_owned())
+                        })?;
+                        let g = value
+                            .as_table()
+                            .ok_or_else(|| expected(&k, "a table { nice = N }", value))?;
+                        let mut nice = 0;
+                        for (name, n) in g {
+                            if name != "nice" {
+                                return Err(err(&k, format!("unknown key `{name}` (valid: nice)")));
+                            }
+                            nice = n
+                                .as_integer()
+                                .and_then(|i| i32::try_from(i).ok())
+                                .ok_or_else(|| {
+                                    expected(&format!("{k}.nice"), "an integer in -20..=19", n)
+                                })?;
+                        }
+                        lbsim_rq::group::autogroup_shares(id, nice)
+                            .map_err(|e| err(&k, e.to_string()))?;
+                        out.autogroups.push((id, nice));
                     }
                 }
                 "seed" => {

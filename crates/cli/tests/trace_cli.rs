@@ -393,3 +393,78 @@ fn the_protobuf_decodes_against_perfettos_proto_with_the_runs_event_counts() {
         "util, runnable and load per sample"
     );
 }
+
+#[test]
+fn the_protobuf_lists_each_task_groups_tasks_under_a_process_named_by_the_group() {
+    let pb = scratch("groups.pftrace");
+    let out = lbsim(&[
+        "run",
+        "--topology",
+        "2",
+        "--workload",
+        "busy:threads=2,cgroup=/A",
+        "--workload",
+        "busy:threads=1,session=1",
+        "--workload",
+        "busy:threads=1",
+        "--duration",
+        "20ms",
+        "--trace",
+        pb.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = trace_descriptor()
+        .parse_from_bytes(&std::fs::read(&pb).unwrap())
+        .expect("a valid Trace");
+    no_unknown_fields(&*trace, "Trace");
+    let packets: Vec<_> = set_fields(&*trace)
+        .into_iter()
+        .map(|(_, v)| v.to_message().unwrap())
+        .collect();
+    let tree = get(&*packets[1], "process_tree")
+        .unwrap()
+        .to_message()
+        .unwrap();
+    let mut names: BTreeMap<u64, String> = BTreeMap::new();
+    let mut tgid_of: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut threads: Vec<(u64, String, u64)> = Vec::new();
+    for (f, v) in set_fields(&*tree) {
+        let m = v.to_message().unwrap();
+        match f.name() {
+            "processes" => {
+                let pid = as_u64(get(&*m, "pid").unwrap());
+                let cmd = get(&*m, "cmdline").unwrap().to_str().unwrap().to_owned();
+                names.insert(pid, cmd);
+            }
+            "threads" => threads.push((
+                as_u64(get(&*m, "tid").unwrap()),
+                get(&*m, "name").unwrap().to_str().unwrap().to_owned(),
+                as_u64(get(&*m, "tgid").unwrap()),
+            )),
+            other => panic!("{other}"),
+        }
+    }
+    for (tid, name, tgid) in &threads {
+        let process = names
+            .get(tgid)
+            .unwrap_or_else(|| panic!("{tid}: no process {tgid}"));
+        tgid_of.entry(process.clone()).or_default().push(*tid);
+        if !process.starts_with('/') {
+            // A task of the root group is a process of its own.
+            assert_eq!((tid, name), (tgid, process));
+        }
+    }
+    assert_eq!(tgid_of["/A"].len(), 2, "{tgid_of:?}");
+    assert_eq!(tgid_of["/autogroup-1"].len(), 1, "{tgid_of:?}");
+    // Two kernel threads, the root group's busy task, and nothing else outside a group.
+    let own: usize = tgid_of
+        .iter()
+        .filter(|(p, _)| !p.starts_with('/'))
+        .map(|(_, t)| t.len())
+        .sum();
+    assert_eq!(own, 3, "{tgid_of:?}");
+}

@@ -41,6 +41,10 @@ pub struct SimConfig {
     /// scenario `[cgroups]`). A group a workload names (`cgroup=`) but no entry declares has
     /// weight 100; with neither, the run has no task groups at all.
     pub cgroups: Vec<(String, u64)>,
+    /// Autogroup nices: (session, nice) (`--autogroup N:nice=V`, scenario `[autogroups]`;
+    /// lbsim's syntax for `echo V > /proc/PID/autogroup` by a task of session N). A session
+    /// without one has nice 0; a later entry for a session wins.
+    pub autogroups: Vec<(u32, i32)>,
 }
 
 /// Why a run could not complete.

@@ -273,7 +273,7 @@ impl<B: Balancer> Core<B> {
         self.run_of.insert(id, idx);
         if let Some(tr) = &mut self.trace {
             let t = &self.tasks[id];
-            tr.add_task(&t.name, t.nice);
+            tr.add_task_in(&t.name, t.nice, tg_path(self.tg_tree.as_deref(), t.tg));
         }
         idx
     }
@@ -285,7 +285,7 @@ impl<B: Balancer> Core<B> {
         let mut tr = crate::trace::Trace::new(self.rqs.len() as u32);
         for r in &self.runs {
             let t = &self.tasks[r.id];
-            tr.add_task(&t.name, t.nice);
+            tr.add_task_in(&t.name, t.nice, tg_path(self.tg_tree.as_deref(), t.tg));
         }
         self.trace = Some(tr);
         self.trace_keep = true;
@@ -503,33 +503,64 @@ impl<B: Balancer> Core<B> {
     }
 }
 
-/// The run's task-group tree: the declared groups (`SimConfig::cgroups`) and those the
-/// workload's tasks name, or `None` if there are none (the flat hierarchy of a run without
-/// groups). Task groups need the EEVDF pick (lbsim models no legacy CFS hierarchy).
+/// Task group `tg`'s path as `task_group_path()` prints it, `None` for the root group.
+fn tg_path(tree: Option<&lbsim_rq::TaskGroupTree>, tg: u32) -> Option<&str> {
+    tree.filter(|_| tg != 0)
+        .map(|t| t.paths[tg as usize].as_str())
+}
+
+/// The run's task-group tree: the declared groups (`SimConfig::cgroups`), those the
+/// workload's tasks name, and, with `sched_autogroup_enabled`, the autogroup of each session
+/// (`session=N`, N >= 1) that has a task in the root cgroup (nice from
+/// `SimConfig::autogroups`, else 0); or `None` if there are none (the flat hierarchy of a run
+/// without groups). Task groups need the EEVDF pick (lbsim models no legacy CFS hierarchy).
 fn build_task_groups(
     cfg: &SimConfig,
     params: &lbsim_rq::SchedParams,
 ) -> Result<Option<Arc<lbsim_rq::TaskGroupTree>>, SimError> {
-    let named = cfg
-        .workload
-        .tasks
-        .iter()
-        .chain(cfg.workload.templates.iter())
-        .filter_map(|t| t.cgroup.as_deref());
+    let specs = || {
+        cfg.workload
+            .tasks
+            .iter()
+            .chain(cfg.workload.templates.iter())
+    };
     let mut tree = lbsim_rq::TaskGroupTree::default();
     let bad = |e: lbsim_rq::TaskGroupError| SimError::Cgroup(e.to_string());
     for (path, weight) in &cfg.cgroups {
         tree.declare(path, *weight).map_err(bad)?;
     }
-    for path in named {
+    for path in specs().filter_map(|t| t.cgroup.as_deref()) {
         tree.get_or_insert(path).map_err(bad)?;
+    }
+    for &(id, nice) in &cfg.autogroups {
+        // A nice for a session that never gets an autogroup is still checked.
+        lbsim_rq::group::autogroup_shares(id, nice).map_err(bad)?;
+    }
+    if cfg.tunables.sched_autogroup_enabled {
+        for t in specs() {
+            let (Some(id), None) = (t.session.filter(|&s| s != 0), t.cgroup.as_deref()) else {
+                continue;
+            };
+            // autogroup_task_group(): only a task in the root cgroup runs in its autogroup.
+            if tree.find_autogroup(id).is_none() {
+                let nice = cfg
+                    .autogroups
+                    .iter()
+                    .rev()
+                    .find(|(s, _)| *s == id)
+                    .map_or(0, |&(_, n)| n);
+                tree.autogroup_create(id, nice).map_err(bad)?;
+            }
+        }
     }
     if tree.is_empty() {
         return Ok(None);
     }
     if params.pick == lbsim_rq::FairPick::Cfs {
         return Err(SimError::Cgroup(
-            "task groups need the EEVDF pick (sched_policy=eevdf)".to_string(),
+            "task groups (cgroups, or autogroups of sessions) need the EEVDF pick \
+             (sched_policy=eevdf); sched_autogroup_enabled=0 leaves sessions in the root group"
+                .to_string(),
         ));
     }
     Ok(Some(Arc::new(tree)))

@@ -79,7 +79,12 @@ impl<B: Balancer> Core<B> {
                 cgroup: self
                     .tg_tree
                     .as_ref()
-                    .filter(|_| t.tg != 0)
+                    .filter(|tree| t.tg != 0 && tree.autogroup[t.tg as usize].is_none())
+                    .map(|tree| tree.paths[t.tg as usize].clone()),
+                autogroup: self
+                    .tg_tree
+                    .as_ref()
+                    .filter(|tree| tree.autogroup[t.tg as usize].is_some())
                     .map(|tree| tree.paths[t.tg as usize].clone()),
             });
         }
@@ -112,18 +117,28 @@ impl<B: Balancer> Core<B> {
             });
         }
         let mut task_groups: Vec<TaskGroupShare> = Vec::new();
-        if tasks.iter().any(|t| t.cgroup.is_some()) {
+        // A task's group as task_group_path() names it: its cgroup, or its autogroup.
+        let tg_path = |t: &TaskResult| -> String {
+            t.cgroup
+                .clone()
+                .or_else(|| t.autogroup.clone())
+                .unwrap_or_else(|| "/".to_owned())
+        };
+        if tasks
+            .iter()
+            .any(|t| t.cgroup.is_some() || t.autogroup.is_some())
+        {
             let total: u64 = tasks.iter().map(|t| t.runtime_ns).sum();
-            let mut paths: Vec<&str> = tasks
-                .iter()
-                .map(|t| t.cgroup.as_deref().unwrap_or("/"))
-                .collect();
+            let names: Vec<String> = tasks.iter().map(tg_path).collect();
+            let mut paths: Vec<&str> = names.iter().map(String::as_str).collect();
             paths.sort_unstable();
             paths.dedup();
             for p in paths {
                 let of: Vec<&TaskResult> = tasks
                     .iter()
-                    .filter(|t| t.cgroup.as_deref().unwrap_or("/") == p)
+                    .zip(&names)
+                    .filter(|(_, n)| n.as_str() == p)
+                    .map(|(t, _)| t)
                     .collect();
                 let runtime_ns: u64 = of.iter().map(|t| t.runtime_ns).sum();
                 task_groups.push(TaskGroupShare {

@@ -73,8 +73,21 @@ impl<B: Balancer> Core<B> {
             task.se.slice = slice;
             task.se.custom_slice = true;
         }
-        if let (Some(tree), Some(path)) = (&self.tg_tree, spec.cgroup.as_deref()) {
-            task.tg = tree.find(path).expect("every named cgroup is in the tree");
+        if let Some(tree) = &self.tg_tree {
+            // sched_fork() -> sched_cgroup_fork(): the cgroup's group, or the session's
+            // autogroup (sched_get_task_group() -> autogroup_task_group()).
+            let tg = spec.cgroup.as_deref().map_or(0, |path| {
+                tree.find(path).expect("every named cgroup is in the tree")
+            });
+            let ag = spec
+                .session
+                .filter(|&s| s != 0)
+                .and_then(|s| tree.find_autogroup(s));
+            task.tg = lbsim_rq::group::autogroup_task_group(
+                self.cfg.tunables.sched_autogroup_enabled,
+                tg,
+                ag,
+            );
         }
         let id = self.tasks.insert(task);
         let program = Box::new(spec.start(wref));

@@ -41,16 +41,23 @@ pub struct TaskResult {
     pub nr_migrations: u64,
     /// Voluntary plus involuntary context switches.
     pub nr_switches: u64,
-    /// Its task group's cgroup path (`cgroup=`), `None` in the root group.
+    /// Its task group's cgroup path (`cgroup=`), `None` in the root cgroup.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<String>,
+    /// The autogroup it runs in (`session=N` in the root cgroup with
+    /// `sched_autogroup_enabled`): `/autogroup-N`, as `/proc/PID/autogroup` names it; `None`
+    /// otherwise (its cgroup's group, or the root).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub autogroup: Option<String>,
 }
 
 /// The CPU time of one task group's tasks (`cpu.stat`'s `usage_usec` of a cgroup, summed
 /// from its tasks; nested groups' tasks count in their own group only).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct TaskGroupShare {
-    /// The cgroup path; `/` for the root group's tasks.
+    /// The task group's path as the kernel's sched debug files print it
+    /// (`task_group_path()`): the cgroup path, `/autogroup-N` for an autogroup, `/` for the
+    /// root group's tasks.
     pub cgroup: String,
     /// Workload tasks in it.
     pub tasks: usize,

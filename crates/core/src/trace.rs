@@ -27,6 +27,12 @@
 //!   load_balance() pass that got past should_we_balance(), with the groups it compared, the
 //!   imbalance, the source CPU and the outcome (see [`lbsim_balance::trace`]).
 //!
+//! Task groups: the Perfetto trace shows each task group's tasks as the threads of one
+//! process named by the group's path (`/a/b`, `/autogroup-N`). The ftrace text shows no
+//! group: none of these tracepoints prints one (`sched_switch` records comm, pid, prio and
+//! state; the cgroup-aware events of the kernel are cgroup's own, `cgroup_attach_task` and
+//! friends, which fire when a task moves, and lbsim moves no task between groups).
+//!
 //! Pids are lbsim's task numbers: the order the tasks were created in, from 1. Timestamps are
 //! simulated time in ns; a balancer record carries its pass's own clock (the time plus the
 //! work done so far), so it can follow the switch it caused.
@@ -164,6 +170,10 @@ pub struct TraceTask {
     pub comm: String,
     /// `prio` as the tracepoints print it: 120 + nice for a fair task.
     pub prio: i32,
+    /// Its task group as `task_group_path()` names it (`/a/b`, `/autogroup-N`), `None` in
+    /// the root group. Only the Perfetto trace shows it: no sched tracepoint prints a
+    /// task's cgroup, so the ftrace text does not either.
+    pub group: Option<String>,
 }
 
 /// A run's trace.
@@ -186,8 +196,13 @@ impl Trace {
         }
     }
 
-    /// Registers a task; returns its pid.
+    /// Registers a task in the root group; returns its pid.
     pub fn add_task(&mut self, name: &str, nice: i32) -> u32 {
+        self.add_task_in(name, nice, None)
+    }
+
+    /// Registers a task of task group `group` (`None`: the root group); returns its pid.
+    pub fn add_task_in(&mut self, name: &str, nice: i32, group: Option<&str>) -> u32 {
         let comm: String = name
             .chars()
             .map(|c| if c.is_whitespace() { '_' } else { c })
@@ -195,6 +210,7 @@ impl Trace {
         self.tasks.push(TraceTask {
             comm,
             prio: 120 + nice,
+            group: group.map(str::to_owned),
         });
         self.tasks.len() as u32
     }
@@ -423,7 +439,10 @@ const BUNDLE_EVENTS: usize = 1024;
 impl Trace {
     /// Writes the trace as a Perfetto protobuf trace (`Trace { repeated TracePacket }`): a
     /// `SystemInfo` (Linux 6.12, so that `prev_state` is decoded with the modern layout), a
-    /// `ProcessTree` naming every task, then per CPU `FtraceEventBundle`s of `sched_switch`,
+    /// `ProcessTree` naming every task (a task of the root group is a process of its own; the
+    /// tasks of each other task group are the threads of one process per group, pids after
+    /// the tasks', named by the group's path, so that Perfetto lists them together under
+    /// it), then per CPU `FtraceEventBundle`s of `sched_switch`,
     /// `sched_waking`, `sched_wakeup`, `sched_process_fork`, `sched_wakeup_new`,
     /// `sched_migrate_task` and `sched_process_exit` events in time order. Perfetto builds CPU
     /// tracks and thread states from the switches and wakings (it keeps the others as raw
@@ -458,17 +477,40 @@ impl Trace {
         // ProcessTree (field 2): one process per task (pid 1, ppid 2, cmdline 3) and its
         // thread (tid 1, name 2, tgid 3).
         let mut tree = Vec::new();
-        for (i, t) in self.tasks.iter().enumerate() {
-            let pid = i as u64 + 1;
+        let process = |tree: &mut Vec<u8>, pid: u64, cmdline: &[u8]| {
             let mut pr = Vec::new();
             pb::uint(&mut pr, 1, pid);
             pb::uint(&mut pr, 2, 0);
-            pb::bytes(&mut pr, 3, t.comm.as_bytes());
-            pb::bytes(&mut tree, 1, &pr);
+            pb::bytes(&mut pr, 3, cmdline);
+            pb::bytes(tree, 1, &pr);
+        };
+        // Each task group's process, in the order of its first task.
+        let mut groups: Vec<&str> = Vec::new();
+        for g in self.tasks.iter().filter_map(|t| t.group.as_deref()) {
+            if !groups.contains(&g) {
+                groups.push(g);
+            }
+        }
+        let group_pid = |g: &str| {
+            let k = groups.iter().position(|x| *x == g).expect("listed");
+            (self.tasks.len() + 1 + k) as u64
+        };
+        for g in &groups {
+            process(&mut tree, group_pid(g), g.as_bytes());
+        }
+        for (i, t) in self.tasks.iter().enumerate() {
+            let pid = i as u64 + 1;
+            let tgid = match t.group.as_deref() {
+                Some(g) => group_pid(g),
+                None => {
+                    process(&mut tree, pid, t.comm.as_bytes());
+                    pid
+                }
+            };
             let mut th = Vec::new();
             pb::uint(&mut th, 1, pid);
             pb::bytes(&mut th, 2, t.comm.as_bytes());
-            pb::uint(&mut th, 3, pid);
+            pb::uint(&mut th, 3, tgid);
             pb::bytes(&mut tree, 2, &th);
         }
         let mut tp = Vec::new();

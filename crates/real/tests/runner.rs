@@ -44,6 +44,7 @@ fn task(name: &str, events: Vec<Event>) -> TaskSpec {
         part: 0,
         spawned: false,
         cgroup: None,
+        session: None,
         program: Arc::new(Program {
             phases: vec![Phase::once("main", events)],
             loops: Loops::Count(1),

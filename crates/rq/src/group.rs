@@ -9,6 +9,9 @@
 //! `cfs_rq_is_decayed()`. The hierarchy walks themselves (`enqueue_task_fair()`,
 //! `dequeue_entities()`, `pick_task_fair()`, ...) are in `rq/hier.rs`.
 //!
+//! Autogroups ([`autogroup`]) are groups of the same tree, children of the root, flagged
+//! with their session and nice; a cgroup path never names one.
+//!
 //! The state follows the kernel's split: the [`TaskGroup`]s (`tg->shares`, `tg->load_avg`)
 //! are shared by every CPU's runqueue ([`SharedTaskGroups`]); each runqueue holds, per
 //! non-root group, the group entity (`tg->se[cpu]`, its exact scaled weight beside it) and
@@ -16,7 +19,7 @@
 //! the group parts). The root group is the runqueue's own `rq->cfs`.
 //!
 //! Deliberately left out: `cpu.idle` (no group is idle, so `cfs_rq_is_idle()` is false),
-//! bandwidth control (nothing is throttled), autogroup, moving a task between groups
+//! bandwidth control (nothing is throttled), moving a task between groups
 //! (`sched_move_task()`), changing `cpu.weight` during a run, the legacy CFS pick with groups.
 
 use std::cell::Cell;
@@ -33,6 +36,10 @@ use crate::entity::{EntityStore, SchedEntity, TaskId, group_se_id, se_group};
 use crate::task::Tasks;
 use crate::tunables::SchedParams;
 use crate::weights::{LoadWeight, NICE_0_LOAD, scale_load_down_scaled};
+
+pub mod autogroup;
+
+pub use autogroup::{Autogroup, autogroup_path, autogroup_shares, autogroup_task_group};
 
 /// A task-group declaration that cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -52,6 +59,14 @@ pub enum TaskGroupError {
         /// The weight given.
         weight: u64,
     },
+    /// An autogroup nice out of `-20..=19`, or a nice for session 0 (the root group).
+    #[error("autogroup {id}: nice {nice} cannot be set (sessions 1.., nice -20..=19)")]
+    BadAutogroupNice {
+        /// The session.
+        id: u32,
+        /// The nice given.
+        nice: i32,
+    },
 }
 
 /// The task groups of a run: a tree under the root group, each with its `cpu.weight`.
@@ -67,8 +82,12 @@ pub struct TaskGroupTree {
     pub depth: Vec<u32>,
     /// Each group's cgroup v2 `cpu.weight`.
     pub cpu_weight: Vec<u64>,
-    /// Each group's `tg->shares` (scaled, `sched_weight_from_cgroup()`).
+    /// Each group's `tg->shares` (scaled, `sched_weight_from_cgroup()`, or from an
+    /// autogroup's nice).
     pub shares: Vec<u64>,
+    /// Each group's `tg->autogroup`: `Some` for a session's autogroup (whose `paths` entry is
+    /// `/autogroup-N`, a name no cgroup lookup matches).
+    pub autogroup: Vec<Option<Autogroup>>,
 }
 
 impl Default for TaskGroupTree {
@@ -79,6 +98,7 @@ impl Default for TaskGroupTree {
             depth: vec![0],
             cpu_weight: vec![lbsim_pelt::CGROUP_WEIGHT_DFL],
             shares: vec![NICE_0_LOAD_SCALED],
+            autogroup: vec![None],
         }
     }
 }
@@ -97,7 +117,48 @@ impl TaskGroupTree {
     /// The index of the group at `path`, if declared.
     pub fn find(&self, path: &str) -> Option<u32> {
         let path = normalise(path)?;
-        self.paths.iter().position(|p| *p == path).map(|i| i as u32)
+        self.position(&path)
+    }
+
+    /// The cgroup (not autogroup) at normalised `path`.
+    fn position(&self, path: &str) -> Option<u32> {
+        (0..self.len())
+            .find(|&i| self.autogroup[i].is_none() && self.paths[i] == path)
+            .map(|i| i as u32)
+    }
+
+    /// The autogroup of session `id`, if created.
+    pub fn find_autogroup(&self, id: u32) -> Option<u32> {
+        (0..self.len())
+            .find(|&i| self.autogroup[i].is_some_and(|a| a.id == id))
+            .map(|i| i as u32)
+    }
+
+    /// Session `id`'s autogroup (`id` >= 1), created below the root with the shares of
+    /// `nice` if it does not exist yet. Returns its index.
+    ///
+    /// Follows autogroup.c: autogroup_create() (v6.12: `sched_create_group(&root_task_group)`,
+    /// `tg->autogroup = ag`) and, for a nice other than 0, proc_sched_autogroup_set_nice().
+    ///
+    /// # Errors
+    /// [`TaskGroupError::BadAutogroupNice`] (see [`autogroup_shares`]).
+    pub fn autogroup_create(&mut self, id: u32, nice: i32) -> Result<u32, TaskGroupError> {
+        let shares = autogroup_shares(id, nice)?;
+        if let Some(g) = self.find_autogroup(id) {
+            self.shares[g as usize] = shares;
+            self.autogroup[g as usize] = Some(Autogroup { id, nice });
+            return Ok(g);
+        }
+        let g = self.len() as u32;
+        self.paths.push(autogroup_path(id));
+        self.parent.push(0);
+        self.depth.push(1);
+        self.cpu_weight.push(lbsim_pelt::sched_weight_to_cgroup(
+            shares >> lbsim_pelt::SCHED_FIXEDPOINT_SHIFT,
+        ));
+        self.shares.push(shares);
+        self.autogroup.push(Some(Autogroup { id, nice }));
+        Ok(g)
     }
 
     /// The group at `path`, creating it and its missing ancestors with `cpu.weight` 100
@@ -114,8 +175,8 @@ impl TaskGroupTree {
         for part in norm[1..].split('/') {
             prefix.push('/');
             prefix.push_str(part);
-            parent = match self.paths.iter().position(|p| *p == prefix) {
-                Some(i) => i as u32,
+            parent = match self.position(&prefix) {
+                Some(i) => i,
                 None => {
                     let i = self.paths.len() as u32;
                     self.paths.push(prefix.clone());
@@ -123,6 +184,7 @@ impl TaskGroupTree {
                     self.depth.push(self.depth[parent as usize] + 1);
                     self.cpu_weight.push(lbsim_pelt::CGROUP_WEIGHT_DFL);
                     self.shares.push(NICE_0_LOAD_SCALED);
+                    self.autogroup.push(None);
                     i
                 }
             };

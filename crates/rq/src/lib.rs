@@ -9,7 +9,8 @@
 //! and kernel/sched/features.h of v6.1, v6.6 and v6.12. Each function names the kernel function
 //! it follows. Task groups (CONFIG_FAIR_GROUP_SCHED, cgroup v2 `cpu.weight`) are [`group`]
 //! and `rq/hier.rs`: a runqueue given a [`TaskGroupTree`] walks the hierarchy as v6.12 does;
-//! one without stays flat and runs the flat code unchanged. Deliberately left out: autogroup,
+//! one without stays flat and runs the flat code unchanged; autogroups are groups of the same
+//! tree ([`group::autogroup`]). Deliberately left out:
 //! `cpu.idle`, moving tasks between groups, task groups under the legacy CFS pick, CFS bandwidth, other
 //! scheduling classes (their PELT signals exist and stay 0), uclamp, EAS, NUMA balancing,
 //! hrtick, core scheduling, attribute changes (`DEQUEUE_SAVE`/`ENQUEUE_RESTORE`, renice).

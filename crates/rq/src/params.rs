@@ -219,6 +219,13 @@ pub const TUNABLES: &[ParamDef] = &[
         ALL_VERSIONS,
     ),
     tunable(
+        "sched_autogroup_enabled",
+        &["kernel.sched_autogroup_enabled"],
+        int(Unit::Bool, IntDefault::Value(1), 0, 1),
+        "sysctl_sched_autogroup_enabled: a task of a session (session=N) in the root cgroup runs in its session's autogroup (on, as distributions ship CONFIG_SCHED_AUTOGROUP).",
+        Origin::kernel("v2.6.38 and later (every profile)"),
+    ),
+    tunable(
         "hz",
         &[],
         Kind::Int(IntDef {

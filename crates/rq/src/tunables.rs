@@ -103,6 +103,9 @@ pub struct Tunables {
     pub migration_cost_ns: u64,
     /// `nr_migrate` (`sysctl_sched_nr_migrate`, `SCHED_NR_MIGRATE_BREAK`).
     pub nr_migrate: u32,
+    /// `sched_autogroup_enabled` (`kernel.sched_autogroup_enabled`, autogroup.c): sessions'
+    /// tasks in the root cgroup run in their autogroup.
+    pub sched_autogroup_enabled: bool,
     /// `hz` (`CONFIG_HZ`): 100, 250, 300 or 1000.
     pub hz: u32,
 }
@@ -128,6 +131,7 @@ impl Tunables {
             child_runs_first: false,
             migration_cost_ns: 0,
             nr_migrate: 0,
+            sched_autogroup_enabled: false,
             hz: 0,
         };
         for def in TUNABLES {
@@ -207,6 +211,7 @@ impl Tunables {
             "child_runs_first" => self.child_runs_first = v != 0,
             "migration_cost_ns" => self.migration_cost_ns = v,
             "nr_migrate" => self.nr_migrate = small(),
+            "sched_autogroup_enabled" => self.sched_autogroup_enabled = v != 0,
             "hz" => self.hz = small(),
             "nr_cpus" => self.nr_cpus = small(),
             _ => unreachable!("{name} is not a tunable"),
@@ -292,6 +297,7 @@ impl Params for Tunables {
             "child_runs_first" => u64::from(self.child_runs_first),
             "migration_cost_ns" => self.migration_cost_ns,
             "nr_migrate" => u64::from(self.nr_migrate),
+            "sched_autogroup_enabled" => u64::from(self.sched_autogroup_enabled),
             "hz" => u64::from(self.hz),
             "nr_cpus" => u64::from(self.nr_cpus),
             name => unreachable!("{name} is not a tunable"),

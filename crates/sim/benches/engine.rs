@@ -48,6 +48,7 @@ fn config_on(spec: &str) -> SimConfig {
         seed: 1,
         check: false,
         cgroups: Vec::new(),
+        autogroups: Vec::new(),
     }
 }
 

@@ -130,6 +130,7 @@ fn config(cell: &Cell) -> SimConfig {
         seed: 1,
         check: false,
         cgroups: Vec::new(),
+        autogroups: Vec::new(),
     }
 }
 

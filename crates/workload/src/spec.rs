@@ -46,6 +46,11 @@ pub struct TaskSpec {
     /// The cgroup v2 path of the task's task group (`cgroup=/a/b`; rt-app's `taskgroup`);
     /// `None` is the root group.
     pub cgroup: Option<String>,
+    /// The session whose autogroup the task is in (`session=N`; autogroup.c numbers each
+    /// `setsid()`'s group): `None` (or 0) is init's session, whose autogroup is the root group.
+    /// With `sched_autogroup_enabled` on, a task of session N >= 1 in the root cgroup runs in
+    /// `/autogroup-N` (`autogroup_task_group()`).
+    pub session: Option<u32>,
     /// Created by another task's [`Event::Spawn`] (its `pthread_create()`), from that task's
     /// CPU when it runs the event, rather than by the launcher at `start_ns`. The task keeps
     /// its [`TaskRef`] (its index in `spec.tasks`) either way.

@@ -884,6 +884,7 @@ fn task_with(program: Program) -> TaskSpec {
         part: 0,
         spawned: false,
         cgroup: None,
+        session: None,
         program: std::sync::Arc::new(program),
     }
 }

@@ -38,6 +38,15 @@ pub struct Args {
     /// workload's `cgroup=` names without being declared has weight 100); repeatable.
     #[arg(long = "cgroup", value_name = "PATH:weight=N")]
     pub cgroups: Vec<String>,
+    /// The nice of session N's autogroup (`2:nice=5`, -20..=19; default 0): lbsim's syntax
+    /// for `echo 5 > /proc/PID/autogroup` by a task of a workload with `session=2`;
+    /// repeatable.
+    #[arg(
+        long = "autogroup",
+        value_name = "SESSION:nice=N",
+        allow_hyphen_values = true
+    )]
+    pub autogroups: Vec<String>,
     /// Features and tunables of the base side (`NO_X,Y,imbalance_pct=125`); empty: defaults.
     #[arg(long, value_name = "FEATURES", allow_hyphen_values = true)]
     pub base: Option<String>,
@@ -168,6 +177,7 @@ struct Plan {
     budget: crate::budget::Budget,
     kernel: Option<String>,
     cgroups: Vec<(String, u64)>,
+    autogroups: Vec<(u32, i32)>,
 }
 
 fn plan(args: &Args) -> anyhow::Result<Plan> {
@@ -198,6 +208,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         budget: args.budget,
         kernel: args.kernel.clone(),
         cgroups: args.cgroups.clone(),
+        autogroups: args.autogroups.clone(),
     }
     .merge(file)?;
     let seeds = (0..u64::from(runs))
@@ -217,6 +228,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         budget: scenario.budget,
         kernel: scenario.kernel,
         cgroups: scenario.cgroups,
+        autogroups: scenario.autogroups,
         run_ns: 0,
     })
 }
@@ -239,6 +251,7 @@ fn side_config(plan: &Plan, side: &str, list: &str) -> anyhow::Result<SimConfig>
         budget: plan.budget,
         kernel: plan.kernel.clone(),
         cgroups: plan.cgroups.clone(),
+        autogroups: plan.autogroups.clone(),
     };
     Ok(scenario
         .build()

@@ -34,6 +34,15 @@ pub struct Args {
     /// workload's `cgroup=` names without being declared has weight 100); repeatable.
     #[arg(long = "cgroup", value_name = "PATH:weight=N")]
     pub cgroups: Vec<String>,
+    /// The nice of session N's autogroup (`2:nice=5`, -20..=19; default 0): lbsim's syntax
+    /// for `echo 5 > /proc/PID/autogroup` by a task of a workload with `session=2`;
+    /// repeatable.
+    #[arg(
+        long = "autogroup",
+        value_name = "SESSION:nice=N",
+        allow_hyphen_values = true
+    )]
+    pub autogroups: Vec<String>,
     /// How long to simulate (`500ms`, `2s`); a workload that ends sooner ends the run
     /// [default: as long as the workload asks (schbench's runtime, rt-app's global.duration,
     /// until pipe's or sysbench's count is done), 1s for one with no end].
@@ -117,6 +126,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         budget: args.budget,
         kernel: args.kernel.clone(),
         cgroups: args.cgroups.clone(),
+        autogroups: args.autogroups.clone(),
     }
     .resolve()?;
     let built = scenario.build()?;

@@ -363,6 +363,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             budget: args.budget,
             kernel: Some(profile_name.clone()),
             cgroups: Vec::new(),
+            autogroups: Vec::new(),
         }
         .build()
         .with_context(|| format!("scenario `{}`", p.name))?

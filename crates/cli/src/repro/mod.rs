@@ -195,6 +195,7 @@ impl Experiment {
             budget: crate::budget::Budget::default(),
             kernel: self.kernel.map(str::to_owned),
             cgroups: Vec::new(),
+            autogroups: Vec::new(),
         };
         Ok(scenario
             .build()

@@ -35,6 +35,9 @@ cost_ipi_ns = 2000
 [cgroups]
 "/a/b" = { weight = 300 }
 "/c" = {}
+
+[autogroups]
+2 = { nice = 5 }
 "#,
     )
     .unwrap();
@@ -63,6 +66,7 @@ cost_ipi_ns = 2000
             kernel: Some("5.9".to_owned()),
             vary: Vec::new(),
             cgroups: vec![("/a/b".to_owned(), 300), ("/c".to_owned(), 100)],
+            autogroups: vec![(2, 5)],
         }
     );
     // Single strings are accepted where lists are.
@@ -116,7 +120,7 @@ fn errors_name_the_file_the_key_and_what_was_expected() {
         (
             "topologie = \"hikey\"",
             "dir/s.toml: unknown key `topologie` (valid: description, topology, kernel, \
-             workloads, duration, features, tunables, cgroups, seed, runs, base, patched, vary)",
+             workloads, duration, features, tunables, cgroups, autogroups, seed, runs, base, patched, vary)",
         ),
         (
             "kernel = \"5.8\"",
@@ -311,6 +315,33 @@ fn cgroups_tables_and_flags_are_checked() {
     ] {
         let e = parse_cgroup_flag(bad).unwrap_err().to_string();
         assert!(e.starts_with(&format!("--cgroup `{bad}`")), "{e}");
+        assert!(!e.contains('\n'));
+    }
+}
+
+#[test]
+fn autogroup_tables_and_flags_are_checked() {
+    let e = error("[autogroups]\n1 = { nice = 20 }");
+    assert!(e.contains("autogroups.1") && e.contains("nice 20"), "{e}");
+    let e = error("[autogroups]\n0 = { nice = 1 }");
+    assert!(e.contains("autogroups.0"), "{e}");
+    let e = error("[autogroups]\nx = { nice = 1 }");
+    assert!(e.contains("session number"), "{e}");
+    let e = error("[autogroups]\n1 = { weight = 5 }");
+    assert!(e.contains("unknown key `weight`"), "{e}");
+    use crate::scenario::parse_autogroup_flag;
+    assert_eq!(parse_autogroup_flag("2:nice=-5").unwrap(), (2, -5));
+    assert_eq!(parse_autogroup_flag("1:nice=19").unwrap(), (1, 19));
+    for bad in [
+        "2",
+        "2:nice=20",
+        "2:nice=-21",
+        "0:nice=1",
+        "x:nice=1",
+        "2:weight=5",
+    ] {
+        let e = parse_autogroup_flag(bad).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("--autogroup `{bad}`")), "{e}");
         assert!(!e.contains('\n'));
     }
 }

@@ -265,3 +265,55 @@ fn perfetto_packets_carry_system_info_names_and_per_cpu_ftrace_bundles() {
         "common pid: the task switching out"
     );
 }
+
+#[test]
+fn perfetto_lists_a_task_groups_tasks_under_one_process() {
+    let mut t = Trace::new(1);
+    let a = t.add_task_in("a", 0, Some("/A"));
+    let r = t.add_task("r", 0);
+    let b = t.add_task_in("b", 0, Some("/autogroup-1"));
+    let c = t.add_task_in("c", 0, Some("/A"));
+    assert_eq!((a, r, b, c), (1, 2, 3, 4));
+    let mut out = Vec::new();
+    t.write_perfetto(&mut out).unwrap();
+    let packets: Vec<Vec<F>> = decode(&out)
+        .into_iter()
+        .map(|f| match f {
+            F::B(1, b) => decode(&b),
+            other => panic!("not a packet: {other:?}"),
+        })
+        .collect();
+    let tree = msg(&packets[1], 2);
+    let procs: Vec<Vec<F>> = tree
+        .iter()
+        .filter_map(|f| match f {
+            F::B(1, b) => Some(decode(b)),
+            _ => None,
+        })
+        .collect();
+    let threads: Vec<Vec<F>> = tree
+        .iter()
+        .filter_map(|f| match f {
+            F::B(2, b) => Some(decode(b)),
+            _ => None,
+        })
+        .collect();
+    // One process per group (pids after the tasks'), named by its path; the root group's
+    // task is its own process.
+    assert_eq!(
+        procs,
+        [
+            vec![F::V(1, 5), F::V(2, 0), F::B(3, b"/A".to_vec())],
+            vec![F::V(1, 6), F::V(2, 0), F::B(3, b"/autogroup-1".to_vec())],
+            vec![F::V(1, 2), F::V(2, 0), F::B(3, b"r".to_vec())],
+        ]
+    );
+    let tgids: Vec<(u64, u64)> = threads
+        .iter()
+        .map(|th| match (&th[0], &th[2]) {
+            (F::V(1, tid), F::V(3, tgid)) => (*tid, *tgid),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(tgids, [(1, 5), (2, 2), (3, 6), (4, 5)]);
+}

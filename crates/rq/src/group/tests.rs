@@ -211,3 +211,42 @@ fn blocked_group_load_decays_and_leaves_the_leaf_list() {
     assert!(!g.on_list[1], "a decayed group cfs_rq leaves the leaf list");
     assert_eq!(h.rq.cpu_load(), 0);
 }
+
+#[test]
+fn autogroups_in_the_tree() {
+    use super::autogroup::{autogroup_shares, autogroup_task_group};
+    let mut t = TaskGroupTree::default();
+    let c = t.declare("/autogroup-1", 300).unwrap();
+    // autogroup_create(): a child of the root; nice 0 is NICE_0_LOAD scaled.
+    let a = t.autogroup_create(1, 0).unwrap();
+    assert_ne!(a, c);
+    assert_eq!((t.parent[a as usize], t.depth[a as usize]), (0, 1));
+    assert_eq!(t.shares[a as usize], 1024 << 10);
+    assert_eq!(t.paths[a as usize], "/autogroup-1");
+    // A cgroup path never names an autogroup (a cgroup may be called /autogroup-1 too).
+    assert_eq!(t.find("/autogroup-1"), Some(c));
+    assert_eq!(t.find_autogroup(1), Some(a));
+    assert_eq!(t.find_autogroup(2), None);
+    assert_eq!(
+        t.get_or_insert("/autogroup-1/x")
+            .map(|g| t.parent[g as usize]),
+        Ok(c)
+    );
+    // proc_sched_autogroup_set_nice(): scale_load(sched_prio_to_weight[nice + 20]).
+    assert_eq!(autogroup_shares(1, 5), Ok(335 << 10));
+    assert_eq!(autogroup_shares(1, -20), Ok(88761 << 10));
+    assert_eq!(autogroup_shares(1, 19), Ok(15 << 10));
+    for (id, nice) in [(1, 20), (1, -21), (0, 0)] {
+        assert!(matches!(
+            autogroup_shares(id, nice),
+            Err(TaskGroupError::BadAutogroupNice { .. })
+        ));
+    }
+    let b = t.autogroup_create(2, 5).unwrap();
+    assert_eq!(t.shares[b as usize], 335 << 10);
+    // autogroup_task_group(): only a task in the root cgroup, only when enabled.
+    assert_eq!(autogroup_task_group(true, 0, Some(a)), a);
+    assert_eq!(autogroup_task_group(false, 0, Some(a)), 0);
+    assert_eq!(autogroup_task_group(true, c, Some(a)), c);
+    assert_eq!(autogroup_task_group(true, 0, None), 0);
+}

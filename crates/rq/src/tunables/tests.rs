@@ -55,6 +55,7 @@ fn tunables_display() {
         child_runs_first=0
         migration_cost_ns=500000
         nr_migrate=32
+        sched_autogroup_enabled=1
         hz=250
         nr_cpus=8
     "#]]

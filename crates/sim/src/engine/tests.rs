@@ -31,6 +31,7 @@ fn config(machine: &str, workloads: &[&str], duration_ms: u64, seed: u64) -> Sim
         seed,
         check: true,
         cgroups: Vec::new(),
+        autogroups: Vec::new(),
     }
 }
 

@@ -26,6 +26,7 @@ fn config(machine: &str, workloads: &[&str], duration_ns: u64) -> SimConfig {
         seed: 0,
         check: false,
         cgroups: Vec::new(),
+        autogroups: Vec::new(),
     }
 }
 

@@ -103,6 +103,11 @@ pub fn workloads_help() -> String {
             s.push_str(&format!("  {:width$}  {}: {}\n", k.name, k.default, k.doc));
         }
     }
+    s.push_str(
+        "every workload also takes cgroup=/a/b (its tasks' cgroup v2 task group) and session=N \
+         (its tasks' session: with sched_autogroup_enabled, a session N >= 1 in the root \
+         cgroup runs in its autogroup /autogroup-N)\n",
+    );
     s
 }
 
@@ -215,10 +220,14 @@ fn parse_workload_within(
     match workload_kind(name) {
         Some(w) => {
             let (rest, cgroup) = take_cgroup(name, rest)?;
+            let (rest, session) = take_session(name, &rest)?;
             let (mut spec, size) = w.load(&rest, arg, room)?;
-            if let Some(cg) = cgroup {
-                for t in spec.tasks.iter_mut().chain(spec.templates.iter_mut()) {
+            for t in spec.tasks.iter_mut().chain(spec.templates.iter_mut()) {
+                if let Some(cg) = &cgroup {
                     t.cgroup = Some(cg.clone());
+                }
+                if session.is_some() {
+                    t.session = session;
                 }
             }
             Ok((spec, size))
@@ -233,35 +242,58 @@ fn parse_workload_within(
 /// The key every workload takes: `cgroup=/a/b` puts all its tasks (and the tasks they fork)
 /// in that cgroup v2 task group. Removes it from `rest`; the value must be an absolute path.
 fn take_cgroup(workload: &str, rest: &str) -> Result<(String, Option<String>), WorkloadError> {
+    take_key(workload, rest, "cgroup", |v| {
+        let ok = v.starts_with('/')
+            && v.split('/').all(|c| c != "." && c != "..")
+            && v.chars().all(|c| c.is_ascii_graphic());
+        ok.then(|| v.to_string())
+            .ok_or("an absolute cgroup path like /a/b")
+    })
+}
+
+/// The other key every workload takes: `session=N` starts its tasks (and the tasks they fork)
+/// in session N, as if its launcher had called `setsid()`: with `sched_autogroup_enabled`
+/// they run in that session's autogroup (`/autogroup-N`) unless `cgroup=` moves them out of
+/// the root cgroup. `session=0` is init's session (the root group), as without the key.
+fn take_session(workload: &str, rest: &str) -> Result<(String, Option<u32>), WorkloadError> {
+    take_key(workload, rest, "session", |v| {
+        v.parse::<u32>()
+            .map_err(|_| "a session number 0..=4294967295")
+    })
+}
+
+/// Removes `key=value` from `rest`, parsing the value with `parse`; at most once.
+fn take_key<T>(
+    workload: &str,
+    rest: &str,
+    key: &str,
+    parse: impl Fn(&str) -> Result<T, &'static str>,
+) -> Result<(String, Option<T>), WorkloadError> {
     let mut kept: Vec<&str> = Vec::new();
-    let mut cgroup = None;
+    let mut found = None;
+    let prefix = format!("{key}=");
     for piece in rest.split(',') {
-        match piece.trim().strip_prefix("cgroup=") {
+        match piece.trim().strip_prefix(prefix.as_str()) {
             Some(v) => {
                 let v = v.trim();
-                let ok = v.starts_with('/')
-                    && v.split('/').all(|c| c != "." && c != "..")
-                    && v.chars().all(|c| c.is_ascii_graphic());
-                if !ok {
-                    return Err(WorkloadError::BadValue {
-                        workload: workload.to_string(),
-                        key: "cgroup".to_string(),
-                        value: v.to_string(),
-                        expected: "an absolute cgroup path like /a/b".to_string(),
-                    });
-                }
-                if cgroup.is_some() {
+                let value = parse(v).map_err(|expected| WorkloadError::BadValue {
+                    workload: workload.to_string(),
+                    key: key.to_string(),
+                    value: v.to_string(),
+                    expected: expected.to_string(),
+                })?;
+                if found.is_some() {
                     return Err(WorkloadError::DuplicateKey {
                         workload: workload.to_string(),
-                        key: "cgroup".to_string(),
+                        key: key.to_string(),
                     });
                 }
-                cgroup = Some(v.to_string());
+                found = Some(value);
             }
             None => kept.push(piece),
         }
     }
-    Ok((kept.join(","), cgroup))
+    Ok((kept.join(","), found))
 }
 
 /// Parses several `--workload` options and combines them into one run, within the default
@@ -322,6 +354,7 @@ impl Builder {
             part: 0,
             spawned: false,
             cgroup: None,
+            session: None,
             program: Arc::clone(program),
         });
         r
@@ -347,6 +380,7 @@ impl Builder {
             part: 0,
             spawned: false,
             cgroup: None,
+            session: None,
             program: Arc::clone(program),
         });
         t

@@ -149,6 +149,7 @@ fn help_lists_every_workload_and_key() {
           run      required: work per period at capacity 1024 (a bare number is us)
           period   required: the period (a bare number is us)
           nice     default 0: nice value of every thread, -20..=19
+        every workload also takes cgroup=/a/b (its tasks' cgroup v2 task group) and session=N (its tasks' session: with sched_autogroup_enabled, a session N >= 1 in the root cgroup runs in its autogroup /autogroup-N)
     "#]]
     .assert_eq(&workloads_help());
 }
@@ -262,4 +263,25 @@ fn limits_are_checked_over_the_whole_run_before_building() {
         },
         Some("the run's workloads make 4 cpusets, more than the limit of 3"),
     );
+}
+
+/// Rule: `cgroup=` and `session=` are taken off every workload's option, for all its tasks
+/// and fork templates; each at most once, `session` a number.
+#[test]
+fn every_workload_takes_cgroup_and_session() {
+    let s = parse_workload("hackbench:groups=1,fds=2,loops=1,session=3,cgroup=/a").unwrap();
+    assert!(!s.tasks.is_empty());
+    for t in s.tasks.iter().chain(s.templates.iter()) {
+        assert_eq!((t.session, t.cgroup.as_deref()), (Some(3), Some("/a")));
+    }
+    let s = parse_workload("busy:threads=2").unwrap();
+    assert!(s.tasks.iter().all(|t| t.session.is_none()));
+    for (arg, want) in [
+        ("busy:session=x", "session"),
+        ("busy:session=-1", "session"),
+        ("busy:session=1,session=2", "session"),
+    ] {
+        let e = parse_workload(arg).unwrap_err().to_string();
+        assert!(e.contains(want) && !e.contains('\n'), "{arg}: {e}");
+    }
 }

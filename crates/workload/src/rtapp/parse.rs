@@ -1115,6 +1115,7 @@ pub(crate) fn parse(
             part: 0,
             spawned: false,
             cgroup: def.taskgroup.clone(),
+            session: None,
             program: Arc::clone(&program),
         };
         for _ in 0..def.instances {
