@@ -56,6 +56,11 @@ pub struct Args {
     /// still override it [default: lbsim's v6.12 model].
     #[arg(long, value_name = "VERSION")]
     pub kernel: Option<String>,
+    /// A cost profile (`lbsim calibrate`'s TOML): its `[cost]` values replace the cost
+    /// model's defaults (after `--kernel`'s, before `--features` and `--set`, which still
+    /// override them). Replaces a scenario file's `cost`.
+    #[arg(long, value_name = "FILE")]
+    pub cost: Option<PathBuf>,
     /// Runs (seeds) per side [default: 10].
     #[arg(long, value_name = "N")]
     pub runs: Option<u32>,
@@ -168,6 +173,7 @@ struct Plan {
     budget: crate::budget::Budget,
     kernel: Option<String>,
     cgroups: Vec<(String, u64)>,
+    cost: Option<crate::scenario::CostFile>,
 }
 
 fn plan(args: &Args) -> anyhow::Result<Plan> {
@@ -198,6 +204,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         budget: args.budget,
         kernel: args.kernel.clone(),
         cgroups: args.cgroups.clone(),
+        cost: args.cost.clone(),
     }
     .merge(file)?;
     let seeds = (0..u64::from(runs))
@@ -217,6 +224,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         budget: scenario.budget,
         kernel: scenario.kernel,
         cgroups: scenario.cgroups,
+        cost: scenario.cost,
         run_ns: 0,
     })
 }
@@ -239,6 +247,7 @@ fn side_config(plan: &Plan, side: &str, list: &str) -> anyhow::Result<SimConfig>
         budget: plan.budget,
         kernel: plan.kernel.clone(),
         cgroups: plan.cgroups.clone(),
+        cost: plan.cost.clone(),
     };
     Ok(scenario
         .build()

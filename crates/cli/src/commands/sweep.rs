@@ -375,6 +375,7 @@ fn definition(args: &Args) -> anyhow::Result<(Definition, Scenario)> {
         budget: args.budget,
         kernel: args.kernel.clone(),
         cgroups: Vec::new(),
+        cost: None,
     }
     .merge(file)?;
     let seeds = (0..u64::from(runs))

@@ -43,6 +43,10 @@ pub struct Args {
     /// The kernel profile of the simulated side [default: the one nearest to `uname -r`].
     #[arg(long, value_name = "VERSION")]
     pub kernel: Option<String>,
+    /// A cost profile for the simulated side (`lbsim calibrate -o FILE`): its `[cost]`
+    /// values replace the cost model's defaults [default: lbsim's defaults].
+    #[arg(long, value_name = "FILE")]
+    pub cost: Option<std::path::PathBuf>,
     /// Run the real side even when /proc/loadavg shows other work.
     #[arg(long)]
     pub force: bool,
@@ -271,6 +275,12 @@ struct MetricJson {
 struct ValidateJson {
     kernel_release: String,
     profile: String,
+    /// The cost profile of the simulated side (`--cost`), if one was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_profile: Option<String>,
+    /// Its `[cost]` values, ns.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    cost: Vec<(String, u64)>,
     nr_cpus: usize,
     runs: u32,
     duration_ns: u64,
@@ -350,6 +360,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
     };
     let profile_name = profile.version().to_string();
+    let cost = args
+        .cost
+        .as_deref()
+        .map(crate::scenario::CostFile::load)
+        .transpose()
+        .context("--cost")?;
     // Build every side first, so that a bad scenario fails before anything runs.
     let mut built = Vec::new();
     for p in &plans {
@@ -363,6 +379,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             budget: args.budget,
             kernel: Some(profile_name.clone()),
             cgroups: Vec::new(),
+            cost: cost.clone(),
         }
         .build()
         .with_context(|| format!("scenario `{}`", p.name))?
@@ -430,6 +447,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let report = ValidateJson {
         kernel_release: release,
         profile: profile_name,
+        cost_profile: cost.as_ref().map(|c| c.path.clone()),
+        cost: cost
+            .iter()
+            .flat_map(|c| c.values.values.iter())
+            .map(|&(k, v)| (k.to_owned(), v))
+            .collect(),
         nr_cpus: cpus.len(),
         runs: args.runs,
         duration_ns,
@@ -503,6 +526,10 @@ fn text_report(r: &ValidateJson) -> String {
             ""
         }
     );
+    if let Some(p) = &r.cost_profile {
+        let v: Vec<String> = r.cost.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        s.push_str(&format!("cost model of the lbsim side: {p} ({})\n", v.join(", ")));
+    }
     for l in &r.kernel_lacks {
         s.push_str(&format!("this kernel lacks: {l}\n"));
     }

@@ -194,6 +194,7 @@ impl Experiment {
             budget: crate::budget::Budget::default(),
             kernel: self.kernel.map(str::to_owned),
             cgroups: Vec::new(),
+            cost: None,
         };
         Ok(scenario
             .build()

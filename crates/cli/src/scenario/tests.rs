@@ -41,6 +41,7 @@ cost_ipi_ns = 2000
     assert_eq!(
         f,
         ScenarioFile {
+            cost: None,
             path: "dir/s.toml".to_owned(),
             description: Some("seed 001".to_owned()),
             topology: Some("hikey".to_owned()),
@@ -72,6 +73,7 @@ cost_ipi_ns = 2000
     assert_eq!(
         parse("").unwrap(),
         ScenarioFile {
+            cost: None,
             path: "dir/s.toml".to_owned(),
             ..ScenarioFile::default()
         }
