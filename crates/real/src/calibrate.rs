@@ -321,7 +321,6 @@ fn idle_states(cpu: u32) -> Vec<(IdleStateRead, Option<u64>)> {
     out
 }
 
-
 /// Runs every measurement on this machine: the first two CPUs this process may use (one, if
 /// that is all it may use).
 ///
@@ -383,7 +382,8 @@ mod tests {
 
     #[test]
     fn cpu_model_of_cpuinfo() {
-        let x86 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nflags\t: fpu\n";
+        let x86 =
+            "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nflags\t: fpu\n";
         assert_eq!(parse_cpu_model(x86).as_deref(), Some("AMD EPYC"));
         let power = "processor\t: 0\ncpu\t\t: POWER8E (raw), altivec supported\n";
         assert_eq!(

@@ -124,7 +124,9 @@ fn clamp(param: &'static str, x: f64) -> (u64, Option<String>) {
     } else if x > MAX_COST_NS as f64 {
         (
             MAX_COST_NS,
-            Some(format!("{param} came out at {x:.0} ns, above the 1 s bound")),
+            Some(format!(
+                "{param} came out at {x:.0} ns, above the 1 s bound"
+            )),
         )
     } else {
         (x.round() as u64, None)

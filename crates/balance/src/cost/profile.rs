@@ -268,10 +268,12 @@ pub fn parse(text: &str) -> Result<LoadedCost, CostProfileError> {
         line: e.span().map_or(1, |s| line_of(text, s.start)),
         message: e.message().trim_end().replace('\n', "; "),
     })?;
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| CostProfileError::Toml {
-        line: e.span().map_or(1, |s| line_of(text, s.start)),
-        message: e.message().trim_end().replace('\n', "; "),
-    })?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| CostProfileError::Toml {
+            line: e.span().map_or(1, |s| line_of(text, s.start)),
+            message: e.message().trim_end().replace('\n', "; "),
+        })?;
     // The line of key `path` (a top-level key, or a key of a top-level table).
     let line = |path: &[&str]| -> usize {
         let top = spanned.get_ref();

@@ -80,9 +80,12 @@ fn profile(c: &Calibration, args: &Args, opts: CalibrateOptions) -> anyhow::Resu
         .collect::<Option<Vec<_>>>()
         .filter(|v| !v.is_empty())
         .map(|v| {
-            v.iter().fold((0, 0), |(p, o), &(poll, n)| {
-                if poll { (p + n, o) } else { (p, o + n) }
-            })
+            v.iter().fold(
+                (0, 0),
+                |(p, o), &(poll, n)| {
+                    if poll { (p + n, o) } else { (p, o + n) }
+                },
+            )
         });
     let measured = Measured {
         local_wake_syscall: local_wake,

@@ -29,8 +29,8 @@ const DEFAULT_DURATION_NS: u64 = 2_000_000_000;
 /// Arguments of `lbsim validate`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A built-in scenario (`--list` names them) or a scenario file (TOML: its `workloads`
-    /// and `duration`; the machine is always this one) [default: every built-in scenario].
+    /// A built-in scenario (`--list` names them) or a scenario file (TOML: its `workloads`,
+    /// `duration` and `cost`; the machine is always this one) [default: every built-in scenario].
     #[arg(value_name = "SCENARIO")]
     pub scenario: Option<String>,
     /// Runs per side.
@@ -44,7 +44,8 @@ pub struct Args {
     #[arg(long, value_name = "VERSION")]
     pub kernel: Option<String>,
     /// A cost profile for the simulated side (`lbsim calibrate -o FILE`): its `[cost]`
-    /// values replace the cost model's defaults [default: lbsim's defaults].
+    /// values replace the cost model's defaults [default: a scenario file's `cost`, else
+    /// lbsim's defaults].
     #[arg(long, value_name = "FILE")]
     pub cost: Option<std::path::PathBuf>,
     /// Run the real side even when /proc/loadavg shows other work.
@@ -73,6 +74,8 @@ struct Plan {
     workloads: Vec<String>,
     pins: Vec<u32>,
     duration_ns: Option<u64>,
+    /// A scenario file's `cost` profile.
+    cost: Option<crate::scenario::CostFile>,
 }
 
 /// The built-in scenarios for a machine whose usable CPUs are `cpus`.
@@ -86,6 +89,7 @@ fn builtins(cpus: &[u32]) -> Vec<Plan> {
         workloads: vec![wl],
         pins,
         duration_ns: None,
+        cost: None,
     };
     let mut v = vec![
         plan(
@@ -332,6 +336,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     workloads,
                     pins: Vec::new(),
                     duration_ns: f.duration_ns,
+                    cost: f.cost,
                 }]
             }
             None => bail!(
@@ -360,12 +365,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
     };
     let profile_name = profile.version().to_string();
-    let cost = args
-        .cost
-        .as_deref()
-        .map(crate::scenario::CostFile::load)
-        .transpose()
-        .context("--cost")?;
+    let cost = match args.cost.as_deref() {
+        Some(p) => Some(crate::scenario::CostFile::load(p).context("--cost")?),
+        None => plans[0].cost.clone(),
+    };
     // Build every side first, so that a bad scenario fails before anything runs.
     let mut built = Vec::new();
     for p in &plans {
@@ -528,7 +531,10 @@ fn text_report(r: &ValidateJson) -> String {
     );
     if let Some(p) = &r.cost_profile {
         let v: Vec<String> = r.cost.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        s.push_str(&format!("cost model of the lbsim side: {p} ({})\n", v.join(", ")));
+        s.push_str(&format!(
+            "cost model of the lbsim side: {p} ({})\n",
+            v.join(", ")
+        ));
     }
     for l in &r.kernel_lacks {
         s.push_str(&format!("this kernel lacks: {l}\n"));

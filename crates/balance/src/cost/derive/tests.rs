@@ -23,7 +23,10 @@ fn summary_uses_nearest_rank_and_drops_non_finite() {
     let v: Vec<f64> = (1..=100).rev().map(f64::from).chain([f64::NAN]).collect();
     let m = Summary::of(&v).unwrap();
     assert_eq!(m.samples, 100);
-    assert_eq!((m.min, m.p10, m.median, m.p90, m.p99, m.max), (1.0, 10.0, 50.0, 90.0, 99.0, 100.0));
+    assert_eq!(
+        (m.min, m.p10, m.median, m.p90, m.p99, m.max),
+        (1.0, 10.0, 50.0, 90.0, 99.0, 100.0)
+    );
     assert_eq!(m.mean, 50.5);
     let one = Summary::of(&[7.0]).unwrap();
     assert_eq!((one.p10, one.median, one.p99), (7.0, 7.0, 7.0));
@@ -45,7 +48,11 @@ fn each_parameter_makes_the_models_round_trip_equal_the_median() {
     assert_eq!(2 * (wake + poll + switch), 10_000);
     // Balancing work is never derived; every cost parameter is one or the other.
     assert_eq!(missing.len(), 5);
-    let mut all: Vec<&str> = d.iter().map(|x| x.param).chain(missing.iter().map(|m| m.param)).collect();
+    let mut all: Vec<&str> = d
+        .iter()
+        .map(|x| x.param)
+        .chain(missing.iter().map(|m| m.param))
+        .collect();
     all.sort_unstable();
     let mut defs: Vec<&str> = crate::cost::COST_PARAMS.iter().map(|p| p.name).collect();
     defs.sort_unstable();
@@ -61,22 +68,43 @@ fn negative_results_are_zero_with_a_note() {
     };
     let (d, _) = derive(&m);
     assert_eq!(value(&d, "cost_context_switch_ns"), Some(0));
-    let note = d.iter().find(|x| x.param == "cost_context_switch_ns").unwrap().note.clone().unwrap();
+    let note = d
+        .iter()
+        .find(|x| x.param == "cost_context_switch_ns")
+        .unwrap()
+        .note
+        .clone()
+        .unwrap();
     assert!(note.contains("-100 ns, below 0"), "{note}");
 }
 
 #[test]
 fn poll_wake_needs_a_target_that_polled() {
     let why = |entries| {
-        let (d, missing) = derive(&Measured { idle_entries: entries, ..measured() });
+        let (d, missing) = derive(&Measured {
+            idle_entries: entries,
+            ..measured()
+        });
         assert_eq!(value(&d, "cost_poll_wake_ns"), None);
-        missing.into_iter().find(|m| m.param == "cost_poll_wake_ns").unwrap().why
+        missing
+            .into_iter()
+            .find(|m| m.param == "cost_poll_wake_ns")
+            .unwrap()
+            .why
     };
     assert!(why(Some((0, 0))).contains("entered no idle state"));
     assert!(why(Some((10, 90))).contains("90 of 100 entries"));
     assert!(why(None).contains("not readable"));
-    let one_cpu = Measured { cross_busy_round_trip: None, cross_idle_round_trip: None, ..measured() };
+    let one_cpu = Measured {
+        cross_busy_round_trip: None,
+        cross_idle_round_trip: None,
+        ..measured()
+    };
     let (d, missing) = derive(&one_cpu);
     assert_eq!(d.len(), 2);
-    assert!(missing.iter().any(|m| m.param == "cost_ipi_ns" && m.why.contains("one CPU")));
+    assert!(
+        missing
+            .iter()
+            .any(|m| m.param == "cost_ipi_ns" && m.why.contains("one CPU"))
+    );
 }

@@ -43,10 +43,20 @@ fn what_calibrate_writes_loads_back() {
     );
     let mut c = CostModel::default();
     loaded.apply(&mut c);
-    assert_eq!((c.wakeup_ns, c.context_switch_ns, c.ipi_ns), (410, 2_595, 15_000));
+    assert_eq!(
+        (c.wakeup_ns, c.context_switch_ns, c.ipi_ns),
+        (410, 2_595, 15_000)
+    );
     assert_eq!(c.poll_wake_ns, CostModel::default().poll_wake_ns);
-    assert!(text.contains("[derivations.cost_poll_wake_ns]\nnot_derived = "), "{text}");
-    assert!(text.contains("# = pinned_round_trip / 2 - cost_wakeup_ns\ncost_context_switch_ns = 2595\n"));
+    assert!(
+        text.contains("[derivations.cost_poll_wake_ns]\nnot_derived = "),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "# = pinned_round_trip / 2 - cost_wakeup_ns\ncost_context_switch_ns = 2595\n"
+        )
+    );
 }
 
 fn check_err(text: &str, expected: &str) {
@@ -55,16 +65,49 @@ fn check_err(text: &str, expected: &str) {
 
 #[test]
 fn refusals_name_the_line_and_the_key() {
-    check_err("[cost]\ncost_ipi_ns = 1\ncost_bogus = 3\n", "line 3: key `cost.cost_bogus`: unknown parameter `cost_bogus`; did you mean `cost_ipi_ns` or `cost_lb_cpu_ns`?");
-    check_err("[cost]\n\ncost_ipi_ns = -4\n", "line 3: key `cost.cost_ipi_ns`: invalid value `-4` for `cost_ipi_ns`: expected an integer (0..=1000000000 ns)");
-    check_err("[cost]\ncost_ipi_ns = 1e3\n", "line 2: key `cost.cost_ipi_ns`: expected an integer number of ns, found a float");
-    check_err("[cost]\ncost_ipi_ns = 2000000000\n", "line 2: key `cost.cost_ipi_ns`: `cost_ipi_ns=2000000000` is out of range: expected 0..=1000000000 ns");
-    check_err("format = 2\n[cost]\n", "line 1: key `format`: expected 1 (the format this lbsim reads)");
-    check_err("[machine]\ncpu = \"x\"\n", "line 1: key `cost`: missing: a cost profile needs a [cost] table of cost-model parameters");
-    check_err("cost = 3\n", "line 1: key `cost`: expected a table, found an integer");
-    check_err("[cost]\n[figures]\nx = 1\n", "line 3: key `figures.x`: expected a table, found an integer");
-    check_err("[cost]\n\n[extra]\n", "line 3: key `extra`: unknown key (valid: format, notes, cost, machine, derivations, figures, cpuidle_states)");
-    check_err("[cost]\ncost_ipi_ns = \n", "line 2: not valid TOML: string values must be quoted, expected literal string");
-    check_err("cpuidle_states = [1]\n[cost]\n", "line 1: key `cpuidle_states`: expected an array of tables");
+    check_err(
+        "[cost]\ncost_ipi_ns = 1\ncost_bogus = 3\n",
+        "line 3: key `cost.cost_bogus`: unknown parameter `cost_bogus`; did you mean `cost_ipi_ns` or `cost_lb_cpu_ns`?",
+    );
+    check_err(
+        "[cost]\n\ncost_ipi_ns = -4\n",
+        "line 3: key `cost.cost_ipi_ns`: invalid value `-4` for `cost_ipi_ns`: expected an integer (0..=1000000000 ns)",
+    );
+    check_err(
+        "[cost]\ncost_ipi_ns = 1e3\n",
+        "line 2: key `cost.cost_ipi_ns`: expected an integer number of ns, found a float",
+    );
+    check_err(
+        "[cost]\ncost_ipi_ns = 2000000000\n",
+        "line 2: key `cost.cost_ipi_ns`: `cost_ipi_ns=2000000000` is out of range: expected 0..=1000000000 ns",
+    );
+    check_err(
+        "format = 2\n[cost]\n",
+        "line 1: key `format`: expected 1 (the format this lbsim reads)",
+    );
+    check_err(
+        "[machine]\ncpu = \"x\"\n",
+        "line 1: key `cost`: missing: a cost profile needs a [cost] table of cost-model parameters",
+    );
+    check_err(
+        "cost = 3\n",
+        "line 1: key `cost`: expected a table, found an integer",
+    );
+    check_err(
+        "[cost]\n[figures]\nx = 1\n",
+        "line 3: key `figures.x`: expected a table, found an integer",
+    );
+    check_err(
+        "[cost]\n\n[extra]\n",
+        "line 3: key `extra`: unknown key (valid: format, notes, cost, machine, derivations, figures, cpuidle_states)",
+    );
+    check_err(
+        "[cost]\ncost_ipi_ns = \n",
+        "line 2: not valid TOML: string values must be quoted, expected literal string",
+    );
+    check_err(
+        "cpuidle_states = [1]\n[cost]\n",
+        "line 1: key `cpuidle_states`: expected an array of tables",
+    );
     assert_eq!(parse("[cost]\n").unwrap().values, []);
 }
