@@ -84,7 +84,7 @@ fn a_short_calibration_writes_a_profile_that_loads() {
         "--topology",
         "2",
         "--workload",
-        "pingpong",
+        "pingpong:cpus=0,1",
         "--duration",
         "20ms",
         "--cost",

@@ -39,6 +39,7 @@ pub fn run_checked(s: &Scenario) -> bool {
         budget: crate::targets::fuzz_budget(),
         kernel: s.kernel.clone(),
         cgroups: Vec::new(),
+        cost: None,
     };
     let Ok(built) = run.build() else {
         return false;

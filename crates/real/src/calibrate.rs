@@ -134,10 +134,15 @@ fn player(
     word: &AtomicU32,
     opts: CalibrateOptions,
 ) -> Result<(Vec<f64>, Vec<f64>, u64), CalibrateError> {
-    sys::set_affinity(&[cpu]).map_err(|source| CalibrateError::Sys {
-        what: "sched_setaffinity",
-        source,
-    })?;
+    if let Err(source) = sys::set_affinity(&[cpu]) {
+        // The other thread would wait for its turn forever.
+        word.store(STOP, Ordering::Release);
+        sys::futex_wake(word, u32::MAX);
+        return Err(CalibrateError::Sys {
+            what: "sched_setaffinity",
+            source,
+        });
+    }
     let mut rt = Vec::new();
     let mut wake = Vec::new();
     let mut preempted = 0u64;
@@ -218,10 +223,6 @@ pub fn ping_pong(
         let w = &word;
         let second = s.spawn(move || player(1, b, a == b, w, opts));
         let first = player(0, a, a == b, w, opts);
-        if first.is_err() {
-            word.store(STOP, Ordering::Release);
-            sys::futex_wake(&word, u32::MAX);
-        }
         let second = second.join().expect("a ping-pong thread panicked");
         stop.store(true, Ordering::Relaxed);
         for sp in spinners {

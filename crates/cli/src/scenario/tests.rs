@@ -118,7 +118,7 @@ fn errors_name_the_file_the_key_and_what_was_expected() {
         (
             "topologie = \"hikey\"",
             "dir/s.toml: unknown key `topologie` (valid: description, topology, kernel, \
-             workloads, duration, features, tunables, cgroups, seed, runs, base, patched, vary)",
+             cost, workloads, duration, features, tunables, cgroups, seed, runs, base, patched, vary)",
         ),
         (
             "kernel = \"5.8\"",
