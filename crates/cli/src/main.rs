@@ -41,6 +41,8 @@ enum Cmd {
     Features(commands::features::Args),
     /// Run a scenario for real on this machine's kernel and in simulation; compare every metric.
     Validate(commands::validate::Args),
+    /// Measure this machine's scheduler costs and write them as a cost profile (`--cost FILE`).
+    Calibrate(commands::calibrate::Args),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +65,7 @@ fn main() -> ExitCode {
         Cmd::Repro(args) => commands::repro::run(&args),
         Cmd::Features(args) => commands::features::run(&args),
         Cmd::Validate(args) => commands::validate::run(&args),
+        Cmd::Calibrate(args) => commands::calibrate::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -36,6 +36,8 @@ pub struct Scenario {
     pub cgroups: Vec<(String, u64)>,
     /// Autogroup nices, (session, nice) (`--autogroup`, scenario `[autogroups]`).
     pub autogroups: Vec<(u32, i32)>,
+    /// A cost profile (`--cost FILE`, scenario `cost`), loaded.
+    pub cost: Option<CostFile>,
 }
 
 /// One `--autogroup N:nice=V`: session N's autogroup has nice V (lbsim's syntax for what
@@ -58,6 +60,46 @@ pub fn parse_autogroup_flag(arg: &str) -> anyhow::Result<(u32, i32)> {
     };
     lbsim_rq::group::autogroup_shares(id, nice).map_err(|e| anyhow!("--autogroup `{arg}`: {e}"))?;
     Ok((id, nice))
+}
+
+/// A cost profile file (`lbsim calibrate`'s output), loaded: its path as given and its
+/// `[cost]` values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CostFile {
+    /// The file, as named.
+    pub path: String,
+    /// Its cost-model values.
+    pub values: lbsim_balance::cost::profile::LoadedCost,
+}
+
+impl CostFile {
+    /// Reads and parses cost profile `path` (at most
+    /// [`lbsim_kernel::input::MAX_INPUT_BYTES`]).
+    ///
+    /// # Errors
+    /// One line naming the file, and the line and key refused (`FILE:LINE: key `K`: ...`).
+    pub fn load(path: &Path) -> anyhow::Result<CostFile> {
+        let text = lbsim_kernel::input::read_to_string_capped(path)
+            .map_err(|e| anyhow!("{}: cannot read the cost profile: {e}", path.display()))?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses the text of cost profile `path`.
+    ///
+    /// # Errors
+    /// As [`CostFile::load`].
+    pub fn parse(text: &str, path: &Path) -> anyhow::Result<CostFile> {
+        use lbsim_balance::cost::profile::CostProfileError as E;
+        let file = path.display().to_string();
+        let values = lbsim_balance::cost::profile::parse(text).map_err(|e| match e {
+            E::Toml { line, message } => {
+                anyhow!("{file}:{line}: not a cost profile: not valid TOML: {message}")
+            }
+            E::Key { line, key, message } => anyhow!("{file}:{line}: key `{key}`: {message}"),
+            other => anyhow!("{file}:{}: {other}", other.line()),
+        })?;
+        Ok(CostFile { path: file, values })
+    }
 }
 
 /// One `--cgroup PATH:weight=N` (or `PATH` alone, weight 100): the group's path and its
@@ -141,10 +183,28 @@ pub fn settings_for(
     features_lists: &[String],
     sets: &[String],
 ) -> anyhow::Result<Settings> {
+    settings_with_cost(profile, None, nr_cpus, features_lists, sets)
+}
+
+/// [`settings_for`] with a cost profile's values stored after the kernel profile's and before
+/// the features lists and `sets`, so that `--set` overrides the cost profile.
+///
+/// # Errors
+/// As [`settings_for`].
+pub fn settings_with_cost(
+    profile: Option<Profile>,
+    cost: Option<&CostFile>,
+    nr_cpus: u32,
+    features_lists: &[String],
+    sets: &[String],
+) -> anyhow::Result<Settings> {
     let mut s = match profile {
         Some(p) => Settings::for_kernel(nr_cpus, p),
         None => Settings::new(nr_cpus),
     };
+    if let Some(c) = cost {
+        c.values.apply(&mut s.cost);
+    }
     // Each assignment with the flag it came from, for its error.
     let mut assignments: Vec<(String, String, String)> = Vec::new();
     for list in features_lists {
@@ -196,8 +256,9 @@ impl Scenario {
             engine,
             machine: model,
             ..
-        } = settings_for(
+        } = settings_with_cost(
             profile,
+            self.cost.as_ref(),
             machine.nr_cpus() as u32,
             &self.features,
             &self.sets,
@@ -282,6 +343,8 @@ pub struct RunInputs {
     pub cgroups: Vec<String>,
     /// `--autogroup` (added to the file's `[autogroups]`; a later nice for a session wins).
     pub autogroups: Vec<String>,
+    /// `--cost` (replaces the file's `cost`).
+    pub cost: Option<std::path::PathBuf>,
 }
 
 impl RunInputs {
@@ -329,6 +392,10 @@ impl RunInputs {
         for a in &self.autogroups {
             autogroups.push(parse_autogroup_flag(a)?);
         }
+        let cost = match &self.cost {
+            Some(p) => Some(CostFile::load(p).context("--cost")?),
+            None => file.cost,
+        };
         Ok((
             Scenario {
                 topology,
@@ -340,6 +407,7 @@ impl RunInputs {
                 kernel: self.kernel.clone().or(file.kernel),
                 cgroups,
                 autogroups,
+                cost,
             },
             self.seed.or(file.seed).unwrap_or(1),
         ))
@@ -347,10 +415,11 @@ impl RunInputs {
 }
 
 /// The keys a scenario file may hold, in the order `lbsim` documents them.
-pub const FILE_KEYS: [&str; 14] = [
+pub const FILE_KEYS: [&str; 15] = [
     "description",
     "topology",
     "kernel",
+    "cost",
     "workloads",
     "duration",
     "features",
@@ -373,6 +442,7 @@ pub const FILE_KEYS: [&str; 14] = [
 /// workloads = ["busy:threads=9"]      # --workload, one string or a list
 /// duration = "5s"                     # --duration
 /// kernel = "5.9"                      # --kernel: the release's profile
+/// cost = "costs.toml"                 # --cost: a cost profile (lbsim calibrate's)
 /// features = "NO_WA_BIAS"             # --features (both sides), a string or a list
 /// seed = 1                            # --seed (lbsim compare: the first of `runs` seeds)
 /// runs = 20                           # --runs
@@ -393,6 +463,8 @@ pub const FILE_KEYS: [&str; 14] = [
 /// file's directory.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ScenarioFile {
+    /// `cost`: a cost profile, loaded (its path relative to the scenario file's directory).
+    pub cost: Option<CostFile>,
     /// The file, as named on the command line.
     pub path: String,
     /// `description`: free text, shown in reports.
@@ -520,6 +592,15 @@ impl ScenarioFile {
                     let k = string(key, v)?;
                     Profile::parse(&k).map_err(|e| err(key, e.to_string()))?;
                     out.kernel = Some(k);
+                }
+                "cost" => {
+                    let p = string(key, v)?;
+                    let p = if Path::new(&p).is_relative() && !dir.as_os_str().is_empty() {
+                        dir.join(&p)
+                    } else {
+                        std::path::PathBuf::from(&p)
+                    };
+                    out.cost = Some(CostFile::load(&p).map_err(|e| err(key, format!("{e:#}")))?);
                 }
                 "topology" => {
                     let spec = resolve_topology(dir, &string(key, v)?);

@@ -58,7 +58,7 @@ fn every_error_is_one_line_with_exit_2() {
         ),
         (
             vec![],
-            "a command is needed: one of topology, pelt, run, compare, sweep, repro, features, validate (`lbsim --help` describes them)",
+            "a command is needed: one of topology, pelt, run, compare, sweep, repro, features, validate, calibrate (`lbsim --help` describes them)",
         ),
         // Input echoed back: its control characters are escaped.
         (

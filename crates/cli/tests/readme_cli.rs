@@ -115,6 +115,12 @@ fn every_tour_command_runs() {
             .map(String::from)
             .to_vec(),
         ),
+        (
+            "lbsim calibrate [-o FILE]",
+            ["calibrate", "--duration", "20ms"]
+                .map(String::from)
+                .to_vec(),
+        ),
         ("lbsim features", vec!["features".into()]),
         (
             "lbsim topology SPEC",

@@ -40,6 +40,7 @@ pub fn run_checked(s: &Scenario) -> bool {
         kernel: s.kernel.clone(),
         cgroups: Vec::new(),
         autogroups: Vec::new(),
+        cost: None,
     };
     let Ok(built) = run.build() else {
         return false;

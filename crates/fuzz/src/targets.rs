@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use lbsim::budget::{Budget, MachineBudget};
-use lbsim::scenario::{ScenarioFile, settings_for};
+use lbsim::scenario::{CostFile, ScenarioFile, settings_for};
 use lbsim_sim::params::Settings;
 use lbsim_sim::profile::{Profile, VERSIONS};
 use lbsim_topology::{Machine, Topology, parse_file_text, parse_machine};
@@ -79,6 +79,12 @@ pub const TARGETS: &[Target] = &[
         name: "settings",
         run: settings,
         dict: SETTINGS_DICT,
+        verify_runs: 2000,
+    },
+    Target {
+        name: "cost-profile",
+        run: cost_profile,
+        dict: COST_PROFILE_DICT,
         verify_runs: 2000,
     },
     Target {
@@ -288,6 +294,26 @@ const WORKLOAD_DICT: &[&str] = &[
     "\n",
 ];
 
+const COST_PROFILE_DICT: &[&str] = &[
+    "format = 1\n",
+    "[cost]\n",
+    "cost_ipi_ns = ",
+    "cost_wakeup_ns = ",
+    "cost_context_switch_ns = ",
+    "cost_poll_wake_ns = ",
+    "[machine]\n",
+    "[figures.pinned_round_trip]\n",
+    "[derivations.cost_ipi_ns]\n",
+    "[[cpuidle_states]]\n",
+    "notes = [\"a\"]\n",
+    "1000000000",
+    "-1",
+    "1.5",
+    "\"",
+    "=",
+    "\n",
+];
+
 const SCENARIO_DICT: &[&str] = &[
     "description = ",
     "topology = ",
@@ -493,10 +519,34 @@ pub fn scenario(data: &[u8]) -> bool {
     {
         return false;
     }
+    // A `cost` key names a cost profile (the cost-profile target covers their contents).
+    if text
+        .parse::<toml::Table>()
+        .is_ok_and(|t| t.contains_key("cost"))
+    {
+        return false;
+    }
     match ScenarioFile::parse_within(&text, Path::new("fuzz.toml"), &fuzz_budget()) {
         Ok(_) => true,
         Err(e) => {
             one_line("scenario file", &format!("{e:#}"));
+            false
+        }
+    }
+}
+
+/// Cost profiles (`--cost FILE`, `lbsim calibrate`'s TOML), as the binary parses them: an
+/// accepted one's values are stored into a cost model, as a run does.
+pub fn cost_profile(data: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(data);
+    match CostFile::parse(&text, Path::new("fuzz.toml")) {
+        Ok(c) => {
+            let mut s = Settings::new(2);
+            c.values.apply(&mut s.cost);
+            true
+        }
+        Err(e) => {
+            one_line("cost profile", &format!("{e:#}"));
             false
         }
     }

@@ -37,6 +37,7 @@
 //! anything starts ([`check::check_spec`]); per-wake-up latencies measured by the kernel
 //! (tracing) are not read.
 
+pub mod calibrate;
 pub mod check;
 pub mod objects;
 pub mod proc;

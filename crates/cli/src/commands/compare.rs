@@ -65,6 +65,11 @@ pub struct Args {
     /// still override it [default: lbsim's v6.12 model].
     #[arg(long, value_name = "VERSION")]
     pub kernel: Option<String>,
+    /// A cost profile (`lbsim calibrate`'s TOML): its `[cost]` values replace the cost
+    /// model's defaults (after `--kernel`'s, before `--features` and `--set`, which still
+    /// override them). Replaces a scenario file's `cost`.
+    #[arg(long, value_name = "FILE")]
+    pub cost: Option<PathBuf>,
     /// Runs (seeds) per side [default: 10].
     #[arg(long, value_name = "N")]
     pub runs: Option<u32>,
@@ -178,6 +183,7 @@ struct Plan {
     kernel: Option<String>,
     cgroups: Vec<(String, u64)>,
     autogroups: Vec<(u32, i32)>,
+    cost: Option<crate::scenario::CostFile>,
 }
 
 fn plan(args: &Args) -> anyhow::Result<Plan> {
@@ -209,6 +215,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         kernel: args.kernel.clone(),
         cgroups: args.cgroups.clone(),
         autogroups: args.autogroups.clone(),
+        cost: args.cost.clone(),
     }
     .merge(file)?;
     let seeds = (0..u64::from(runs))
@@ -229,6 +236,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         kernel: scenario.kernel,
         cgroups: scenario.cgroups,
         autogroups: scenario.autogroups,
+        cost: scenario.cost,
         run_ns: 0,
     })
 }
@@ -252,6 +260,7 @@ fn side_config(plan: &Plan, side: &str, list: &str) -> anyhow::Result<SimConfig>
         kernel: plan.kernel.clone(),
         cgroups: plan.cgroups.clone(),
         autogroups: plan.autogroups.clone(),
+        cost: plan.cost.clone(),
     };
     Ok(scenario
         .build()

@@ -1,5 +1,6 @@
 //! One module per `lbsim` subcommand: its clap arguments and its `run`.
 
+pub mod calibrate;
 pub mod compare;
 pub mod features;
 pub mod pelt;

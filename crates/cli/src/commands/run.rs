@@ -65,6 +65,11 @@ pub struct Args {
     /// still override it [default: lbsim's v6.12 model].
     #[arg(long, value_name = "VERSION")]
     pub kernel: Option<String>,
+    /// A cost profile (`lbsim calibrate`'s TOML): its `[cost]` values replace the cost
+    /// model's defaults (after `--kernel`'s, before `--features` and `--set`, which still
+    /// override them). Replaces a scenario file's `cost`.
+    #[arg(long, value_name = "FILE")]
+    pub cost: Option<std::path::PathBuf>,
     /// The balancer policy.
     #[arg(long, value_enum, default_value_t = BalancerKind::default())]
     pub balancer: BalancerKind,
@@ -127,6 +132,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         kernel: args.kernel.clone(),
         cgroups: args.cgroups.clone(),
         autogroups: args.autogroups.clone(),
+        cost: args.cost.clone(),
     }
     .resolve()?;
     let built = scenario.build()?;

@@ -376,6 +376,7 @@ fn definition(args: &Args) -> anyhow::Result<(Definition, Scenario)> {
         kernel: args.kernel.clone(),
         cgroups: Vec::new(),
         autogroups: Vec::new(),
+        cost: None,
     }
     .merge(file)?;
     let seeds = (0..u64::from(runs))

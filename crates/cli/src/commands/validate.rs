@@ -29,8 +29,8 @@ const DEFAULT_DURATION_NS: u64 = 2_000_000_000;
 /// Arguments of `lbsim validate`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A built-in scenario (`--list` names them) or a scenario file (TOML: its `workloads`
-    /// and `duration`; the machine is always this one) [default: every built-in scenario].
+    /// A built-in scenario (`--list` names them) or a scenario file (TOML: its `workloads`,
+    /// `duration` and `cost`; the machine is always this one) [default: every built-in scenario].
     #[arg(value_name = "SCENARIO")]
     pub scenario: Option<String>,
     /// Runs per side.
@@ -43,6 +43,11 @@ pub struct Args {
     /// The kernel profile of the simulated side [default: the one nearest to `uname -r`].
     #[arg(long, value_name = "VERSION")]
     pub kernel: Option<String>,
+    /// A cost profile for the simulated side (`lbsim calibrate -o FILE`): its `[cost]`
+    /// values replace the cost model's defaults [default: a scenario file's `cost`, else
+    /// lbsim's defaults].
+    #[arg(long, value_name = "FILE")]
+    pub cost: Option<std::path::PathBuf>,
     /// Run the real side even when /proc/loadavg shows other work.
     #[arg(long)]
     pub force: bool,
@@ -69,6 +74,8 @@ struct Plan {
     workloads: Vec<String>,
     pins: Vec<u32>,
     duration_ns: Option<u64>,
+    /// A scenario file's `cost` profile.
+    cost: Option<crate::scenario::CostFile>,
 }
 
 /// The built-in scenarios for a machine whose usable CPUs are `cpus`.
@@ -82,6 +89,7 @@ fn builtins(cpus: &[u32]) -> Vec<Plan> {
         workloads: vec![wl],
         pins,
         duration_ns: None,
+        cost: None,
     };
     let mut v = vec![
         plan(
@@ -271,6 +279,12 @@ struct MetricJson {
 struct ValidateJson {
     kernel_release: String,
     profile: String,
+    /// The cost profile of the simulated side (`--cost`), if one was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_profile: Option<String>,
+    /// Its `[cost]` values, ns.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    cost: Vec<(String, u64)>,
     nr_cpus: usize,
     runs: u32,
     duration_ns: u64,
@@ -322,6 +336,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                     workloads,
                     pins: Vec::new(),
                     duration_ns: f.duration_ns,
+                    cost: f.cost,
                 }]
             }
             None => bail!(
@@ -350,6 +365,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
     };
     let profile_name = profile.version().to_string();
+    let cost = match args.cost.as_deref() {
+        Some(p) => Some(crate::scenario::CostFile::load(p).context("--cost")?),
+        None => plans[0].cost.clone(),
+    };
     // Build every side first, so that a bad scenario fails before anything runs.
     let mut built = Vec::new();
     for p in &plans {
@@ -364,6 +383,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             kernel: Some(profile_name.clone()),
             cgroups: Vec::new(),
             autogroups: Vec::new(),
+            cost: cost.clone(),
         }
         .build()
         .with_context(|| format!("scenario `{}`", p.name))?
@@ -431,6 +451,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let report = ValidateJson {
         kernel_release: release,
         profile: profile_name,
+        cost_profile: cost.as_ref().map(|c| c.path.clone()),
+        cost: cost
+            .iter()
+            .flat_map(|c| c.values.values.iter())
+            .map(|&(k, v)| (k.to_owned(), v))
+            .collect(),
         nr_cpus: cpus.len(),
         runs: args.runs,
         duration_ns,
@@ -504,6 +530,13 @@ fn text_report(r: &ValidateJson) -> String {
             ""
         }
     );
+    if let Some(p) = &r.cost_profile {
+        let v: Vec<String> = r.cost.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        s.push_str(&format!(
+            "cost model of the lbsim side: {p} ({})\n",
+            v.join(", ")
+        ));
+    }
     for l in &r.kernel_lacks {
         s.push_str(&format!("this kernel lacks: {l}\n"));
     }

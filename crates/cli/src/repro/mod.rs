@@ -196,6 +196,7 @@ impl Experiment {
             kernel: self.kernel.map(str::to_owned),
             cgroups: Vec::new(),
             autogroups: Vec::new(),
+            cost: None,
         };
         Ok(scenario
             .build()

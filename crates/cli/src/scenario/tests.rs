@@ -44,6 +44,7 @@ cost_ipi_ns = 2000
     assert_eq!(
         f,
         ScenarioFile {
+            cost: None,
             path: "dir/s.toml".to_owned(),
             description: Some("seed 001".to_owned()),
             topology: Some("hikey".to_owned()),
@@ -76,6 +77,7 @@ cost_ipi_ns = 2000
     assert_eq!(
         parse("").unwrap(),
         ScenarioFile {
+            cost: None,
             path: "dir/s.toml".to_owned(),
             ..ScenarioFile::default()
         }
@@ -120,7 +122,7 @@ fn errors_name_the_file_the_key_and_what_was_expected() {
         (
             "topologie = \"hikey\"",
             "dir/s.toml: unknown key `topologie` (valid: description, topology, kernel, \
-             workloads, duration, features, tunables, cgroups, autogroups, seed, runs, base, patched, vary)",
+             cost, workloads, duration, features, tunables, cgroups, autogroups, seed, runs, base, patched, vary)",
         ),
         (
             "kernel = \"5.8\"",
@@ -344,4 +346,120 @@ fn autogroup_tables_and_flags_are_checked() {
         assert!(e.starts_with(&format!("--autogroup `{bad}`")), "{e}");
         assert!(!e.contains('\n'));
     }
+}
+
+/// A directory of its own under the system's temporary directory, for one test's files.
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("lbsim-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn a_cost_profile_sets_the_cost_model_and_set_overrides_it() {
+    let dir = temp_dir("cost-order");
+    let prof = dir.join("costs.toml");
+    std::fs::write(
+        &prof,
+        "format = 1\n[cost]\ncost_wakeup_ns = 431\ncost_context_switch_ns = 2750\ncost_ipi_ns = 18029\n",
+    )
+    .unwrap();
+    let scenario = dir.join("s.toml");
+    std::fs::write(
+        &scenario,
+        "topology = \"2\"\nworkloads = \"busy:threads=1\"\ncost = \"costs.toml\"\n",
+    )
+    .unwrap();
+    let cost_of = |inputs: RunInputs| inputs.resolve().unwrap().0.build().unwrap().config.cost;
+    let defaults = lbsim_balance::cost::CostModel::default();
+    // No profile: the defaults.
+    let plain = RunInputs {
+        topology: Some("2".to_owned()),
+        workloads: vec!["busy:threads=1".to_owned()],
+        ..RunInputs::default()
+    };
+    assert_eq!(cost_of(plain.clone()), defaults);
+    // --cost: its three values, the others the defaults.
+    let flag = RunInputs {
+        cost: Some(prof.clone()),
+        ..plain.clone()
+    };
+    let c = cost_of(flag.clone());
+    assert_eq!(
+        (c.wakeup_ns, c.context_switch_ns, c.ipi_ns),
+        (431, 2750, 18029)
+    );
+    assert_eq!(c.poll_wake_ns, defaults.poll_wake_ns);
+    assert_eq!(c.lb_migrate_ns, defaults.lb_migrate_ns);
+    // --set after it wins, and so does --features' NAME=VALUE; --kernel comes before it.
+    let c = cost_of(RunInputs {
+        sets: vec!["cost_ipi_ns=700".to_owned()],
+        features: vec!["cost_wakeup_ns=5".to_owned()],
+        kernel: Some("6.6".to_owned()),
+        ..flag.clone()
+    });
+    assert_eq!((c.wakeup_ns, c.context_switch_ns, c.ipi_ns), (5, 2750, 700));
+    // A scenario file's `cost`, relative to the file; --cost replaces it.
+    let from_file = RunInputs {
+        file: Some(scenario.clone()),
+        ..RunInputs::default()
+    };
+    assert_eq!(cost_of(from_file.clone()).ipi_ns, 18029);
+    let other = dir.join("other.toml");
+    std::fs::write(&other, "[cost]\ncost_ipi_ns = 9\n").unwrap();
+    let c = cost_of(RunInputs {
+        cost: Some(other),
+        ..from_file
+    });
+    assert_eq!((c.ipi_ns, c.wakeup_ns), (9, defaults.wakeup_ns));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_bad_cost_profile_is_one_line_naming_file_line_and_key() {
+    let dir = temp_dir("cost-bad");
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[cost]\ncost_ipi_ns = 100\ncost_wakup_ns = 3\n").unwrap();
+    let shown = bad.display().to_string();
+    let e = format!("{:#}", CostFile::load(&bad).unwrap_err());
+    assert_eq!(
+        e,
+        format!(
+            "{shown}:3: key `cost.cost_wakup_ns`: unknown parameter `cost_wakup_ns`; did you mean `cost_wakeup_ns`?"
+        )
+    );
+    let flag = RunInputs {
+        topology: Some("2".to_owned()),
+        workloads: vec!["busy:threads=1".to_owned()],
+        cost: Some(bad.clone()),
+        ..RunInputs::default()
+    };
+    assert_eq!(
+        format!("{:#}", flag.resolve().unwrap_err()),
+        format!("--cost: {e}")
+    );
+    let scenario = dir.join("s.toml");
+    std::fs::write(&scenario, "\ncost = \"bad.toml\"\n").unwrap();
+    let e2 = format!(
+        "{:#}",
+        ScenarioFile::load(&scenario, &Budget::default()).unwrap_err()
+    );
+    assert_eq!(e2, format!("{}: key `cost`: {e}", scenario.display()));
+    std::fs::write(&bad, "[cost\n").unwrap();
+    let e = format!("{:#}", CostFile::load(&bad).unwrap_err());
+    assert!(
+        e.starts_with(&format!("{shown}:1: not a cost profile: not valid TOML: ")),
+        "{e}"
+    );
+    let missing = dir.join("none.toml");
+    let e = format!("{:#}", CostFile::load(&missing).unwrap_err());
+    assert!(
+        e.starts_with(&format!(
+            "{}: cannot read the cost profile: ",
+            missing.display()
+        )),
+        "{e}"
+    );
+    assert!(!e.contains('\n'));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -31,6 +31,7 @@ fn paths_are_not_opened() {
     assert!(!topology(b"machine.toml"));
     assert!(!workload(b"rtapp:/dev/stdin"));
     assert!(!scenario(b"topology = \"/dev/stdin\""));
+    assert!(!scenario(b"cost = \"costs\""));
 }
 
 #[test]
