@@ -7,7 +7,8 @@
 //! libtraceevent's sched plugin that `trace-cmd report` uses by default
 //! (`prev:pid [prio] S ==> next:pid [prio]`, `comm:pid [prio] CPU:003`). Header lines (`#`),
 //! `cpus=N` and blank lines are accepted; events other than the sched ones are counted and
-//! skipped. A waking printed in interrupt context (flags `h`, `H` or `s` in the third column)
+//! skipped, and so are the lines without a `[CPU]` field that follow a skipped event (the
+//! rest of a `bprint` whose text holds a newline). A waking printed in interrupt context (flags `h`, `H` or `s` in the third column)
 //! has no waking task.
 
 use super::record::{Ev, LeftAs, Parsed, Record};
@@ -28,6 +29,7 @@ pub struct LineError {
 /// cannot be read.
 pub fn parse(text: &str) -> Result<Parsed, LineError> {
     let mut out = Parsed::default();
+    let mut after_skipped = false;
     for (i, raw) in text.lines().enumerate() {
         let line = i as u64 + 1;
         let l = raw.trim_end_matches('\r');
@@ -55,9 +57,20 @@ pub fn parse(text: &str) -> Result<Parsed, LineError> {
         if t.starts_with("version =") || t.starts_with("CPU ") && t.contains("is empty") {
             continue;
         }
+        // A line without a [CPU] field right after an event the replay skips continues that
+        // event's text (a `bprint` whose format holds a newline).
+        if after_skipped && find_cpu(l).is_none() {
+            continue;
+        }
         match parse_line(l, line)? {
-            Some(r) => out.records.push(r),
-            None => out.ignored += 1,
+            Some(r) => {
+                out.records.push(r);
+                after_skipped = false;
+            }
+            None => {
+                out.ignored += 1;
+                after_skipped = true;
+            }
         }
     }
     Ok(out)

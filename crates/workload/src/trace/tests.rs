@@ -342,3 +342,41 @@ fn bad_protobuf_names_the_byte() {
         "{e}"
     );
 }
+
+/// A real machine's `trace-cmd report` (trappy's test trace, Apache-2.0: see the README
+/// beside it): parsed, replayed, and its report says what could not be kept.
+#[test]
+fn a_trace_from_outside_lbsim() {
+    let (spec, _) = load_file_within(
+        &data("trappy/trace_not_raw-excerpt.txt"),
+        &Options::default(),
+        "trace:trappy",
+        &Room::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(spec.cpus_hint, Some(6));
+    let names: Vec<&str> = spec.tasks.iter().map(|t| t.name.as_str()).collect();
+    expect_test::expect![[r#"
+        [
+            "migration/2",
+            "trace-cmd",
+            "trace-cmd",
+            "trace-cmd",
+            "trace-cmd",
+            "trace-cmd",
+            "trace-cmd",
+        ]
+    "#]]
+    .assert_debug_eq(&names);
+    let notes: Vec<String> = spec.warnings.iter().map(|w| w.message.clone()).collect();
+    expect_test::expect![[r#"
+        [
+            "7 tasks were running or runnable when the window starts: they start at 0, their run before it is unknown",
+            "118 blocks have no wake-up event (sched_waking/sched_wakeup missing): replayed as timed sleeps up to the next switch-in",
+            "1 tasks have a real-time prio: replayed as nice-0 fair tasks",
+        ]
+    "#]].assert_debug_eq(&notes);
+    let mut ex = RefExec::new(spec, Share::RoundRobin);
+    ex.run(10_000_000_000);
+    assert!(ex.all_exited());
+}
