@@ -116,10 +116,10 @@ fn parse_line(l: &str, line: u64) -> Result<Option<Record>, LineError> {
         find_cpu(l).ok_or_else(|| err(line, "no [CPU] field: not an ftrace event line"))?;
     // COMM-PID, possibly followed by "(TGID)".
     let mut head = l[..cpu_start].trim_end();
-    if head.ends_with(')') {
-        if let Some(p) = head.rfind('(') {
-            head = head[..p].trim_end();
-        }
+    if head.ends_with(')')
+        && let Some(p) = head.rfind('(')
+    {
+        head = head[..p].trim_end();
     }
     let (_, pid) = head
         .trim_start()

@@ -232,13 +232,13 @@ pub fn parse_options(keys: &str) -> Result<Options, WorkloadError> {
     let switch_cost_ns = a.duration("switch_cost", Unit::Ns, 0)?;
     let wake_cost_ns = a.duration("wake_cost", Unit::Ns, 0)?;
     a.finish()?;
-    if let (Some(f), Some(t)) = (from_ns, to_ns) {
-        if t <= f {
-            return Err(WorkloadError::Invalid {
-                workload: "trace".into(),
-                message: format!("to= ({t} ns) must be after from= ({f} ns)"),
-            });
-        }
+    if let (Some(f), Some(t)) = (from_ns, to_ns)
+        && t <= f
+    {
+        return Err(WorkloadError::Invalid {
+            workload: "trace".into(),
+            message: format!("to= ({t} ns) must be after from= ({f} ns)"),
+        });
     }
     Ok(Options {
         as_observed,
@@ -296,7 +296,16 @@ pub fn build(
             ),
         });
     }
-    let size = Size::tasks(x.tasks.len() as u64);
+    let cpusets: std::collections::BTreeSet<&std::collections::BTreeSet<u32>> = x
+        .tasks
+        .iter()
+        .filter(|t| o.as_observed && !t.cpus.is_empty())
+        .map(|t| &t.cpus)
+        .collect();
+    let size = Size {
+        tasks: x.tasks.len() as u64,
+        cpusets: cpusets.len() as u64,
+    };
     room.admit(size).map_err(|limit| TraceError::OverLimit {
         path: path.to_string(),
         limit,

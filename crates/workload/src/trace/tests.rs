@@ -128,6 +128,27 @@ fn the_workload_runs_to_completion() {
 }
 
 #[test]
+fn as_observed_pins_each_task_to_its_cpus() {
+    let o = Options {
+        as_observed: true,
+        ..Options::default()
+    };
+    let (spec, size) = build(
+        &parse_bytes("k.txt", &std::fs::read(data("kernel-trace.txt")).unwrap()).unwrap(),
+        &o,
+        "k.txt",
+        "trace:k.txt",
+        &Room::default(),
+    )
+    .unwrap();
+    // 7 and 100 ran on CPU 0, 101 on CPU 1: two cpusets.
+    assert_eq!(size.cpusets, 2);
+    assert_eq!(spec.cpusets, vec![vec![0], vec![1]]);
+    let sets: Vec<Option<u32>> = spec.tasks.iter().map(|t| t.affinity.map(|c| c.0)).collect();
+    assert_eq!(sets, vec![Some(0), Some(0), Some(1)]);
+}
+
+#[test]
 fn bad_text_names_the_line() {
     let e = parse_bytes(
         "x.txt",
