@@ -7,3 +7,4 @@ mod engine;
 mod evidence;
 mod groups;
 mod invariants;
+mod replay;

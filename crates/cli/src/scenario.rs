@@ -365,14 +365,17 @@ impl RunInputs {
     /// # Errors
     /// A bad duration, or no topology at all.
     pub fn merge(&self, file: ScenarioFile) -> anyhow::Result<(Scenario, u64)> {
-        let topology = self.topology.clone().or(file.topology).with_context(|| {
-            "--topology is required (a CPU count, key=value list, preset or file), or a \
-             scenario file"
-        })?;
         let workloads = if self.workloads.is_empty() {
-            file.workloads.unwrap_or_default()
+            file.workloads.clone().unwrap_or_default()
         } else {
             self.workloads.clone()
+        };
+        let topology = match self.topology.clone().or(file.topology) {
+            Some(t) => t,
+            None => trace_topology(&workloads, &self.budget)?.with_context(|| {
+                "--topology is required (a CPU count, key=value list, preset or file), or a \
+                 scenario file"
+            })?,
         };
         let duration_ns = match &self.duration {
             Some(d) => Some(
@@ -412,6 +415,23 @@ impl RunInputs {
             self.seed.or(file.seed).unwrap_or(1),
         ))
     }
+}
+
+/// Without a topology: the CPU count of the machine a `trace:FILE` workload was recorded
+/// on, with a warning on stderr; `None` when no workload is a trace.
+fn trace_topology(workloads: &[String], budget: &Budget) -> anyhow::Result<Option<String>> {
+    if !workloads
+        .iter()
+        .any(|w| w.trim_start().starts_with("trace:"))
+    {
+        return Ok(None);
+    }
+    let spec = parse_workloads_within(workloads, budget.workload_limits())
+        .map_err(Budget::workload_error)?;
+    Ok(spec.cpus_hint.map(|n| {
+        eprintln!("lbsim: warning: no --topology given: {n} CPUs, as in the trace");
+        n.to_string()
+    }))
 }
 
 /// The keys a scenario file may hold, in the order `lbsim` documents them.
@@ -783,13 +803,25 @@ fn resolve_topology(dir: &Path, spec: &str) -> String {
     }
 }
 
-/// An `rtapp:FILE` workload with a relative FILE, taken relative to `dir`.
+/// An `rtapp:FILE` or `trace:FILE[,keys]` workload with a relative FILE, taken relative to
+/// `dir`.
 fn resolve_workload(dir: &Path, w: &str) -> String {
     match w.split_once(':') {
         Some(("rtapp", f))
             if Path::new(f).is_relative() && !f.is_empty() && !dir.as_os_str().is_empty() =>
         {
             format!("rtapp:{}", dir.join(f).display())
+        }
+        Some(("trace", rest)) => {
+            let (f, keys) = match rest.split_once(',') {
+                Some((f, k)) => (f, format!(",{k}")),
+                None => (rest, String::new()),
+            };
+            if Path::new(f).is_relative() && !f.is_empty() && !dir.as_os_str().is_empty() {
+                format!("trace:{}{keys}", dir.join(f).display())
+            } else {
+                w.to_owned()
+            }
         }
         _ => w.to_owned(),
     }

@@ -151,3 +151,58 @@ fn a_failed_write_to_standard_output_says_so() {
         );
     }
 }
+
+/// A bad trace names the file and its line (text) or byte offset (protobuf); a good one gives
+/// the machine when no `--topology` does, with a warning.
+#[test]
+fn trace_workloads() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let text = dir.join("bad-trace.txt");
+    std::fs::write(
+        &text,
+        "cpus=2\n  a-1 [000] 1.0: sched_switch: prev_comm=a\n",
+    )
+    .unwrap();
+    let pb = dir.join("bad-trace.pftrace");
+    std::fs::write(&pb, [0x0a, 0x05, 0x0a]).unwrap();
+    let wl = |p: &std::path::Path| format!("trace:{}", p.display());
+    let (t, p) = (wl(&text), wl(&pb));
+    assert_eq!(
+        fails(&["run", "--workload", &t]),
+        format!(
+            "lbsim: error: --workload: {}:2: no prev_pid= field",
+            text.display()
+        )
+    );
+    assert_eq!(
+        fails(&["run", "--workload", &p]),
+        format!(
+            "lbsim: error: --workload: {}: at byte 0: length 5 runs past the end of its message",
+            pb.display()
+        )
+    );
+    let good = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../workload/tests/data/trace/trace-cmd-report.txt"
+    );
+    let out = lbsim(&[
+        "run",
+        "--workload",
+        &format!("trace:{good}"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("lbsim: warning: no --topology given: 4 CPUs, as in the trace\n"),
+        "{err}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .matches("\"cpu\":")
+            .count(),
+        4 + 3,
+        "4 CPUs and 3 tasks"
+    );
+}

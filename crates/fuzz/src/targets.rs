@@ -46,6 +46,12 @@ pub const TARGETS: &[Target] = &[
         verify_runs: 2000,
     },
     Target {
+        name: "trace",
+        run: trace,
+        dict: TRACE_DICT,
+        verify_runs: 2000,
+    },
+    Target {
         name: "topology",
         run: topology,
         dict: MACHINE_DICT,
@@ -154,6 +160,47 @@ const RTAPP_DICT: &[&str] = &[
     "true",
     "null",
     "1e9",
+];
+
+const TRACE_DICT: &[&str] = &[
+    "cpus=",
+    "#P:",
+    " [000] ",
+    " [001] d..2. ",
+    " dNh4. ",
+    "-1 ",
+    "<idle>-0 ",
+    " 1.000001: ",
+    "sched_switch: ",
+    "sched_waking: ",
+    "sched_wakeup: ",
+    "sched_wakeup_new: ",
+    "sched_process_fork: ",
+    "sched_process_exit: ",
+    "prev_comm=",
+    " prev_pid=",
+    " prev_prio=",
+    " prev_state=",
+    " ==> ",
+    "next_comm=",
+    " next_pid=",
+    " next_prio=",
+    "comm=",
+    " pid=",
+    " prio=",
+    " target_cpu=",
+    " child_comm=",
+    " child_pid=",
+    "R+",
+    "S",
+    "D|K",
+    "X",
+    ":2300 [120] ",
+    "\n",
+    "\x0a",
+    "\x12",
+    "\x22",
+    "\x08",
 ];
 
 const MACHINE_DICT: &[&str] = &[
@@ -409,6 +456,25 @@ pub fn rtapp(data: &[u8]) -> bool {
     }
 }
 
+/// Scheduler traces (`trace:FILE`): lbsim_workload's ftrace text and Perfetto protobuf
+/// parsers, then the extraction of the replay's programs, each input read both ways (as a
+/// text file and as a `.pftrace`).
+pub fn trace(data: &[u8]) -> bool {
+    use lbsim_workload::trace::{Options, build, parse_bytes};
+    let room = lbsim_workload::Room::new(fuzz_budget().workload_limits());
+    let mut accepted = false;
+    for name in ["fuzz.txt", "fuzz.pftrace"] {
+        match parse_bytes(name, data) {
+            Ok(p) => match build(&p, &Options::default(), name, "trace:fuzz", &room) {
+                Ok(_) => accepted = true,
+                Err(e) => one_line("trace", &e.to_string()),
+            },
+            Err(e) => one_line("trace", &e.to_string()),
+        }
+    }
+    accepted
+}
+
 /// Machine spec strings (`--topology`): CPU counts, `key=value` lists, presets.
 pub fn topology(data: &[u8]) -> bool {
     let text = String::from_utf8_lossy(data);
@@ -493,10 +559,11 @@ pub fn host(data: &[u8]) -> bool {
 pub fn workload(data: &[u8]) -> bool {
     let text = String::from_utf8_lossy(data);
     let args: Vec<&str> = text.split('\n').take(4).collect();
-    if args
-        .iter()
-        .any(|a| a.split(':').next().is_some_and(|n| n.trim() == "rtapp"))
-    {
+    if args.iter().any(|a| {
+        a.split(':')
+            .next()
+            .is_some_and(|n| n.trim() == "rtapp" || n.trim() == "trace")
+    }) {
         return false;
     }
     match parse_workloads_within(&args, fuzz_budget().workload_limits()) {
@@ -514,6 +581,7 @@ pub fn scenario(data: &[u8]) -> bool {
     let text = String::from_utf8_lossy(data);
     if text.contains('/')
         || text.contains("rtapp")
+        || text.contains("trace")
         || text.contains(".toml")
         || text.contains(".json")
     {

@@ -90,6 +90,7 @@ pub mod report;
 pub mod rtapp;
 pub mod spec;
 pub mod sync;
+pub mod trace;
 
 pub use action::Action;
 pub use generators::{

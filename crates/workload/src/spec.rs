@@ -135,6 +135,9 @@ pub struct WorkloadSpec {
     pub duration_ns: Option<u64>,
     /// Remarks for the user.
     pub warnings: Vec<Warning>,
+    /// The CPU count of the machine the workload was recorded on (a `trace:FILE`'s), which
+    /// the run's machine defaults to when no topology is given; the largest of the parts'.
+    pub cpus_hint: Option<u32>,
     /// `cpusets` indexed by their CPU lists, for [`WorkloadSpec::add_cpuset`].
     cpuset_index: CpusetIndex,
 }
@@ -334,6 +337,7 @@ impl WorkloadSpec {
             parts: Vec::new(),
             duration_ns: None,
             warnings: Vec::new(),
+            cpus_hint: None,
             cpuset_index: CpusetIndex::default(),
         }
     }
@@ -422,6 +426,7 @@ impl WorkloadSpec {
                 (a, b) => a.or(b),
             };
             out.warnings.extend(s.warnings);
+            out.cpus_hint = out.cpus_hint.max(s.cpus_hint);
         }
         out
     }

@@ -500,7 +500,7 @@ fn generator_errors_name_the_key() {
         ),
         (
             "stress:x=1",
-            "unknown workload \"stress\" (valid: rtapp, sysbench-cpu, hackbench, schbench, tbench, ebizzy, pipe, hogs, pingpong, busy, periodic)",
+            "unknown workload \"stress\" (valid: rtapp, trace, sysbench-cpu, hackbench, schbench, tbench, ebizzy, pipe, hogs, pingpong, busy, periodic)",
         ),
     ];
     for (arg, msg) in cases {

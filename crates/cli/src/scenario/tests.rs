@@ -102,6 +102,14 @@ fn relative_paths_follow_the_file() {
         resolve_workload(Path::new(""), "rtapp:a.json"),
         "rtapp:a.json"
     );
+    assert_eq!(
+        resolve_workload(Path::new("dir"), "trace:t.txt,comm=a|b,pid=3-4"),
+        "trace:dir/t.txt,comm=a|b,pid=3-4"
+    );
+    assert_eq!(
+        resolve_workload(Path::new("dir"), "trace:/abs/t.pftrace"),
+        "trace:/abs/t.pftrace"
+    );
     assert_eq!(resolve_topology(Path::new("dir"), "m.toml"), "dir/m.toml");
     assert_eq!(resolve_topology(Path::new("dir"), "hikey"), "hikey");
     assert_eq!(

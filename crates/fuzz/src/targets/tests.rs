@@ -30,6 +30,7 @@ fn paths_are_not_opened() {
     assert!(!topology(b"/dev/stdin"));
     assert!(!topology(b"machine.toml"));
     assert!(!workload(b"rtapp:/dev/stdin"));
+    assert!(!workload(b"trace:/dev/stdin"));
     assert!(!scenario(b"topology = \"/dev/stdin\""));
     assert!(!scenario(b"cost = \"costs\""));
 }

@@ -185,6 +185,10 @@ pub trait WorkloadKind: Sync {
     fn keys(&self) -> &'static [Key];
     /// A typical option.
     fn example(&self) -> &'static str;
+    /// True when the option names a file to read (its example is not a runnable option).
+    fn reads_file(&self) -> bool {
+        false
+    }
     /// The workload of `--workload arg`, `rest` being what follows `NAME:`, and its size;
     /// refused with [`WorkloadError::OverLimit`] before its tasks are built if it does not fit
     /// in `room`.

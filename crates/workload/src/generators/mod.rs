@@ -61,6 +61,7 @@ pub(crate) use sched_latency::sched_latency_table;
 /// rt-app file loader, then one [`Generator`] per benchmark.
 pub const WORKLOADS: &[&dyn WorkloadKind] = &[
     &crate::rtapp::Rtapp,
+    &crate::trace::TraceWorkload,
     &sysbench::SysbenchCpu,
     &hackbench::Hackbench,
     &schbench::Schbench,
@@ -183,6 +184,9 @@ pub enum WorkloadError {
     /// An rt-app file could not be loaded.
     #[error(transparent)]
     Rtapp(#[from] RtappError),
+    /// A trace file could not be loaded.
+    #[error(transparent)]
+    Trace(#[from] crate::trace::TraceError),
     /// The generated workload is inconsistent (a bug in lbsim).
     #[error("{workload}: {error}")]
     Spec {
@@ -198,7 +202,8 @@ impl WorkloadError {
     pub fn over_limit(&self) -> Option<&LimitError> {
         match self {
             WorkloadError::OverLimit(e)
-            | WorkloadError::Rtapp(RtappError::OverLimit { limit: e, .. }) => Some(e),
+            | WorkloadError::Rtapp(RtappError::OverLimit { limit: e, .. })
+            | WorkloadError::Trace(crate::trace::TraceError::OverLimit { limit: e, .. }) => Some(e),
             _ => None,
         }
     }

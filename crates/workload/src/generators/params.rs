@@ -220,6 +220,11 @@ impl Args {
         }
     }
 
+    /// The text given for `key` (or its declared default), as is.
+    pub fn text(&mut self, key: &str) -> Option<String> {
+        self.raw(key)
+    }
+
     /// True if `key` was given.
     pub fn has(&self, key: &str) -> bool {
         self.pairs.iter().any(|(k, _, _)| k == key)

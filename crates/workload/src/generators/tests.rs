@@ -24,7 +24,7 @@ fn names_and_keys_are_unique_and_documented() {
 /// nothing: the default a key table shows is the one parsing applies.
 #[test]
 fn examples_parse_and_declared_defaults_are_the_applied_ones() {
-    for w in WORKLOADS.iter().filter(|w| !w.keys().is_empty()) {
+    for w in WORKLOADS.iter().filter(|w| !w.reads_file()) {
         let example = w.example();
         let base = parse_workload(example).unwrap_or_else(|e| panic!("{example}: {e}"));
         for k in w.keys() {
@@ -90,6 +90,14 @@ fn one_run_unless_a_generator_asks_for_rounds() {
 fn help_lists_every_workload_and_key() {
     expect![[r#"
         rtapp: an rt-app JSON file (rt-app's task, phase and event vocabulary) (e.g. rtapp:FILE.json)
+        trace: a recorded scheduler trace replayed (ftrace text, trace-cmd report, Perfetto protobuf) (e.g. trace:FILE.txt,affinity=as-observed)
+          affinity     default all: all (any CPU) or as-observed (the CPUs each task ran on)
+          from         default the first event: trace time the window starts at (a bare number is s)
+          to           default the last event: trace time the window ends at (a bare number is s)
+          comm         default every task: comms to keep, |-separated; NAME* a prefix, !NAME excludes
+          pid          default every task: pids to keep (a list: 5-8,12)
+          switch_cost  default 1200ns: taken off the run after each switch-in: what lbsim charges per switch (cost_context_switch_ns; a bare number is ns)
+          wake_cost    default 600ns: taken off the waker's run after each wake-up: what lbsim charges per wake-up (cost_wakeup_ns; a bare number is ns)
         sysbench-cpu: sysbench --test=cpu: threads share a request counter; each request is CPU work (e.g. sysbench-cpu:threads=8,requests=1000)
           threads   default 1: worker threads (--num-threads)
           requests  default 10000, or 0 (unlimited) with time: requests in total (--max-requests; 0: unlimited)
@@ -177,7 +185,7 @@ fn built_size(spec: &WorkloadSpec) -> crate::Size {
 fn declared_sizes_are_the_built_ones() {
     let mut cases: Vec<String> = WORKLOADS
         .iter()
-        .filter(|w| !w.keys().is_empty())
+        .filter(|w| !w.reads_file())
         .map(|w| w.example().to_owned())
         .collect();
     cases.extend(
@@ -204,8 +212,8 @@ fn declared_sizes_are_the_built_ones() {
         assert!(declared.tasks > 0, "{arg}");
         seen.insert(name);
     }
-    // Every generator was checked (rtapp, the file-based one, counts its own).
-    assert_eq!(seen.len(), WORKLOADS.len() - 1, "{seen:?}");
+    // Every generator was checked (rtapp and trace, the file-based ones, count their own).
+    assert_eq!(seen.len(), WORKLOADS.len() - 2, "{seen:?}");
 }
 
 /// A workload too big for the run's limits is refused from its parameters, before a task is

@@ -138,6 +138,10 @@ impl WorkloadKind for Rtapp {
         "rtapp:FILE.json"
     }
 
+    fn reads_file(&self) -> bool {
+        true
+    }
+
     fn load(
         &self,
         rest: &str,

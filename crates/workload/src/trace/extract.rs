@@ -1,0 +1,486 @@
+//! From a trace's events to per-task programs.
+//!
+//! Each traced task becomes a program of the events it went through, in order:
+//! - a run burst ([`Event::Run`]) per stretch of run time between two points where it blocked
+//!   or woke another task: the CPU time it received (its `sched_switch` in to out, minus the
+//!   time it was switched out while runnable), as work at capacity 1024;
+//! - a wake-up of a traced task it was running when the wakee's `sched_waking` fired
+//!   ([`Event::SemPost`] on the wakee's own semaphore) at that point of its run;
+//! - a blocking point where it switched out in a sleeping state: a [`Event::SemWait`] on its
+//!   own semaphore when a traced task woke it, else a timed [`Event::Sleep`] as long as the
+//!   recorded sleep (an interrupt, the idle task or an untraced task woke it);
+//! - a [`Event::Spawn`] of each traced child it forked (`sched_process_fork` while it ran),
+//!   and an [`Event::Exit`] where it exited.
+//!
+//! A semaphore counts, so a wake-up the waker's replay issues before the wakee's replay has
+//! reached its blocking point is not lost: the wakee then does not sleep, as a task woken
+//! before it calls `schedule()` does not.
+//!
+//! The balancer's decisions are not replayed: `sched_migrate_task` and the CPUs the tasks ran
+//! on are ignored (unless `affinity=as-observed` keeps the set of CPUs each ran on).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::record::{Ev, LeftAs, Parsed};
+use crate::program::Event;
+
+/// What the user asked of the replay.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Pin each task to the CPUs it was seen running on.
+    pub as_observed: bool,
+    /// Events before this trace time (ns) are dropped; times count from here.
+    pub from_ns: Option<u64>,
+    /// Events at or after this trace time (ns) are dropped.
+    pub to_ns: Option<u64>,
+    /// Keep tasks whose comm matches one of these patterns (`*` at the end: a prefix; `!` in
+    /// front: exclude).
+    pub comm: Vec<String>,
+    /// Keep only these pids.
+    pub pids: Option<Vec<u32>>,
+    /// CPU time the replaying scheduler charges a task each time it is switched in, taken
+    /// off the recorded run time that follows (the recording already paid its own).
+    pub switch_cost_ns: u64,
+    /// CPU time the replaying scheduler charges a waker per wake-up, taken off the waker's
+    /// recorded run time that follows.
+    pub wake_cost_ns: u64,
+}
+
+/// How a replayed task starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// At this time (ns from the window's start).
+    At(u64),
+    /// Forked by this traced task.
+    SpawnedBy(u32),
+}
+
+/// One step of a task's extracted program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Run this much CPU time (ns).
+    Run(u64),
+    /// Wake this traced task.
+    Wake(u32),
+    /// Block until woken by a traced task.
+    Wait,
+    /// Sleep this long (ns).
+    Sleep(u64),
+    /// Fork this traced task.
+    Spawn(u32),
+    /// Exit.
+    Exit,
+}
+
+/// A task of the trace and what the replay makes of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskProgram {
+    /// pid.
+    pub pid: u32,
+    /// comm (the last one seen).
+    pub comm: String,
+    /// prio (the first one seen).
+    pub prio: i32,
+    /// How it starts.
+    pub start: Start,
+    /// Its steps.
+    pub steps: Vec<Step>,
+    /// CPUs it ran on.
+    pub cpus: BTreeSet<u32>,
+    /// It was runnable or running when the window starts (its first event a switch).
+    pub live_at_start: bool,
+    /// Wake-ups it received from untraced tasks (become timed sleeps).
+    pub untraced_wakes: u64,
+    /// Blocks whose wake-up the trace lacks (the next switch-in ends them as a timed sleep).
+    pub missing_wakes: u64,
+    /// CPU time it received in the window, ns (its bursts hold this less the overheads).
+    pub received_ns: u64,
+}
+
+impl TaskProgram {
+    /// Total run time of its bursts, ns.
+    pub fn run_ns(&self) -> u64 {
+        self.steps
+            .iter()
+            .map(|s| if let Step::Run(n) = s { *n } else { 0 })
+            .sum()
+    }
+
+    /// How many steps satisfy `f`.
+    pub fn count(&self, f: impl Fn(&Step) -> bool) -> usize {
+        self.steps.iter().filter(|s| f(s)).count()
+    }
+}
+
+/// The result of the extraction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Extracted {
+    /// Kept tasks, by pid.
+    pub tasks: Vec<TaskProgram>,
+    /// The trace's CPU count.
+    pub nr_cpus: u32,
+    /// Window length, ns (last kept event minus the window's start).
+    pub span_ns: u64,
+    /// Events in the window.
+    pub events: u64,
+    /// Tasks left out by `comm=`/`pid=`.
+    pub filtered_out: u64,
+    /// Wake-ups of tasks that had not blocked (ignored).
+    pub wakes_of_running: u64,
+    /// Tasks with a real-time prio (replayed as nice 0).
+    pub rt_tasks: u64,
+    /// The wake-up cost taken off the wakers' run, ns.
+    pub wake_cost_ns: u64,
+}
+
+fn comm_matches(pats: &[String], comm: &str) -> bool {
+    let one = |p: &str| match p.strip_suffix('*') {
+        Some(pre) => comm.starts_with(pre),
+        None => comm == p,
+    };
+    let (neg, pos): (Vec<&String>, Vec<&String>) = pats.iter().partition(|p| p.starts_with('!'));
+    if neg.iter().any(|p| one(&p[1..])) {
+        return false;
+    }
+    pos.is_empty() || pos.iter().any(|p| one(p))
+}
+
+#[derive(Default)]
+struct Live {
+    comms: Vec<String>,
+    prio: Option<i32>,
+    start: Option<Start>,
+    steps: Vec<Step>,
+    run_since: Option<u64>,
+    accum: u64,
+    blocked_at: Option<u64>,
+    exited: bool,
+    cpus: BTreeSet<u32>,
+    live_at_start: bool,
+    untraced_wakes: u64,
+    missing_wakes: u64,
+    /// Overhead the replay will charge that the recorded run time since it also holds.
+    owed: u64,
+    /// Run time received, before the overheads are taken off.
+    received: u64,
+}
+
+impl Live {
+    /// Ends the current burst at `t` (the task keeps running): its run time less the
+    /// overheads it holds that the replay charges again.
+    fn flush(&mut self, t: u64) {
+        if let Some(s) = self.run_since {
+            self.accum += t.saturating_sub(s);
+            self.run_since = Some(t);
+        }
+        self.received += self.accum;
+        let paid = self.owed.min(self.accum);
+        self.owed -= paid;
+        self.accum -= paid;
+        if self.accum > 0 {
+            self.steps.push(Step::Run(self.accum));
+            self.accum = 0;
+        }
+    }
+
+    /// Ends the current burst at a block or exit: overhead not yet found in the run time is
+    /// forgotten.
+    fn flush_last(&mut self, t: u64) {
+        self.flush(t);
+        self.owed = 0;
+    }
+
+    fn note(&mut self, comm: &str, prio: Option<i32>) {
+        if self.comms.last().map(String::as_str) != Some(comm) {
+            self.comms.push(comm.to_string());
+        }
+        if self.prio.is_none() {
+            self.prio = prio;
+        }
+    }
+}
+
+/// Extracts per-task programs from `p` under `o`.
+pub fn extract(p: &Parsed, o: &Options) -> Extracted {
+    let mut recs: Vec<&super::record::Record> = p
+        .records
+        .iter()
+        .filter(|r| {
+            o.from_ns.is_none_or(|f| r.time_ns >= f) && o.to_ns.is_none_or(|t| r.time_ns < t)
+        })
+        .collect();
+    recs.sort_by_key(|r| r.time_ns);
+    let t0 = o
+        .from_ns
+        .unwrap_or_else(|| recs.first().map_or(0, |r| r.time_ns));
+    let end = recs.last().map_or(t0, |r| r.time_ns) - t0;
+    let wake_cost_ns = o.wake_cost_ns;
+
+    // Pass 1: every task and its comms, to decide who is kept.
+    let mut comms: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    let mut saw = |pid: u32, comm: &str| {
+        if pid != 0 {
+            let c = comms.entry(pid).or_default();
+            if !c.iter().any(|x| x == comm) {
+                c.push(comm.to_string());
+            }
+        }
+    };
+    for r in &recs {
+        match &r.ev {
+            Ev::Switch {
+                prev_pid,
+                prev_comm,
+                next_pid,
+                next_comm,
+                ..
+            } => {
+                if let Some(pp) = prev_pid {
+                    saw(*pp, prev_comm.as_deref().unwrap_or(""));
+                }
+                saw(*next_pid, next_comm);
+            }
+            Ev::Wake { pid, comm, .. } | Ev::WakeupNew { pid, comm, .. } => saw(*pid, comm),
+            Ev::Fork {
+                child_pid,
+                child_comm,
+                ..
+            } => saw(*child_pid, child_comm),
+            Ev::Exit { pid } => saw(*pid, ""),
+        }
+    }
+    let kept: BTreeSet<u32> = comms
+        .iter()
+        .filter(|(pid, cs)| {
+            o.pids.as_ref().is_none_or(|ps| ps.contains(pid))
+                && cs
+                    .iter()
+                    .filter(|c| !c.is_empty())
+                    .any(|c| comm_matches(&o.comm, c))
+        })
+        .map(|(pid, _)| *pid)
+        .collect();
+    let mut out = Extracted {
+        nr_cpus: p.cpus(),
+        span_ns: end,
+        events: recs.len() as u64,
+        filtered_out: (comms.len() - kept.len()) as u64,
+        wake_cost_ns,
+        ..Extracted::default()
+    };
+
+    // Pass 2: the programs.
+    let mut live: BTreeMap<u32, Live> = kept.iter().map(|&p| (p, Live::default())).collect();
+    for r in &recs {
+        let t = r.time_ns - t0;
+        // A task current on a CPU before anything said it started: running since the window
+        // starts.
+        if let Some(l) = r
+            .common_pid
+            .filter(|&c| c != 0)
+            .and_then(|c| live.get_mut(&c))
+            .filter(|l| l.start.is_none())
+        {
+            l.start = Some(Start::At(0));
+            l.live_at_start = true;
+            l.run_since = Some(0);
+            l.cpus.insert(r.cpu);
+        }
+        match &r.ev {
+            Ev::Switch {
+                prev_pid,
+                prev_comm,
+                prev_prio,
+                prev_state,
+                next_pid,
+                next_comm,
+                next_prio,
+            } => {
+                if let Some(l) = prev_pid.filter(|&p| p != 0).and_then(|p| live.get_mut(&p)) {
+                    l.note(prev_comm.as_deref().unwrap_or(""), *prev_prio);
+                    if l.start.is_none() {
+                        // Running when the window starts.
+                        l.start = Some(Start::At(0));
+                        l.live_at_start = true;
+                        l.run_since = Some(0);
+                        l.cpus.insert(r.cpu);
+                    }
+                    if let Some(s) = l.run_since.take() {
+                        l.accum += t.saturating_sub(s);
+                    }
+                    match prev_state {
+                        LeftAs::Runnable => {}
+                        LeftAs::Blocked if !l.exited => {
+                            l.flush_last(t);
+                            l.blocked_at = Some(t);
+                        }
+                        LeftAs::Blocked => {}
+                        LeftAs::Dead => {
+                            if !l.exited {
+                                l.flush_last(t);
+                                l.steps.push(Step::Exit);
+                                l.exited = true;
+                            }
+                        }
+                    }
+                }
+                if let Some(l) = live.get_mut(next_pid).filter(|_| *next_pid != 0) {
+                    l.note(next_comm, Some(*next_prio));
+                    if l.start.is_none() {
+                        l.start = Some(Start::At(0));
+                        l.live_at_start = true;
+                    }
+                    if let Some(b) = l.blocked_at.take() {
+                        l.missing_wakes += 1;
+                        l.steps.push(Step::Sleep(t - b));
+                    }
+                    l.run_since = Some(t);
+                    l.owed += o.switch_cost_ns;
+                    l.cpus.insert(r.cpu);
+                }
+            }
+            Ev::Wake {
+                pid,
+                comm,
+                prio,
+                waking,
+            } => {
+                let Some(l) = live.get_mut(pid) else {
+                    continue;
+                };
+                l.note(comm, Some(*prio));
+                let first = l.start.is_none();
+                if !first && l.blocked_at.is_none() {
+                    // sched_wakeup after its sched_waking, or a task still on its CPU.
+                    if *waking {
+                        out.wakes_of_running += 1;
+                    }
+                    continue;
+                }
+                let waker = r
+                    .common_pid
+                    .filter(|&w| w != 0 && w != *pid && kept.contains(&w))
+                    .filter(|w| live.get(w).is_some_and(|x| x.run_since.is_some()));
+                let untraced = r
+                    .common_pid
+                    .is_some_and(|w| w != 0 && w != *pid && !kept.contains(&w));
+                if let Some(w) = waker {
+                    let wl = live.get_mut(&w).expect("kept");
+                    wl.flush(t);
+                    wl.steps.push(Step::Wake(*pid));
+                    wl.owed += wake_cost_ns;
+                }
+                let l = live.get_mut(pid).expect("kept");
+                if first {
+                    l.live_at_start = false;
+                    l.start = Some(Start::At(if waker.is_some() { 0 } else { t }));
+                    if waker.is_some() {
+                        l.steps.push(Step::Wait);
+                    }
+                } else {
+                    let b = l.blocked_at.take().expect("blocked");
+                    l.steps.push(if waker.is_some() {
+                        Step::Wait
+                    } else {
+                        Step::Sleep(t - b)
+                    });
+                }
+                if untraced {
+                    l.untraced_wakes += 1;
+                }
+            }
+            Ev::WakeupNew { pid, comm, prio } => {
+                if let Some(l) = live.get_mut(pid) {
+                    l.note(comm, Some(*prio));
+                    if l.start.is_none() {
+                        l.start = Some(Start::At(t));
+                    }
+                }
+            }
+            Ev::Fork {
+                parent_pid,
+                child_pid,
+                child_comm,
+            } => {
+                if !kept.contains(child_pid) || live[child_pid].start.is_some() {
+                    continue;
+                }
+                let by = r
+                    .common_pid
+                    .filter(|&c| c == *parent_pid && c != 0)
+                    .filter(|c| live.get(c).is_some_and(|x| x.run_since.is_some()));
+                if let Some(pp) = by {
+                    let pl = live.get_mut(&pp).expect("kept");
+                    pl.flush(t);
+                    pl.steps.push(Step::Spawn(*child_pid));
+                }
+                let l = live.get_mut(child_pid).expect("kept");
+                l.note(child_comm, None);
+                l.start = Some(by.map_or(Start::At(t), Start::SpawnedBy));
+            }
+            Ev::Exit { pid } => {
+                if let Some(l) = live.get_mut(pid) {
+                    if l.start.is_none() {
+                        l.start = Some(Start::At(0));
+                        l.live_at_start = true;
+                    }
+                    if !l.exited {
+                        l.flush_last(t);
+                        l.steps.push(Step::Exit);
+                        l.exited = true;
+                    }
+                }
+            }
+        }
+    }
+    for (pid, mut l) in live {
+        if !l.exited {
+            l.flush(end);
+        }
+        let prio = l.prio.unwrap_or(120);
+        if !(100..=139).contains(&prio) {
+            out.rt_tasks += 1;
+        }
+        out.tasks.push(TaskProgram {
+            pid,
+            comm: l
+                .comms
+                .last()
+                .cloned()
+                .unwrap_or_else(|| format!("pid{pid}")),
+            prio,
+            start: l.start.unwrap_or(Start::At(0)),
+            steps: l.steps,
+            cpus: l.cpus,
+            live_at_start: l.live_at_start,
+            untraced_wakes: l.untraced_wakes,
+            missing_wakes: l.missing_wakes,
+            received_ns: l.received,
+        });
+    }
+    out
+}
+
+/// The workload events of `t`'s steps: `sem(pid)` is a traced task's wake-up semaphore,
+/// `task(pid)` its task.
+pub fn events(
+    t: &TaskProgram,
+    sem: &dyn Fn(u32) -> crate::ids::SemId,
+    task: &dyn Fn(u32) -> crate::ids::TaskRef,
+) -> Vec<Event> {
+    let mut ev = Vec::with_capacity(t.steps.len() + 1);
+    for s in &t.steps {
+        ev.push(match *s {
+            Step::Run(ns) => Event::Run { work_ns: ns },
+            Step::Wake(p) => Event::SemPost(sem(p)),
+            Step::Wait => Event::SemWait(sem(t.pid)),
+            Step::Sleep(ns) => Event::Sleep { ns },
+            Step::Spawn(p) => Event::Spawn(task(p)),
+            Step::Exit => Event::Exit,
+        });
+    }
+    if ev.last() != Some(&Event::Exit) {
+        ev.push(Event::Exit);
+    }
+    ev
+}
