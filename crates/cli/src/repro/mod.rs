@@ -529,6 +529,8 @@ struct MetricVerdict<'a> {
     /// `None` when no point has both sides reported.
     verdict: Option<verdict::Verdict>,
     points: Vec<(&'a str, verdict::Verdict)>,
+    /// The judged points where lbsim's two sides do not differ significantly.
+    not_significant: Vec<&'a str>,
 }
 
 impl MetricVerdict<'_> {
@@ -543,6 +545,19 @@ impl MetricVerdict<'_> {
             );
         };
         let mut detail = String::new();
+        let mut ns = String::new();
+        if !self.not_significant.is_empty() {
+            ns = if e.param.is_empty() {
+                " (the change is not significant)".to_owned()
+            } else {
+                let at: Vec<String> = self
+                    .not_significant
+                    .iter()
+                    .map(|x| format!("{}={x}", e.param))
+                    .collect();
+                format!(" (not significant at {})", at.join(", "))
+            };
+        }
         if v != verdict::Verdict::Reproduced && !e.param.is_empty() {
             let list = |want: verdict::Verdict| {
                 self.points
@@ -581,6 +596,7 @@ fn verdicts(o: &Outcome) -> Vec<MetricVerdict<'_>> {
         .filter(|(_, stat)| *stat == Stat::Mean)
         .map(|(m, _)| {
             let mut points = Vec::new();
+            let mut not_significant = Vec::new();
             for p in 0..e.points.len() {
                 let row = rows_of(o, p, m, Stat::Mean);
                 let (Some(rb), Some(rp)) =
@@ -591,6 +607,9 @@ fn verdicts(o: &Outcome) -> Vec<MetricVerdict<'_>> {
                 let Some(sim) = row.sim.filter(|_| row.runs >= 2) else {
                     continue;
                 };
+                if !sim.significant {
+                    not_significant.push(row.point.value);
+                }
                 points.push((
                     row.point.value,
                     verdict::at_point((value(rb), value(rp)), sim.change_pct, sim.significant),
@@ -601,6 +620,7 @@ fn verdicts(o: &Outcome) -> Vec<MetricVerdict<'_>> {
                 metric: m,
                 verdict: verdict::over(&vs),
                 points,
+                not_significant,
             }
         })
         .collect()

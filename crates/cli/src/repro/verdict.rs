@@ -2,15 +2,17 @@
 //! seed's effect at the points where the seed reported both sides.
 //!
 //! At one point, with the seed's change `r = (patched - base) / base` and lbsim's change `s`
-//! of the means (and whether Welch's test finds the two sides different):
-//! - a seed change under 5% is "no effect": reproduced when lbsim's sides do not differ
-//!   significantly or differ by under 5%, else not;
-//! - otherwise: not reproduced when lbsim's sides do not differ significantly or `s` has the
-//!   other sign; reproduced when `|s|` is within a factor of 2 of `|r|`; partly (right
-//!   direction, size off by more than 2x) beyond.
+//! of the means:
+//! - a seed change under 5% is "no effect": reproduced when lbsim's change is under 5% too or
+//!   not significant (Welch), else not;
+//! - otherwise: not reproduced when `s` is under 5% or has the other sign; reproduced when
+//!   `|s|` is within a factor of 2 of `|r|`; partly (right direction, size off by more than
+//!   2x) beyond. Whether lbsim's two sides differ significantly is said beside the verdict
+//!   (a right-looking change of noisy means is not evidence on its own).
 //!
 //! A metric is reproduced when every judged point is, not reproduced when none is reproduced
-//! or partly, and partly otherwise; the line names the points that were not.
+//! or partly, and partly otherwise; the line names the points that were not, and those whose
+//! change was not significant.
 
 /// A seed change smaller than this (as a fraction) is read as "no effect".
 const NO_EFFECT: f64 = 0.05;
@@ -55,7 +57,7 @@ pub fn at_point(reported: (f64, f64), sim_change_pct: f64, significant: bool) ->
             Verdict::NotReproduced
         };
     }
-    if !significant || s.is_nan() || s.signum() != r.signum() || s == 0.0 {
+    if s.is_nan() || s.abs() < NO_EFFECT || s.signum() != r.signum() {
         return Verdict::NotReproduced;
     }
     let ratio = s.abs() / r.abs();
@@ -88,9 +90,15 @@ mod tests {
     fn each_rule_of_the_point_verdict() {
         // tip-avg-high at N = 39: 10160 -> 184 us (-98%); lbsim -82%, significant.
         assert_eq!(at_point((10160.0, 184.0), -82.0, true), Verdict::Reproduced);
-        // The same change without significance is no effect in lbsim.
+        // The same change without significance still goes the right way by the right size
+        // (the line says it was not significant).
         assert_eq!(
             at_point((10160.0, 184.0), -82.0, false),
+            Verdict::Reproduced
+        );
+        // No change in lbsim.
+        assert_eq!(
+            at_point((10160.0, 184.0), -2.0, true),
             Verdict::NotReproduced
         );
         // The other direction.
