@@ -580,7 +580,7 @@ impl MetricVerdict<'_> {
             detail = format!(" ({})", parts.join("; "));
         }
         format!(
-            "verdict, {}: {}{detail}; {docs}",
+            "verdict, {}: {}{detail}{ns}; {docs}",
             self.metric.label,
             v.text()
         )
