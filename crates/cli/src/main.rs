@@ -15,8 +15,8 @@ use clap::{CommandFactory as _, Parser, Subcommand};
 #[command(name = "lbsim", version, about, long_about = None)]
 struct Cli {
     /// Log the scheduler's decisions on standard error in simulated time: `-v` load_balance()
-    /// passes, placements and migrations, `-vv` every tracepoint (`RUST_LOG` filters instead,
-    /// e.g. `RUST_LOG=lbsim::lb=debug`)
+    /// passes, placements and migrations, `-vv` every tracepoint (`RUST_LOG`, when set and not
+    /// empty, is the filter instead and wins over `-v`, e.g. `RUST_LOG=lbsim::lb=debug`)
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
     verbose: u8,
     #[command(subcommand)]

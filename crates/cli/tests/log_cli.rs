@@ -55,6 +55,9 @@ fn verbose_logs_the_decision_points_as_the_trace_records_them_without_changing_t
         String::from_utf8_lossy(&loud.stderr)
     );
     assert_eq!(quiet.stdout, loud.stdout, "-v changed the run's report");
+    // The JSON report holds the event stream's hash: logging changed no decision.
+    let json = |extra: &[&str]| lbsim(&[RUN, &["--format", "json"], extra].concat(), None).stdout;
+    assert_eq!(json(&[]), json(&["-vv"]), "-vv changed the run");
     assert!(logged(&quiet.stderr).is_empty(), "a run without -v logged");
 
     let lines = logged(&loud.stderr);

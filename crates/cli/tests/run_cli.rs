@@ -581,7 +581,7 @@ fn a_costly_ipi_is_not_taken_for_a_starved_task() {
 #[test]
 fn ctrl_c_prints_the_partial_report_and_exits_130() {
     use std::process::Stdio;
-    let child = Command::new(env!("CARGO_BIN_EXE_lbsim"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lbsim"))
         .args([
             "run",
             "--topology",
@@ -597,10 +597,21 @@ fn ctrl_c_prints_the_partial_report_and_exits_130() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the lbsim binary runs");
-    // Wait until it has simulated for a while: 0.3 s of its own CPU time (it installs its
-    // handler before anything else, so the signal cannot come too early).
+    // Wait until it has simulated for a while: 0.3 s of its own CPU time (its Ctrl-C handler
+    // is installed before its scenario is built, so the signal cannot come too early). A child
+    // that exits on its own, or never gets that far in a minute, fails the test.
     let stat = format!("/proc/{}/stat", child.id());
+    // 3000 polls 20 ms apart: a minute.
+    let mut polls = 0u32;
     loop {
+        polls += 1;
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("lbsim exited before the signal: {status}");
+        }
+        if polls > 3000 {
+            let _ = child.kill();
+            panic!("lbsim used under 0.3 s of CPU in a minute");
+        }
         let s = std::fs::read_to_string(&stat).expect("the child's stat");
         let after_comm = &s[s.rfind(')').unwrap() + 2..];
         let f: Vec<&str> = after_comm.split_whitespace().collect();

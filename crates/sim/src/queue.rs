@@ -64,7 +64,8 @@ impl Hasher for KeyHasher {
 }
 
 /// The keys of cancelled events: a hash set behind a type that can only insert, remove and
-/// count, so that its (non-deterministic) iteration order cannot be reached at all. It is
+/// count, so that its iteration order (fixed by the hasher, but arbitrary and tied to the
+/// table's layout) cannot be reached at all. It is
 /// here instead of a `BTreeSet` because it is probed on every pop of a keyed event while
 /// it holds any key (a `BTreeSet` search was 10% of a tbench run).
 #[derive(Default)]
@@ -99,7 +100,8 @@ pub struct EventQueue<E> {
 impl<E> std::fmt::Debug for EventQueue<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventQueue")
-            .field("len", &self.heap.len())
+            .field("queued", &self.heap.len())
+            .field("cancelled", &self.cancelled.len())
             .field("next_seq", &self.next_seq)
             .finish()
     }
@@ -144,6 +146,10 @@ impl<E> EventQueue<E> {
     /// that of an event still in the queue.
     pub fn cancel(&mut self, key: u64) {
         self.cancelled.insert(key);
+        debug_assert!(
+            self.heap.len() >= self.cancelled.len(),
+            "a cancelled key with no queued event"
+        );
     }
 
     /// Drops cancelled events from the top of the heap.

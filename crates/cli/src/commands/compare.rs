@@ -106,14 +106,20 @@ pub fn jobs(flag: Option<usize>) -> anyhow::Result<usize> {
 /// Ctrl-C handling for multi-run commands: the first Ctrl-C sets the returned flag (no new
 /// run starts; the report covers what finished); a second one exits at once with 130.
 pub fn interrupt_flag() -> &'static AtomicBool {
+    interrupt_flag_saying("finishing the runs in progress")
+}
+
+/// [`interrupt_flag`] whose first Ctrl-C prints `lbsim: interrupted: WHAT (Ctrl-C again to
+/// quit)`.
+pub fn interrupt_flag_saying(what: &'static str) -> &'static AtomicBool {
     static STOP: AtomicBool = AtomicBool::new(false);
     // Installing fails only if a handler is already installed (a second multi-run command in
     // one process, as in tests); the first handler sets the same flag.
-    let _ = ctrlc::set_handler(|| {
+    let _ = ctrlc::set_handler(move || {
         if STOP.swap(true, Ordering::SeqCst) {
             std::process::exit(130);
         }
-        eprintln!("\nlbsim: interrupted: finishing the runs in progress (Ctrl-C again to quit)");
+        eprintln!("\nlbsim: interrupted: {what} (Ctrl-C again to quit)");
     });
     &STOP
 }

@@ -86,19 +86,31 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     let kind = args.balancer;
     let factory = move |cfg: &SimConfig| make_balancer(kind, cfg);
+    let planned = chosen.len();
     let outcomes = if format == TextOrJson::Text && !std::io::stdout().is_terminal() {
         // A log or a pipe: each experiment runs on its own and is printed when it is done,
         // so that a long job shows its results as they come. (On a terminal all jobs run
         // interleaved, seed by seed, under one progress bar, and print at the end.)
         let mut done = Vec::new();
         for exp in chosen {
+            if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                // Interrupted: the experiments not started are left out of the report.
+                break;
+            }
             let o = repro::run(vec![exp], &seeds, &factory, &ctl)?;
             for o in &o {
                 print(&(repro::text(o) + "\n"))?;
             }
             done.extend(o);
         }
+        bar.finish();
         print(LEGEND)?;
+        if done.len() < planned {
+            eprintln!(
+                "lbsim: interrupted: {} of {planned} experiments run",
+                done.len()
+            );
+        }
         done
     } else {
         let outcomes = repro::run(chosen, &seeds, &factory, &ctl);
@@ -124,7 +136,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .flat_map(|o| o.points.iter().map(|c| c.runs))
         .min()
         .unwrap_or(0);
-    if finished < seeds.len() {
+    if finished < seeds.len() || outcomes.len() < planned {
         eprintln!(
             "lbsim: interrupted: at least {finished} of {} seeds finished at every point",
             seeds.len()

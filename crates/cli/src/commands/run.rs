@@ -110,7 +110,9 @@ pub struct Args {
 /// Runs `lbsim run`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     // Ctrl-C ends the simulation where it is; the report covers the time simulated so far.
-    let stop = crate::commands::compare::interrupt_flag();
+    let stop = crate::commands::compare::interrupt_flag_saying(
+        "stopping the simulation and printing what it has so far",
+    );
     let format = args.format.text_or_json("run")?;
     let schedstat_version = args
         .schedstat_version
@@ -150,6 +152,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .as_deref()
         .map(|p| OutputFile::new("--trace", p, args.force))
         .transpose()?;
+    // Whether Ctrl-C ended a simulation early (a Ctrl-C after the last one ended cuts nothing).
+    let cut_short = std::cell::Cell::new(false);
     let simulate = |cfg: &lbsim_sim::engine::SimConfig| -> anyhow::Result<_> {
         let sim = Sim::new(cfg.clone(), make_balancer(args.balancer, cfg))?;
         let sim = match &trace_file {
@@ -159,7 +163,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let mut bar = crate::progress::SimProgress::new();
         let result = sim.run_with_progress(&mut |now, end| {
             bar.update(now, end);
-            !stop.load(Ordering::SeqCst)
+            let go_on = !stop.load(Ordering::SeqCst);
+            if !go_on {
+                cut_short.set(true);
+            }
+            go_on
         });
         bar.finish();
         result.map_err(|e| match (e, &trace_file) {
@@ -250,7 +258,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         TextOrJson::Text => text_report(&result, &reports),
     };
     crate::stdout::print(&text)?;
-    if stop.load(Ordering::SeqCst) {
+    if cut_short.get() {
         eprintln!(
             "lbsim: interrupted: the report covers {:.6} s of simulated time (of {:.6} s asked for)",
             result.sim_time_ns as f64 / 1e9,

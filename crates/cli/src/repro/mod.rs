@@ -526,8 +526,11 @@ pub fn text(o: &Outcome) -> String {
 #[derive(Clone, Debug)]
 struct MetricVerdict<'a> {
     metric: &'a MetricSpec,
-    /// `None` when no point has both sides reported.
+    /// `None` when no point could be judged: none has both sides reported, or lbsim ran
+    /// fewer than 2 seeds a side where one has.
     verdict: Option<verdict::Verdict>,
+    /// The points where the seed reported both sides.
+    reported_pairs: usize,
     points: Vec<(&'a str, verdict::Verdict)>,
     /// The judged points where lbsim's two sides do not differ significantly.
     not_significant: Vec<&'a str>,
@@ -539,23 +542,25 @@ impl MetricVerdict<'_> {
         let seed = e.seed_file.get(..3).unwrap_or(e.seed_file);
         let docs = format!("docs/experiments.md, \"{} (seed {seed})\"", e.name);
         let Some(v) = self.verdict else {
-            return format!(
-                "verdict, {}: not judged (the seed reported no point with both sides); {docs}",
-                self.metric.label
-            );
+            let why = if self.reported_pairs == 0 {
+                "the seed reported no point with both sides"
+            } else {
+                "lbsim ran fewer than 2 seeds a side"
+            };
+            return format!("verdict, {}: not judged ({why}); {docs}", self.metric.label);
         };
         let mut detail = String::new();
         let mut ns = String::new();
         if !self.not_significant.is_empty() {
             ns = if e.param.is_empty() {
-                " (the change is not significant)".to_owned()
+                "the change is not significant".to_owned()
             } else {
                 let at: Vec<String> = self
                     .not_significant
                     .iter()
                     .map(|x| format!("{}={x}", e.param))
                     .collect();
-                format!(" (not significant at {})", at.join(", "))
+                format!("not significant at {}", at.join(", "))
             };
         }
         if v != verdict::Verdict::Reproduced && !e.param.is_empty() {
@@ -577,10 +582,16 @@ impl MetricVerdict<'_> {
                 (!at.is_empty()).then(|| format!("{say} {}", at.join(", ")))
             })
             .collect();
-            detail = format!(" ({})", parts.join("; "));
+            detail = parts.join("; ");
         }
+        let notes: Vec<String> = [detail, ns].into_iter().filter(|x| !x.is_empty()).collect();
+        let notes = if notes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", notes.join("; "))
+        };
         format!(
-            "verdict, {}: {}{detail}{ns}; {docs}",
+            "verdict, {}: {}{notes}; {docs}",
             self.metric.label,
             v.text()
         )
@@ -597,6 +608,7 @@ fn verdicts(o: &Outcome) -> Vec<MetricVerdict<'_>> {
         .map(|(m, _)| {
             let mut points = Vec::new();
             let mut not_significant = Vec::new();
+            let mut reported_pairs = 0;
             for p in 0..e.points.len() {
                 let row = rows_of(o, p, m, Stat::Mean);
                 let (Some(rb), Some(rp)) =
@@ -604,6 +616,7 @@ fn verdicts(o: &Outcome) -> Vec<MetricVerdict<'_>> {
                 else {
                     continue;
                 };
+                reported_pairs += 1;
                 let Some(sim) = row.sim.filter(|_| row.runs >= 2) else {
                     continue;
                 };
@@ -621,6 +634,7 @@ fn verdicts(o: &Outcome) -> Vec<MetricVerdict<'_>> {
                 verdict: verdict::over(&vs),
                 points,
                 not_significant,
+                reported_pairs,
             }
         })
         .collect()

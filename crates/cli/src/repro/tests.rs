@@ -154,7 +154,7 @@ fn metric_rows_table_and_json() {
                                          lbsim     2.000 (+/- 1.000)  2.000 (+/- 1.000)    +0.00%
         reported: averages of 15 runs; the per-request max is the average of the runs' maxima (lbsim: the same over its runs). The seed's runs mix start-ups that spread at once (maxima from 1.35 ms) with stacked ones (up to 41 ms).
         verdict, total time: reproduced; docs/experiments.md, "util-spread (seed 000)"
-        verdict, per-request avg: not reproduced (not at start=mutex, start=barrier) (not significant at start=mutex, start=barrier); docs/experiments.md, "util-spread (seed 000)"
+        verdict, per-request avg: not reproduced (not at start=mutex, start=barrier; not significant at start=mutex, start=barrier); docs/experiments.md, "util-spread (seed 000)"
         verdict, per-request max: reproduced; docs/experiments.md, "util-spread (seed 000)"
         verdict, cpu-migrations: not judged (the seed reported no point with both sides); docs/experiments.md, "util-spread (seed 000)"
     "#]]

@@ -326,3 +326,50 @@ fn legacy_balancer_runs_with_every_check_on() {
         assert!(r.migrations > 0, "{version}");
     }
 }
+
+/// `run_with_progress`'s stop rule: a callback that returns `false` ends the run before the
+/// event it was shown (so on the first call nothing is handled and the result covers no
+/// time); one that always returns `true` gives exactly `run()`'s result.
+#[test]
+fn a_progress_callback_that_says_stop_ends_the_run_there() {
+    let mut cfg = config("4", &["busy:threads=6", "pipe"], 1000, 1);
+    cfg.check = false;
+    let whole = run(cfg.clone());
+    let mut calls = 0u32;
+    let all = Sim::new(cfg.clone(), TrivialBalancer)
+        .unwrap()
+        .run_with_progress(&mut |_, _| {
+            calls += 1;
+            true
+        })
+        .unwrap();
+    assert_eq!(
+        (all.events, all.event_hash),
+        (whole.events, whole.event_hash)
+    );
+    assert!(
+        whole.events > 2 * PROGRESS_EVERY,
+        "too short a run: {}",
+        whole.events
+    );
+    assert!(u64::from(calls) > whole.events / PROGRESS_EVERY);
+
+    let none = Sim::new(cfg.clone(), TrivialBalancer)
+        .unwrap()
+        .run_with_progress(&mut |_, _| false)
+        .unwrap();
+    assert_eq!(none.events, 0);
+    assert_eq!(none.sim_time_ns, 0, "the first event is at 0");
+
+    let mut seen = Vec::new();
+    let second = Sim::new(cfg, TrivialBalancer)
+        .unwrap()
+        .run_with_progress(&mut |now, _| {
+            seen.push(now);
+            seen.len() < 2
+        })
+        .unwrap();
+    assert_eq!(second.events, PROGRESS_EVERY);
+    assert_eq!(second.sim_time_ns, seen[1]);
+    assert!(second.sim_time_ns < whole.sim_time_ns);
+}
