@@ -123,10 +123,11 @@ fn v4_10_spare_capacity_rule_applies_at_exec_not_fork() {
         avg(&mut b, 1, 1000, 100);
         let p = b.sleeper(0, None, 300, 300);
         let lg = LegacyState::new(&b.topo, 0, version);
-        let (ctx, _, _) = b.parts();
-        assert_eq!(capacity_spare_wake(&ctx, &lg, CpuId(0), p), 300);
-        assert_eq!(capacity_spare_wake(&ctx, &lg, CpuId(1), p), 924);
-        drop(ctx);
+        {
+            let (ctx, _, _) = b.parts();
+            assert_eq!(capacity_spare_wake(&ctx, &lg, CpuId(0), p), 300);
+            assert_eq!(capacity_spare_wake(&ctx, &lg, CpuId(1), p), 924);
+        }
         let remote = group_of(&b, 0, 1);
         (idlest(&mut b, version, 0, p, sd_flag), remote)
     };
