@@ -1,29 +1,66 @@
 //! The slow path of placement in the kernels before v5.5, taken by fork and exec (and by a
 //! wake-up on a domain with `SD_BALANCE_WAKE`, which sd_init() sets only below an
-//! asymmetric-capacity level from v4.10): find_idlest_group() and find_idlest_cpu() of
-//! kernel/sched/fair.c v4.6, on source_load()/target_load() at the domain's
-//! `forkexec_idx` (`wake_idx` for a wake-up) and half the domain's `imbalance_pct`, and the
-//! walk down the domains that select_task_rq_fair() (v4.6) does with them.
+//! asymmetric-capacity level from v4.10): find_idlest_group(), find_idlest_cpu() (from v4.15
+//! find_idlest_group_cpu()) and the walk down the domains of kernel/sched/fair.c, each
+//! release of [`super::LegacyVersion`] running its own:
 //!
-//! Deliberately not modelled: v4.10's rework of find_idlest_group() (6b94780e45c1 and its
-//! series: `runnable_load` beside `avg_load`, the spare-capacity rule, `imbalance_scale`)
-//! and its v4.14-v4.17 follow-ups (find_idlest_group_cpu(), the `sync_entity_load_avg()`
-//! before the walk). Every release of [`super::LegacyVersion`] runs v4.6's functions here;
-//! on a machine without idle CPUs they pick the same group as the v4.10 code whenever the
-//! groups' loads differ by more than the allowance.
+//! - v4.6-v4.9: find_idlest_group() on source_load()/target_load() at the domain's
+//!   `forkexec_idx` (`wake_idx` for a wake-up) against half the domain's `imbalance_pct`
+//!   ([`find_idlest_group_v4_6`]); v4.9 adds find_idlest_cpu()'s one-CPU shortcut
+//!   (eaecf41f5abf).
+//! - v4.10-v4.14: 6b94780e45c1 and its series ([`idlest_group::find_idlest_group_v4_10`]):
+//!   the runnable load against `NICE_0_LOAD * (imbalance_pct - 100) / 100`, the cfs_rq's
+//!   `load_avg` for near-ties at `imbalance_scale`, the spare-capacity rule (skipped at fork,
+//!   which is how every lbsim fork and every kernel fork comes here).
+//! - v4.15-v5.4: the local group's loads start at `ULONG_MAX`; the walk becomes
+//!   find_idlest_cpu(), which gives up on a domain without allowed CPUs, syncs the task's
+//!   PELT signal before the walk (not at fork) and starts from `this_cpu`
+//!   ([`find_idlest_cpu_slow_path`]).
+//! - v4.18-v5.4: the `SD_NUMA` "stay local" rule (2c83362734da).
+//! - v5.4: find_idlest_group_cpu() falls back to a CPU running only `SCHED_IDLE` tasks
+//!   (3c29e651e16d).
+//!
+//! KERNEL-HISTORY has the dates; ids marked [U] in [`super::version`] are unverified.
 
 use lbsim_rq::TaskId;
 use lbsim_topology::{CpuId, GroupId, SchedDomain, SchedGroup, SdFlag};
 
+mod idlest_group;
+#[cfg(test)]
+mod tests;
+
+pub use self::idlest_group::{capacity_spare_wake, cpu_util_wake, find_idlest_group_v4_10};
+
 use super::LegacyState;
 use crate::cost::WorkAccount;
 use crate::ctx::BalanceCtx;
-use crate::fork::available_idle_cpu;
+use crate::fork::{available_idle_cpu, sched_idle_cpu, sync_entity_load_avg};
 use crate::lb::SCHED_CAPACITY_SCALE;
 use crate::state::BalanceState;
 
-/// Follows fair.c: find_idlest_group() (v4.6): the least loaded group of `sd` (a domain of
-/// `this_cpu`) that `p` may run in, or `None` to stay in the local group.
+/// Follows fair.c: find_idlest_group() of the release: v4.6's
+/// ([`find_idlest_group_v4_6`]) up to v4.9, v4.10's ([`find_idlest_group_v4_10`]) from
+/// v4.10 to v5.4.
+#[allow(clippy::too_many_arguments)]
+pub fn find_idlest_group(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    lg: &LegacyState,
+    sd: &SchedDomain,
+    p: TaskId,
+    this_cpu: CpuId,
+    sd_flag: u32,
+    work: &mut WorkAccount,
+) -> Option<GroupId> {
+    if lg.version.find_idlest_group_load_avg() {
+        find_idlest_group_v4_10(ctx, st, lg, sd, p, this_cpu, sd_flag, work)
+    } else {
+        find_idlest_group_v4_6(ctx, st, lg, sd, p, this_cpu, sd_flag, work)
+    }
+}
+
+/// Follows fair.c: find_idlest_group() (v4.6-v4.9): the least loaded group of `sd` (a
+/// domain of `this_cpu`) that `p` may run in, or `None` to stay in the local group.
 ///
 /// The load index is `sd->forkexec_idx` (`sd->wake_idx` when `sd_flag` has
 /// `SD_BALANCE_WAKE`; both 0 in every sd_init() of these kernels). A group's load is the sum
@@ -33,7 +70,7 @@ use crate::state::BalanceState;
 /// chosen only if `100 * local < (100 + (imbalance_pct - 100) / 2) * idlest`; a tie of
 /// remote groups keeps the first in the domain's ring. Every CPU read counts in `work`.
 #[allow(clippy::too_many_arguments)]
-pub fn find_idlest_group(
+pub fn find_idlest_group_v4_6(
     ctx: &BalanceCtx<'_>,
     st: &BalanceState,
     lg: &LegacyState,
@@ -88,12 +125,16 @@ pub fn find_idlest_group(
     Some(idlest)
 }
 
-/// Follows fair.c: find_idlest_cpu() (v4.6): the idlest allowed CPU of `group`.
+/// Follows fair.c: find_idlest_cpu() (v4.6-v4.14; find_idlest_group_cpu() v4.15-v5.4): the
+/// idlest allowed CPU of `group`.
 ///
+/// From v4.9 a group of one CPU gives that CPU unscanned ("Check if we have any choice").
 /// Among idle CPUs, the one in the shallowest idle state (`idle_get_state()`'s
 /// `exit_latency`), and among equally deep ones (or ones in no state) the one that went idle
-/// last (`idle_stamp`); if none is idle, the least weighted_cpuload(), `this_cpu` winning a
-/// tie (it is never in a remote group). v4.6 has no one-CPU shortcut and no SCHED_IDLE rule.
+/// last (`idle_stamp`); if none is idle, (v5.4) the first CPU running only `SCHED_IDLE`
+/// tasks met before any idle one, else the least weighted_cpuload(). `this_cpu` wins a load
+/// tie (v4.6's `load == min_load && i == this_cpu`), which never happens since `group` is
+/// never the local one; the later releases' dropping of the term is therefore not modelled.
 pub fn find_idlest_cpu(
     ctx: &BalanceCtx<'_>,
     lg: &LegacyState,
@@ -107,13 +148,17 @@ pub fn find_idlest_cpu(
     let mut latest_idle_timestamp = 0u64;
     let mut least_loaded_cpu = this_cpu;
     let mut shallowest_idle_cpu: Option<CpuId> = None;
+    let mut si_cpu: Option<CpuId> = None;
+    let sched_idle = lg.version.sis_sched_idle();
     let cpus_mask = &ctx.tasks[p].cpus_mask;
-    for i in ctx
-        .topo
-        .span(group.span)
-        .iter()
-        .filter(|&i| cpus_mask.test(i))
+    let span = ctx.topo.span(group.span);
+    if lg.version.find_idlest_cpu_no_choice()
+        && group.group_weight == 1
+        && let Some(first) = span.iter().next()
     {
+        return first;
+    }
+    for i in span.iter().filter(|&i| cpus_mask.test(i)) {
         work.cpus_scanned += 1;
         if available_idle_cpu(ctx, i) {
             let rq = &ctx.rqs[i.index()];
@@ -131,7 +176,11 @@ pub fn find_idlest_cpu(
                 latest_idle_timestamp = idle_stamp;
                 shallowest_idle_cpu = Some(i);
             }
-        } else if shallowest_idle_cpu.is_none() {
+        } else if shallowest_idle_cpu.is_none() && si_cpu.is_none() {
+            if sched_idle && sched_idle_cpu(ctx, i) {
+                si_cpu = Some(i);
+                continue;
+            }
             let load = lg.weighted_cpuload(ctx, i);
             if load < min_load || (load == min_load && i == this_cpu) {
                 min_load = load;
@@ -139,15 +188,46 @@ pub fn find_idlest_cpu(
             }
         }
     }
-    shallowest_idle_cpu.unwrap_or(least_loaded_cpu)
+    shallowest_idle_cpu.or(si_cpu).unwrap_or(least_loaded_cpu)
 }
 
-/// Follows fair.c: select_task_rq_fair() (v4.6), its slow path: from `sd` (the domain of
+/// Follows fair.c: the slow path of select_task_rq_fair() (v4.6-v4.14; from v4.15 in
+/// find_idlest_cpu()): the walk [`find_idlest_walk`] from `level`, starting from `prev_cpu`
+/// up to v4.14. From v4.15: `prev_cpu` if the domain at `level` has no CPU `p` may run on;
+/// otherwise, except at fork, sync_entity_load_avg() brings `p`'s PELT signal to its last
+/// cfs_rq's clock (for the spare-capacity rule), and the walk starts from `cpu`.
+#[allow(clippy::too_many_arguments)]
+pub fn find_idlest_cpu_slow_path(
+    ctx: &mut BalanceCtx<'_>,
+    st: &BalanceState,
+    lg: &LegacyState,
+    level: usize,
+    cpu: CpuId,
+    prev_cpu: CpuId,
+    p: TaskId,
+    sd_flag: u32,
+    work: &mut WorkAccount,
+) -> CpuId {
+    if !lg.version.find_idlest_cpu_slow_path() {
+        return find_idlest_walk(ctx, st, lg, level, cpu, prev_cpu, p, sd_flag, work);
+    }
+    let span = ctx.topo.span(ctx.topo.domains(cpu)[level].span);
+    if !span.intersects(&ctx.tasks[p].cpus_mask) {
+        return prev_cpu;
+    }
+    if sd_flag & SdFlag::BalanceFork.bit() == 0 {
+        sync_entity_load_avg(ctx, p);
+    }
+    find_idlest_walk(ctx, st, lg, level, cpu, cpu, p, sd_flag, work)
+}
+
+/// Follows fair.c: select_task_rq_fair() (v4.6-v4.14), its slow path, and find_idlest_cpu()
+/// (v4.15-v5.4), its loop: from `sd` (the domain of
 /// `cpu` at `level`, the highest with `sd_flag`) down. At each level with `sd_flag`, the
 /// idlest group and its idlest CPU; if there is no group, or the CPU is `cpu`, go down to
 /// `cpu`'s child domain; otherwise continue on the new CPU from its highest domain with
 /// `sd_flag` below the span just balanced. The answer is the last CPU found, or `new_cpu`
-/// (the caller's `prev_cpu`) if none was.
+/// (`prev_cpu` up to v4.14, `cpu` from v4.15) if none was.
 #[allow(clippy::too_many_arguments)]
 pub fn find_idlest_walk(
     ctx: &BalanceCtx<'_>,

@@ -25,7 +25,9 @@
 //! wake_affine() with effective_load() and its v4.13/v4.14/v4.16 forms, wake_cap(),
 //! idle_cpu()), `sis.rs` (select_idle_sibling() of v4.6 and of the v4.9 rewrite with
 //! select_idle_core/cpu/smt(), SIS_PROP, recent_used_cpu), `fork.rs` (the slow path:
-//! find_idlest_group(), find_idlest_cpu() of v4.6).
+//! find_idlest_group() of v4.6, find_idlest_cpu()/find_idlest_group_cpu() and the walk of
+//! each release) with `fork/idlest_group.rs` (find_idlest_group() of v4.10-v5.4,
+//! capacity_spare_wake()).
 //!
 //! Reused from today's balancer because the kernel's code was the same: the domain,
 //! group-capacity, nohz and schedstat state ([`BalanceState`]), `struct lb_env`

@@ -209,6 +209,40 @@ impl LegacyVersion {
         self.at_least(4, 16)
     }
 
+    /// v4.9 (eaecf41f5abf, "Optimize find_idlest_cpu() when there is no choice"):
+    /// find_idlest_cpu() returns a one-CPU group's CPU without scanning it.
+    pub const fn find_idlest_cpu_no_choice(self) -> bool {
+        self.at_least(4, 9)
+    }
+
+    /// v4.10 (6b94780e45c1, "Use load_avg for selecting idlest group", with 6a0b19c0f39a,
+    /// "Consider spare capacity in find_idlest_group()", and the fork exemption of the
+    /// spare-capacity rule, f519a3f1c6b7 [U: id]): find_idlest_group() compares the
+    /// runnable load with an absolute allowance (`NICE_0_LOAD * (imbalance_pct - 100) /
+    /// 100`), breaks near-ties with `avg_load` (the cfs_rq's `load_avg`) at
+    /// `imbalance_scale`, and (not at fork) prefers the group with the most spare capacity.
+    pub const fn find_idlest_group_load_avg(self) -> bool {
+        self.at_least(4, 10)
+    }
+
+    /// v4.15 (Brendan Jackman's series [U: ids 0d10ab952e99, 6fee85ccbc76, 93f50f90247e,
+    /// 18bd1b4bd53a, c976a862ba48; the release from memory, the code read in a v4.18 copy]):
+    /// find_idlest_group() starts the local group's loads at `ULONG_MAX` (a local group the
+    /// task may not run in no longer wins); the slow path moves into find_idlest_cpu(),
+    /// which returns `prev_cpu` when the domain has no allowed CPU, syncs the task's PELT
+    /// signal (not at fork) and starts from `new_cpu = cpu`; the CPU pick is
+    /// find_idlest_group_cpu().
+    pub const fn find_idlest_cpu_slow_path(self) -> bool {
+        self.at_least(4, 15)
+    }
+
+    /// v4.18 (2c83362734da, "Consider SD_NUMA when selecting the most idle group to schedule
+    /// on"): on an `SD_NUMA` domain find_idlest_group() stays local when
+    /// `min_runnable_load + imbalance >= this_runnable_load`.
+    pub const fn find_idlest_numa_stay_local(self) -> bool {
+        self.at_least(4, 18)
+    }
+
     /// v5.4 (3c29e651e16d, "Fall back to sched-idle CPU if idle CPU isn't found"):
     /// select_idle_cpu() also takes a CPU running only SCHED_IDLE tasks.
     pub const fn sis_sched_idle(self) -> bool {

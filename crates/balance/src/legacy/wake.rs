@@ -21,7 +21,7 @@
 use lbsim_rq::TaskId;
 use lbsim_topology::{CpuId, Cpumask, SchedDomain};
 
-use super::fork::find_idlest_walk;
+use super::fork::find_idlest_cpu_slow_path;
 use super::sis::select_idle_sibling;
 use super::{LegacyState, LegacyVersion};
 use crate::cost::WorkAccount;
@@ -310,7 +310,7 @@ pub fn wake_cap(
 /// stopping at one without it unless `want_affine`. With `affine_sd` the slow path is off and
 /// wake_affine() (if the CPUs differ) may move the target to `this_cpu`. Without a remembered
 /// domain a wake-up takes select_idle_sibling() (v4.16+: then the waker's `recent_used_cpu`
-/// becomes `this_cpu` if `want_affine`); with one, the slow path [`find_idlest_walk`] from it.
+/// becomes `this_cpu` if `want_affine`); with one, the slow path [`find_idlest_cpu_slow_path`] from it.
 ///
 /// With lbsim's `IDLE_RESERVE`, an idle CPU the fast path hands out is reserved for `p`.
 #[allow(clippy::too_many_arguments)]
@@ -383,7 +383,7 @@ pub fn select_task_rq_fair(
         }
         None => {}
         Some(level) => {
-            new_cpu = find_idlest_walk(ctx, st, lg, level, cpu, new_cpu, p, sd_flag, work);
+            new_cpu = find_idlest_cpu_slow_path(ctx, st, lg, level, cpu, new_cpu, p, sd_flag, work);
         }
     }
     new_cpu

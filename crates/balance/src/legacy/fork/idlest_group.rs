@@ -1,0 +1,177 @@
+//! find_idlest_group() as v4.10 reworked it and v4.15 and v4.18 amended it (to v5.4): the
+//! runnable load against an absolute allowance, `avg_load` for near-ties, the group with the
+//! most spare capacity, and the NUMA "stay local" rule.
+
+use lbsim_rq::TaskId;
+use lbsim_topology::{CpuId, GroupId, SchedDomain, SdFlag};
+
+use super::super::LegacyState;
+use super::super::load::cpu_util;
+use crate::cost::WorkAccount;
+use crate::ctx::BalanceCtx;
+use crate::lb::{NICE_0_LOAD, SCHED_CAPACITY_SCALE};
+use crate::state::BalanceState;
+
+/// Follows fair.c: cpu_util_wake() (v4.10-v4.19; cpu_util_without() in v4.20-v5.4): the
+/// CPU's utilization without `p`'s, if `p` last ran here and is not new (`last_update_time`
+/// set): `max(util_avg - task_util(p), 0)` capped at `capacity_orig`; otherwise cpu_util().
+///
+/// Deliberately leaves out v4.17's util_est term of the "without" case (the estimate of the
+/// CPU less `p`'s, maxed with the average): lbsim reads the average alone there. `task_util`
+/// is the task's `util_avg`.
+pub fn cpu_util_wake(ctx: &BalanceCtx<'_>, lg: &LegacyState, cpu: CpuId, p: TaskId) -> u64 {
+    let rq = &ctx.rqs[cpu.index()];
+    let capacity_orig = lg.capacity_orig[cpu.index()];
+    let t = &ctx.tasks[p];
+    if t.cpu != cpu || t.se.avg.last_update_time == 0 {
+        return cpu_util(rq, ctx.tasks, capacity_orig);
+    }
+    let util = rq.cfs.avg.avg.util_avg.saturating_sub(t.se.avg.util_avg);
+    util.min(capacity_orig)
+}
+
+/// Follows fair.c: capacity_spare_wake() (v4.10-v4.19; capacity_spare_without() in
+/// v4.20-v5.4): `max(capacity_of(cpu) - cpu_util_wake(cpu, p), 0)`.
+pub fn capacity_spare_wake(ctx: &BalanceCtx<'_>, lg: &LegacyState, cpu: CpuId, p: TaskId) -> u64 {
+    ctx.rqs[cpu.index()]
+        .cpu_capacity()
+        .saturating_sub(cpu_util_wake(ctx, lg, cpu, p))
+}
+
+/// Follows fair.c: find_idlest_group() (v4.10-v5.4): the group of `sd` (a domain of
+/// `this_cpu`) where `p` should go, or `None` to stay in the local group.
+///
+/// Per group with an allowed CPU, over all its CPUs: `runnable_load`, the sum of
+/// source_load() (local group) or target_load() (others) at `forkexec_idx` (`wake_idx` for
+/// `SD_BALANCE_WAKE`; from v5.3 weighted_cpuload() itself); `avg_load`, the sum of the
+/// cfs_rq's `load_avg` (runnable and blocked load); both times `SCHED_CAPACITY_SCALE` over
+/// the group's capacity; and the largest capacity_spare_wake(). With
+/// `imbalance = NICE_0_LOAD * (imbalance_pct - 100) / 100` and
+/// `imbalance_scale = 100 + (imbalance_pct - 100) / 2`, a remote group becomes the idlest if
+/// its runnable load is below the idlest's by more than `imbalance`, or if it is within
+/// `imbalance` of it and `100 * min_avg_load > imbalance_scale * avg_load`; the remote group
+/// with the most spare capacity (first on ties) is kept beside it.
+///
+/// Then, except at fork (`SD_BALANCE_FORK`: the new task has no utilization yet): stay if the
+/// local spare capacity exceeds `task_util(p) / 2` and `imbalance_scale * this_spare >
+/// 100 * most_spare`; else take the most-spare group if its spare exceeds `task_util(p) / 2`.
+/// Otherwise, with an idlest group: (v4.18+) on an `SD_NUMA` domain stay if
+/// `min_runnable_load + imbalance >= this_runnable_load`; stay if the idlest's runnable load
+/// exceeds the local one by more than `imbalance`, or if it is within it and
+/// `100 * this_avg_load < imbalance_scale * min_avg_load`; else go to the idlest.
+///
+/// The local group's loads start at 0 up to v4.14 and at `ULONG_MAX` from v4.15, which
+/// matters only when `p` may not run in it. Unsigned-long arithmetic wraps as in C.
+/// `task_util(p)` is lbsim's `util_avg` of the task (no util_est: v4.10-v5.4 read the
+/// average). Every CPU read counts in `work`.
+#[allow(clippy::too_many_arguments)]
+pub fn find_idlest_group_v4_10(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    lg: &LegacyState,
+    sd: &SchedDomain,
+    p: TaskId,
+    this_cpu: CpuId,
+    sd_flag: u32,
+    work: &mut WorkAccount,
+) -> Option<GroupId> {
+    let v = lg.version;
+    let topo = ctx.topo;
+    let cpus_mask = &ctx.tasks[p].cpus_mask;
+    let idx = lg.load_idx(sd);
+    let load_idx = if sd_flag & SdFlag::BalanceWake.bit() != 0 {
+        idx.wake_idx
+    } else {
+        idx.forkexec_idx
+    };
+    let pct = u64::from(sd.imbalance_pct);
+    let imbalance_scale = 100 + (pct - 100) / 2;
+    let imbalance = NICE_0_LOAD * (pct - 100) / 100;
+    let local_init = if v.find_idlest_cpu_slow_path() {
+        u64::MAX
+    } else {
+        0
+    };
+    let mut idlest = None;
+    let mut most_spare_sg = None;
+    let mut min_runnable_load = u64::MAX;
+    let mut this_runnable_load = local_init;
+    let mut min_avg_load = u64::MAX;
+    let mut this_avg_load = local_init;
+    let mut most_spare = 0u64;
+    let mut this_spare = 0u64;
+    work.domains += 1;
+    for gid in topo.group_ids(sd) {
+        let group = topo.group(gid);
+        let span = topo.span(group.span);
+        if !span.intersects(cpus_mask) {
+            continue;
+        }
+        let local_group = span.test(this_cpu);
+        let mut runnable_load = 0u64;
+        let mut avg_load = 0u64;
+        let mut max_spare_cap = 0u64;
+        for i in span.iter() {
+            work.cpus_scanned += 1;
+            runnable_load += if local_group {
+                lg.source_load(ctx, i, load_idx)
+            } else {
+                lg.target_load(ctx, i, load_idx)
+            };
+            avg_load += ctx.rqs[i.index()].cfs.avg.avg.load_avg;
+            max_spare_cap = max_spare_cap.max(capacity_spare_wake(ctx, lg, i, p));
+        }
+        let capacity = st.sgc(group.sgc).capacity.max(1);
+        avg_load = avg_load * SCHED_CAPACITY_SCALE / capacity;
+        runnable_load = runnable_load * SCHED_CAPACITY_SCALE / capacity;
+        if local_group {
+            this_runnable_load = runnable_load;
+            this_avg_load = avg_load;
+            this_spare = max_spare_cap;
+        } else {
+            if min_runnable_load > runnable_load.wrapping_add(imbalance) {
+                min_runnable_load = runnable_load;
+                min_avg_load = avg_load;
+                idlest = Some(gid);
+            } else if runnable_load < min_runnable_load.wrapping_add(imbalance)
+                && 100u64.wrapping_mul(min_avg_load) > imbalance_scale.wrapping_mul(avg_load)
+            {
+                min_avg_load = avg_load;
+                idlest = Some(gid);
+            }
+            if most_spare < max_spare_cap {
+                most_spare = max_spare_cap;
+                most_spare_sg = Some(gid);
+            }
+        }
+    }
+
+    if sd_flag & SdFlag::BalanceFork.bit() == 0 {
+        let half_util = ctx.tasks[p].se.avg.util_avg / 2;
+        if this_spare > half_util
+            && imbalance_scale.wrapping_mul(this_spare) > 100u64.wrapping_mul(most_spare)
+        {
+            return None;
+        }
+        if most_spare > half_util {
+            return most_spare_sg;
+        }
+    }
+
+    let idlest = idlest?;
+    if v.find_idlest_numa_stay_local()
+        && sd.flags.contains(SdFlag::Numa)
+        && min_runnable_load.wrapping_add(imbalance) >= this_runnable_load
+    {
+        return None;
+    }
+    if min_runnable_load > this_runnable_load.wrapping_add(imbalance) {
+        return None;
+    }
+    if this_runnable_load < min_runnable_load.wrapping_add(imbalance)
+        && 100u64.wrapping_mul(this_avg_load) < imbalance_scale.wrapping_mul(min_avg_load)
+    {
+        return None;
+    }
+    Some(idlest)
+}
