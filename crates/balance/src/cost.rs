@@ -25,7 +25,7 @@
 //!   retaking the busiest rq lock, recomputing the group statistics' bookkeeping).
 //!
 //! A machine's own values come from `lbsim calibrate` as a cost profile ([`profile`]; how
-//! each is derived from what was measured: [`derive`]), which `--cost FILE` loads.
+//! each is derived from what was measured: [`mod@derive`]), which `--cost FILE` loads.
 //!
 //! Each is a tunable (`--set cost_lb_task_ns=200`); 0 switches a cost off. Each is at most
 //! [`MAX_COST_NS`] (1 s), so that a cost times a count of scheduler work stays far inside

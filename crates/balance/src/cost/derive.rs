@@ -67,7 +67,7 @@ impl Summary {
     }
 }
 
-/// What calibration measured, summarized: the inputs of [`derive`].
+/// What calibration measured, summarized: the inputs of [`derive()`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Measured {
     /// The waker's `futex_wake()` call with both threads on one CPU, the calls during which

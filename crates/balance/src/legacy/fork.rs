@@ -20,7 +20,7 @@
 //! - v5.4: find_idlest_group_cpu() falls back to a CPU running only `SCHED_IDLE` tasks
 //!   (3c29e651e16d).
 //!
-//! KERNEL-HISTORY has the dates; ids marked [U] in [`super::version`] are unverified.
+//! KERNEL-HISTORY has the dates; ids marked `[U]` in [`super::version`] are unverified.
 
 use lbsim_rq::TaskId;
 use lbsim_topology::{CpuId, GroupId, SchedDomain, SchedGroup, SdFlag};
