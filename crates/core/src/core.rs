@@ -33,6 +33,8 @@ pub struct Core<B: Balancer> {
     pub(crate) workload_exited: usize,
     /// The scheduler trace, when [`Core::with_trace`] asked for one; pid = run index + 1.
     pub(crate) trace: Option<crate::trace::Trace>,
+    /// The per-CPU time series, when [`Core::with_cpu_series`] asked for them.
+    pub(crate) series: Option<crate::series::Sampler>,
     pub(crate) sync: SyncState,
     pub(crate) obs: RunObservations,
     pub(crate) streams: SeedStreams,
@@ -148,6 +150,7 @@ impl<B: Balancer> Core<B> {
             not_created: 0,
             workload_exited: 0,
             trace: None,
+            series: None,
             sync,
             obs: RunObservations::default(),
             streams,
@@ -263,6 +266,14 @@ impl<B: Balancer> Core<B> {
         idx
     }
 
+    /// Samples every CPU's `nr_running` and root `util_avg` every `period_ns` of simulated
+    /// time into [`RunResult::cpu_series`] ([`crate::series`]). Sampling changes no decision.
+    #[must_use]
+    pub fn with_cpu_series(mut self, period_ns: u64) -> Self {
+        self.series = Some(crate::series::Sampler::new(period_ns, self.rqs.len()));
+        self
+    }
+
     /// Records the scheduler trace of the run ([`crate::trace`]) into
     /// [`RunResult::trace`]. Tracing changes no decision.
     #[must_use]
@@ -302,6 +313,9 @@ impl<B: Balancer> Core<B> {
     /// time accrues up to it), the event runs, then the per-event checks.
     pub fn handle(&mut self, t_ns: u64, ev: Ev) -> Result<(), SimError> {
         self.check_clock(t_ns)?;
+        if self.series.is_some() {
+            self.sample_until(t_ns, false);
+        }
         if self.iwo_active {
             self.iwo_ns += t_ns - self.now;
         }
@@ -341,6 +355,9 @@ impl<B: Balancer> Core<B> {
         };
         if self.iwo_active {
             self.iwo_ns += end - self.now;
+        }
+        if self.series.is_some() {
+            self.sample_until(end, true);
         }
         self.now = end;
         self.finish()

@@ -188,6 +188,7 @@ impl<B: Balancer> Core<B> {
             events: 0,
             event_hash: 0,
             trace: self.trace,
+            cpu_series: self.series.map(|s| s.series),
         }
     }
 }

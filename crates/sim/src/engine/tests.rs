@@ -325,3 +325,35 @@ fn legacy_balancer_runs_with_every_check_on() {
         assert!(r.migrations > 0, "{version}");
     }
 }
+
+/// Rule (lbsim_core::series): sampling every CPU's nr_running and util_avg changes nothing
+/// in the run, and takes a sample at every multiple of the period from 0 to the end.
+#[test]
+fn cpu_series_sample_every_period_and_change_nothing() {
+    let cfg = config("4", &["busy:threads=6"], 50, 1);
+    let plain = Sim::new(cfg.clone(), TrivialBalancer)
+        .unwrap()
+        .run()
+        .unwrap();
+    assert!(plain.cpu_series.is_none());
+    let sampled = Sim::new(cfg, TrivialBalancer)
+        .unwrap()
+        .with_cpu_series(1_000_000)
+        .run()
+        .unwrap();
+    assert_eq!(sampled.event_hash, plain.event_hash);
+    assert_eq!(sampled.events, plain.events);
+    let s = sampled.cpu_series.as_ref().unwrap();
+    assert_eq!(s.period_ns, 1_000_000);
+    assert_eq!(s.times_ns.len(), 51, "0, 1 ms, ..., 50 ms");
+    assert_eq!(s.times_ns[50], 50_000_000);
+    assert_eq!(s.nr_running.len(), 4);
+    assert!(s.nr_running.iter().all(|c| c.len() == 51));
+    assert!(s.util_avg.iter().all(|c| c.len() == 51));
+    // Nothing runs at 0; six always-running threads on four CPUs keep all of them busy once
+    // placed, and their util_avg has grown by the end.
+    assert!(s.nr_running.iter().all(|c| c[0] == 0));
+    let at_end: u32 = s.nr_running.iter().map(|c| c[50]).sum();
+    assert_eq!(at_end, 6);
+    assert!(s.util_avg.iter().all(|c| c[50] > c[1]));
+}
