@@ -12,6 +12,7 @@ pub mod errors;
 pub mod format;
 pub mod host;
 pub mod output;
+pub mod plot;
 pub mod progress;
 pub mod repro;
 pub mod scenario;
