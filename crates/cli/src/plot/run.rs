@@ -195,21 +195,24 @@ fn over_time(area: &Area<'_>, s: &CpuSeries, sig: Signal) -> DrawResult {
             keys.push((format!("cpu{c}"), colour));
         }
     } else {
-        let stat = |i: usize, f: fn(f64, f64) -> f64, start: f64| {
-            (0..nr_cpus).map(|c| value(c, i)).fold(start, f)
-        };
-        let lines: [(&str, RGBColor, Box<dyn Fn(usize) -> f64>); 3] = [
-            ("greatest", RED, Box::new(|i| stat(i, f64::max, f64::MIN))),
-            (
-                "mean",
-                BLACK,
-                Box::new(|i| stat(i, |a, b| a + b, 0.0) / nr_cpus as f64),
-            ),
-            ("least", BLUE, Box::new(|i| stat(i, f64::min, f64::MAX))),
+        // The least, mean and greatest over the CPUs at each sample.
+        let mut least = Vec::with_capacity(len);
+        let mut mean = Vec::with_capacity(len);
+        let mut greatest = Vec::with_capacity(len);
+        for i in 0..len {
+            let v = (0..nr_cpus).map(|c| value(c, i));
+            least.push(v.clone().fold(f64::MAX, f64::min));
+            greatest.push(v.clone().fold(f64::MIN, f64::max));
+            mean.push(v.sum::<f64>() / nr_cpus as f64);
+        }
+        let lines = [
+            ("greatest", RED, greatest),
+            ("mean", BLACK, mean),
+            ("least", BLUE, least),
         ];
         for (name, colour, f) in lines {
             chart.draw_series(LineSeries::new(
-                (0..len).map(|i| (t(i), f(i))),
+                f.iter().enumerate().map(|(i, &v)| (t(i), v)),
                 colour.stroke_width(2),
             ))?;
             keys.push((format!("{name} of {nr_cpus}"), colour.to_rgba()));

@@ -2,8 +2,6 @@ use super::axis::Categories;
 use super::run::series_period_ns;
 use super::*;
 
-use plotters::coord::ranged1d::Ranged as _;
-
 const MS: u64 = 1_000_000;
 
 /// 1 ms up to 2 s on a small machine; then the least whole ms keeping 2000 samples; a large
