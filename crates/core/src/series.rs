@@ -3,8 +3,8 @@
 //! stand at every multiple of the period, from 0 to the end of the run.
 //!
 //! Not a kernel function: the kernel has no such sampler (LISA samples `sched_pelt_cfs` from
-//! a trace). A sample reads the state left by the last event before its time and changes
-//! nothing: `util_avg` is the value the cfs_rq holds (as of its last PELT update, which is
+//! a trace). A sample reads the state after every event at or before its time (it is taken
+//! before the first event past it, or at the run's end) and changes nothing: `util_avg` is the value the cfs_rq holds (as of its last PELT update, which is
 //! what `cpu_util_cfs()` reads), not a freshly decayed one. A run not asked for series
 //! ([`Core::with_cpu_series`](crate::Core::with_cpu_series)) keeps none and does no work
 //! for them.
