@@ -13,6 +13,7 @@ pub mod format;
 pub mod host;
 pub mod log;
 pub mod output;
+pub mod plot;
 pub mod progress;
 pub mod repro;
 pub mod scenario;

@@ -43,6 +43,9 @@ fn every_tour_command_runs() {
     let trace = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("readme-run.pftrace");
     let _ = std::fs::remove_file(&trace);
     let trace = trace.to_str().unwrap().to_owned();
+    let plot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("readme-run.svg");
+    let _ = std::fs::remove_file(&plot);
+    let plot = plot.to_str().unwrap().to_owned();
     let short_run = [
         "run",
         "--topology",
@@ -195,6 +198,14 @@ fn every_tour_command_runs() {
             .map(String::from)
             .to_vec(),
         ),
+        (
+            "lbsim run ... --plot run.svg",
+            short_run
+                .iter()
+                .map(|s| s.to_string())
+                .chain(["--plot".to_owned(), plot.clone()])
+                .collect(),
+        ),
     ];
     let shown = tour_commands(&readme);
     let known: Vec<&str> = concrete.iter().map(|(k, _)| *k).collect();
@@ -213,6 +224,7 @@ fn every_tour_command_runs() {
         assert!(!out.stdout.is_empty(), "`{text}` printed nothing");
     }
     assert!(std::fs::metadata(&trace).unwrap().len() > 0);
+    assert!(std::fs::metadata(&plot).unwrap().len() > 0);
 }
 
 #[test]

@@ -39,6 +39,8 @@ pub struct Core<B: Balancer> {
     pub(crate) trace_keep: bool,
     /// The log targets on, read at set-up.
     pub(crate) log: crate::log::LogTargets,
+    /// The per-CPU time series, when [`Core::with_cpu_series`] asked for them.
+    pub(crate) series: Option<crate::series::Sampler>,
     pub(crate) sync: SyncState,
     pub(crate) obs: RunObservations,
     pub(crate) streams: SeedStreams,
@@ -156,6 +158,7 @@ impl<B: Balancer> Core<B> {
             trace: None,
             trace_keep: false,
             log: crate::log::LogTargets::from_subscriber(),
+            series: None,
             sync,
             obs: RunObservations::default(),
             streams,
@@ -278,6 +281,14 @@ impl<B: Balancer> Core<B> {
         idx
     }
 
+    /// Samples every CPU's `nr_running` and root `util_avg` every `period_ns` of simulated
+    /// time into [`RunResult::cpu_series`] ([`crate::series`]). Sampling changes no decision.
+    #[must_use]
+    pub fn with_cpu_series(mut self, period_ns: u64) -> Self {
+        self.series = Some(crate::series::Sampler::new(period_ns, self.rqs.len()));
+        self
+    }
+
     /// Records the scheduler trace of the run ([`crate::trace`]) into
     /// [`RunResult::trace`]. Tracing changes no decision.
     #[must_use]
@@ -318,6 +329,9 @@ impl<B: Balancer> Core<B> {
     /// time accrues up to it), the event runs, then the per-event checks.
     pub fn handle(&mut self, t_ns: u64, ev: Ev) -> Result<(), SimError> {
         self.check_clock(t_ns)?;
+        if self.series.is_some() {
+            self.sample_until(t_ns, false);
+        }
         if self.iwo_active {
             self.iwo_ns += t_ns - self.now;
         }
@@ -357,6 +371,9 @@ impl<B: Balancer> Core<B> {
         };
         if self.iwo_active {
             self.iwo_ns += end - self.now;
+        }
+        if self.series.is_some() {
+            self.sample_until(end, true);
         }
         self.now = end;
         self.finish()

@@ -203,6 +203,7 @@ impl<B: Balancer> Core<B> {
             events: 0,
             event_hash: 0,
             trace: self.trace.filter(|_| self.trace_keep),
+            cpu_series: self.series.map(|s| s.series),
         }
     }
 }

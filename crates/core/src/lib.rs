@@ -49,6 +49,7 @@ pub mod metrics;
 pub mod params;
 pub mod result;
 pub mod rng;
+pub mod series;
 pub mod trace;
 
 mod account;
@@ -69,6 +70,7 @@ pub use crate::config::{EngineTunables, Governor, MachineModel, SimConfig, SimEr
 pub use crate::core::Core;
 pub use crate::effects::{Effect, Effects, Ev, EventKey};
 pub use crate::result::{CpuResult, GroupFairness, RunResult, TaskGroupShare, TaskResult};
+pub use crate::series::CpuSeries;
 
 /// What every module of the core uses.
 mod prelude {

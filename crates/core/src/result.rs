@@ -123,4 +123,7 @@ pub struct RunResult {
     pub checks: Option<crate::check::CheckReport>,
     /// The scheduler trace, for a run made with [`Core::with_trace`](crate::Core::with_trace).
     pub trace: Option<crate::trace::Trace>,
+    /// Per-CPU time series, for a run made with
+    /// [`Core::with_cpu_series`](crate::Core::with_cpu_series).
+    pub cpu_series: Option<crate::series::CpuSeries>,
 }

@@ -12,8 +12,8 @@ use lbsim_core::{Core, Effect};
 
 pub use lbsim_core::check;
 pub use lbsim_core::{
-    CpuResult, EngineTunables, Governor, GroupFairness, MachineModel, RunResult, SimConfig,
-    SimError, TaskGroupShare, TaskResult,
+    CpuResult, CpuSeries, EngineTunables, Governor, GroupFairness, MachineModel, RunResult,
+    SimConfig, SimError, TaskGroupShare, TaskResult,
 };
 
 use crate::queue::EventQueue;
@@ -66,6 +66,15 @@ impl<B: Balancer> Sim<B> {
     #[must_use]
     pub fn with_trace(mut self) -> Self {
         self.core = self.core.with_trace();
+        self
+    }
+
+    /// Samples every CPU's `nr_running` and root `util_avg` every `period_ns` of simulated
+    /// time into [`RunResult::cpu_series`] ([`lbsim_core::series`]). Sampling changes no
+    /// decision and adds no event.
+    #[must_use]
+    pub fn with_cpu_series(mut self, period_ns: u64) -> Self {
+        self.core = self.core.with_cpu_series(period_ns);
         self
     }
 

@@ -92,6 +92,14 @@ pub struct Args {
     /// The runs' resource budget.
     #[command(flatten)]
     pub budget: crate::budget::Budget,
+    /// Also draw each metric's two sides as bars with error bars, significance marked, as
+    /// an SVG figure in FILE.svg (`docs/plots.md`). FILE must not exist yet (see --force);
+    /// it appears whole or not at all.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Overwrite the --plot file if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// The worker threads: `--jobs`, else the host's available parallelism.
@@ -283,6 +291,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         args.format.text_or_json("compare")?
     };
     let mut plan = plan(args)?;
+    let plot = crate::plot::plot_file(args.plot.as_deref(), args.force)?;
     let base = side_config(&plan, "base", &plan.base)?;
     let patched = side_config(&plan, "patched", &plan.patched)?;
     plan.run_ns = base.duration_ns;
@@ -336,6 +345,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         (_, TextOrJson::Text) => text_report(&plan, &runs, &comparison),
     };
     print(&text)?;
+    if let Some(file) = &plot {
+        let title = format!("{} on {}", plan.workloads.join(" "), plan.topology);
+        crate::plot::compare::write(file, &title, &sides.base, &sides.patched, &comparison)?;
+    }
     if runs.interrupted() {
         eprintln!(
             "lbsim: interrupted: {} of {} seeds finished on both sides",

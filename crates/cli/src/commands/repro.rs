@@ -41,6 +41,14 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// Also draw every row's reported numbers beside lbsim's as an SVG figure in FILE.svg
+    /// (`docs/plots.md`). FILE must not exist yet (see --force); it appears whole or not at
+    /// all.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
+    /// Overwrite the --plot file if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Runs `lbsim repro`.
@@ -72,6 +80,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");
     }
+    let plot = crate::plot::plot_file(args.plot.as_deref(), args.force)?;
     let seeds: Vec<u64> = (0..u64::from(args.runs))
         .map(|i| args.seed.checked_add(i))
         .collect::<Option<_>>()
@@ -131,6 +140,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         print(&text)?;
         outcomes
     };
+    if let Some(file) = &plot {
+        crate::plot::repro::write(file, &repro::ReproJson::of(&outcomes))?;
+    }
     let finished = outcomes
         .iter()
         .flat_map(|o| o.points.iter().map(|c| c.runs))

@@ -91,7 +91,13 @@ pub struct Args {
     /// FILE must not exist yet (see --force); it appears whole or not at all.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<std::path::PathBuf>,
-    /// Overwrite the --trace file if it exists.
+    /// Also draw the run as an SVG figure in FILE.svg (`docs/plots.md`): the wake-up latency
+    /// CDF, and every CPU's nr_running and util_avg over time (sampled every 1 ms of
+    /// simulated time, coarser for long runs). FILE must not exist yet (see --force); it
+    /// appears whole or not at all.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
+    /// Overwrite the --trace or --plot file if it exists.
     #[arg(long)]
     pub force: bool,
     /// Output format.
@@ -154,10 +160,26 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .transpose()?;
     // Whether Ctrl-C ended a simulation early (a Ctrl-C after the last one ended cuts nothing).
     let cut_short = std::cell::Cell::new(false);
+    let plot_file = crate::plot::plot_file(args.plot.as_deref(), args.force)?;
     let simulate = |cfg: &lbsim_sim::engine::SimConfig| -> anyhow::Result<_> {
         let sim = Sim::new(cfg.clone(), make_balancer(args.balancer, cfg))?;
         let sim = match &trace_file {
             Some(_) => sim.with_trace().with_trace_limit(args.max_trace_records),
+            None => sim,
+        };
+        // The time series behind --plot are sampled only for it (a run without it is as
+        // before, byte for byte).
+        let sim = match &plot_file {
+            Some(_) => {
+                let run_ns = cfg
+                    .workload
+                    .duration_ns
+                    .map_or(cfg.duration_ns, |d| d.min(cfg.duration_ns));
+                sim.with_cpu_series(crate::plot::run::series_period_ns(
+                    run_ns,
+                    cfg.topology.machine().nr_cpus(),
+                ))
+            }
             None => sim,
         };
         let mut bar = crate::progress::SimProgress::new();
@@ -218,6 +240,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             }
         })?;
     }
+    if let Some(file) = &plot_file {
+        let title = format!(
+            "{} on {}",
+            spec_title(&args.workloads, args.file.as_deref()),
+            args.topology.as_deref().unwrap_or("the scenario's machine")
+        );
+        crate::plot::run::write(file, &title, &result)?;
+    }
     // /proc/schedstat is formatted only for an output that shows it (at 4096 CPUs the text is
     // megabytes).
     if let Some((counters, jiffies)) = &result.schedstat_counters
@@ -267,6 +297,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         std::process::exit(130);
     }
     Ok(())
+}
+
+/// What a run's figure says ran: its `--workload`s, else its scenario file.
+fn spec_title(workloads: &[String], file: Option<&std::path::Path>) -> String {
+    match (workloads.is_empty(), file) {
+        (false, _) => workloads.join(" "),
+        (true, Some(f)) => f.display().to_string(),
+        (true, None) => "the run".to_owned(),
+    }
 }
 
 fn first_line(text: &str) -> String {

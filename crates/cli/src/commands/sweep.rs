@@ -86,6 +86,14 @@ pub struct Args {
     /// The runs' resource budget.
     #[command(flatten)]
     pub budget: crate::budget::Budget,
+    /// Also draw every metric over the grid's points, with error bars, as an SVG figure in
+    /// FILE.svg (`docs/plots.md`). FILE must not exist yet (see --force); it appears whole or
+    /// not at all. Not with --shard (plot the merged sweep).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Overwrite the --plot file if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// One axis of the grid.
@@ -226,8 +234,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         Format::Mmtests => Out::Mmtests,
         f => Out::Plain(f.text_or_json("sweep")?),
     };
+    if args.plot.is_some() && args.shard.is_some() {
+        bail!("--plot: a --shard run prints its results for --merge; plot the merged sweep");
+    }
+    let plot = crate::plot::plot_file(args.plot.as_deref(), args.force)?;
     if !args.merge.is_empty() {
-        return merge(args, format);
+        return merge(args, format, plot.as_ref());
     }
     let (def, scenario) = definition(args)?;
     let points = grid(&def.axes);
@@ -294,6 +306,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         print(&json_pretty(&file)?)?;
     } else {
         print(&render(&def, &runs, format)?)?;
+        write_plot(plot.as_ref(), &def, &runs)?;
     }
     if interrupted {
         eprintln!(
@@ -458,7 +471,7 @@ enum Out {
 }
 
 /// Joins shard files.
-fn merge(args: &Args, format: Out) -> anyhow::Result<()> {
+fn merge(args: &Args, format: Out, plot: Option<&crate::output::OutputFile>) -> anyhow::Result<()> {
     let mut files = Vec::new();
     for path in &args.merge {
         let text =
@@ -493,7 +506,21 @@ fn merge(args: &Args, format: Out) -> anyhow::Result<()> {
     let mut runs: Vec<ShardRun> = files.into_iter().flat_map(|(_, f)| f.runs).collect();
     // The one-machine order: seed-major, then point.
     runs.sort_by_key(|r| (r.seed, r.point));
-    print(&render(&definition, &runs, format)?)
+    print(&render(&definition, &runs, format)?)?;
+    write_plot(plot, &definition, &runs)
+}
+
+/// `--plot`: the sweep's figure.
+fn write_plot(
+    plot: Option<&crate::output::OutputFile>,
+    def: &Definition,
+    runs: &[ShardRun],
+) -> anyhow::Result<()> {
+    let Some(file) = plot else {
+        return Ok(());
+    };
+    let (seeds, metrics) = table(def, runs);
+    crate::plot::sweep::write(file, def, &metrics, seeds)
 }
 
 /// One point's values of one metric, in seed order.
@@ -506,22 +533,33 @@ fn values(runs: &[ShardRun], point: usize, metric: &str) -> Vec<f64> {
 }
 
 /// One row of a metric's table in JSON.
-#[derive(Serialize)]
-struct PointJson {
-    point: String,
-    mean: f64,
-    stddev: f64,
-    change_pct: f64,
-    p_value: Option<f64>,
-    significant: bool,
+#[derive(Debug, Serialize)]
+pub struct PointJson {
+    /// The point's label (`imbalance_pct=110 busy:threads=8`).
+    pub point: String,
+    /// The mean over the seeds.
+    pub mean: f64,
+    /// The sample stddev over the seeds.
+    pub stddev: f64,
+    /// The change of the mean against the first point's, percent.
+    pub change_pct: f64,
+    /// Welch's p-value against the first point (none for the first point).
+    pub p_value: Option<f64>,
+    /// Whether Welch's test finds it different from the first point.
+    pub significant: bool,
 }
 
-#[derive(Serialize)]
-struct MetricJson {
-    name: String,
-    unit: String,
-    higher_is_better: bool,
-    points: Vec<PointJson>,
+/// One metric of the sweep in JSON: a row per point.
+#[derive(Debug, Serialize)]
+pub struct MetricJson {
+    /// The metric's name.
+    pub name: String,
+    /// Its unit.
+    pub unit: String,
+    /// Whether higher is better.
+    pub higher_is_better: bool,
+    /// One per point of the grid, in grid order.
+    pub points: Vec<PointJson>,
 }
 
 #[derive(Serialize)]
@@ -529,6 +567,49 @@ struct SweepJson<'a> {
     definition: &'a Definition,
     seeds_done: usize,
     metrics: Vec<MetricJson>,
+}
+
+/// Every metric's row per point: mean, stddev and the change against the first point; and
+/// the seeds done at every point.
+fn table(def: &Definition, runs: &[ShardRun]) -> (usize, Vec<MetricJson>) {
+    let points = grid(&def.axes);
+    let mut names: Vec<&ShardMetric> = Vec::new();
+    for m in runs.iter().flat_map(|r| &r.metrics) {
+        if !names.iter().any(|n| n.name == m.name) {
+            names.push(m);
+        }
+    }
+    let seeds_done = runs.iter().filter(|r| r.point == 0).count();
+    let mut metrics = Vec::new();
+    for m in &names {
+        let first = values(runs, 0, &m.name);
+        let rows = (0..points.len())
+            .map(|p| {
+                let c = MetricComparison::new(
+                    &m.name,
+                    &m.unit,
+                    m.higher_is_better,
+                    first.clone(),
+                    values(runs, p, &m.name),
+                );
+                PointJson {
+                    point: points[p].label(&def.axes),
+                    mean: c.patched.mean,
+                    stddev: c.patched.stddev,
+                    change_pct: c.change_pct,
+                    p_value: if p == 0 { None } else { c.p_value },
+                    significant: p != 0 && c.significant,
+                }
+            })
+            .collect();
+        metrics.push(MetricJson {
+            name: m.name.clone(),
+            unit: m.unit.clone(),
+            higher_is_better: m.higher_is_better,
+            points: rows,
+        });
+    }
+    (seeds_done, metrics)
 }
 
 /// The tables (or their JSON).
@@ -561,36 +642,7 @@ fn render(def: &Definition, runs: &[ShardRun], out: Out) -> anyhow::Result<Strin
             return Ok(crate::tables::mmtests::render_columns(&labels, &rows));
         }
     };
-    let seeds_done = runs.iter().filter(|r| r.point == 0).count();
-    let mut metrics = Vec::new();
-    for m in &names {
-        let first = values(runs, 0, &m.name);
-        let rows = (0..points.len())
-            .map(|p| {
-                let c = MetricComparison::new(
-                    &m.name,
-                    &m.unit,
-                    m.higher_is_better,
-                    first.clone(),
-                    values(runs, p, &m.name),
-                );
-                PointJson {
-                    point: points[p].label(&def.axes),
-                    mean: c.patched.mean,
-                    stddev: c.patched.stddev,
-                    change_pct: c.change_pct,
-                    p_value: if p == 0 { None } else { c.p_value },
-                    significant: p != 0 && c.significant,
-                }
-            })
-            .collect();
-        metrics.push(MetricJson {
-            name: m.name.clone(),
-            unit: m.unit.clone(),
-            higher_is_better: m.higher_is_better,
-            points: rows,
-        });
-    }
+    let (seeds_done, metrics) = table(def, runs);
     if format == TextOrJson::Json {
         return json_pretty(&SweepJson {
             definition: def,

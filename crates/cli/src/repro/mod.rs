@@ -661,43 +661,45 @@ pub struct ReproJson<'a> {
 /// One experiment of [`ReproJson`]: what ran, and one row per (point, metric, statistic).
 #[derive(Debug, Serialize)]
 pub struct ExperimentJson<'a> {
-    name: &'a str,
-    seed_file: &'a str,
-    topology: &'a str,
+    pub name: &'a str,
+    pub seed_file: &'a str,
+    pub topology: &'a str,
     /// The base side's switches after the common ones.
-    base: String,
+    pub base: String,
     /// The patched side's switches after the common ones.
-    patched: String,
-    duration_ns: u64,
-    rows: Vec<RowJson<'a>>,
+    pub patched: String,
+    pub duration_ns: u64,
+    pub rows: Vec<RowJson<'a>>,
     /// Per metric shown as a mean, the verdict the text prints (`null`: not judged).
-    verdicts: Vec<VerdictJson<'a>>,
+    pub verdicts: Vec<VerdictJson<'a>>,
 }
 
 /// One metric's verdict in an [`ExperimentJson`].
 #[derive(Debug, Serialize)]
 pub struct VerdictJson<'a> {
-    metric: &'a str,
-    verdict: Option<verdict::Verdict>,
+    /// The metric's key.
+    pub metric: &'a str,
+    /// The verdict (`None`: not judged).
+    pub verdict: Option<verdict::Verdict>,
 }
 
 /// One row of an [`ExperimentJson`]: the reported numbers beside the simulated ones.
 #[derive(Debug, Serialize)]
 pub struct RowJson<'a> {
-    metric: &'a str,
-    unit: &'a str,
-    stat: &'static str,
+    pub metric: &'a str,
+    pub unit: &'a str,
+    pub stat: &'static str,
     /// The parameter point (`{"threads": 9}`), empty for a single point.
-    params: BTreeMap<&'a str, ParamValue<'a>>,
-    reported_base: Option<f64>,
-    reported_patched: Option<f64>,
-    sim_base_mean: Option<f64>,
-    sim_base_stddev: Option<f64>,
-    sim_patched_mean: Option<f64>,
-    sim_patched_stddev: Option<f64>,
-    change_pct: Option<f64>,
-    significant: bool,
-    runs: usize,
+    pub params: BTreeMap<&'a str, ParamValue<'a>>,
+    pub reported_base: Option<f64>,
+    pub reported_patched: Option<f64>,
+    pub sim_base_mean: Option<f64>,
+    pub sim_base_stddev: Option<f64>,
+    pub sim_patched_mean: Option<f64>,
+    pub sim_patched_stddev: Option<f64>,
+    pub change_pct: Option<f64>,
+    pub significant: bool,
+    pub runs: usize,
 }
 
 /// A parameter point's value: a number where it is one (`9`), else its text (`mutex`).

@@ -372,4 +372,37 @@ fn a_progress_callback_that_says_stop_ends_the_run_there() {
     assert_eq!(second.events, PROGRESS_EVERY);
     assert_eq!(second.sim_time_ns, seen[1]);
     assert!(second.sim_time_ns < whole.sim_time_ns);
+/// Rule (lbsim_core::series): sampling every CPU's nr_running and util_avg changes nothing
+/// in the run, and takes a sample at every multiple of the period from 0 to the end.
+#[test]
+fn cpu_series_sample_every_period_and_change_nothing() {
+    let cfg = config("4", &["busy:threads=6"], 50, 1);
+    let plain = Sim::new(cfg.clone(), TrivialBalancer)
+        .unwrap()
+        .run()
+        .unwrap();
+    assert!(plain.cpu_series.is_none());
+    let sampled = Sim::new(cfg, TrivialBalancer)
+        .unwrap()
+        .with_cpu_series(1_000_000)
+        .run()
+        .unwrap();
+    assert_eq!(sampled.event_hash, plain.event_hash);
+    assert_eq!(sampled.events, plain.events);
+    let s = sampled.cpu_series.as_ref().unwrap();
+    assert_eq!(s.period_ns, 1_000_000);
+    assert_eq!(s.times_ns.len(), 51, "0, 1 ms, ..., 50 ms");
+    assert_eq!(s.times_ns[50], 50_000_000);
+    assert_eq!(s.nr_running.len(), 4);
+    assert!(s.nr_running.iter().all(|c| c.len() == 51));
+    assert!(s.util_avg.iter().all(|c| c.len() == 51));
+    // A sample is the state after every event at or before its time: the six always-running
+    // threads are all on a runqueue at the end.
+    let at_end: u32 = s.nr_running.iter().map(|c| c[50]).sum();
+    assert_eq!(at_end, 6);
+    // The trivial balancer keeps every task on CPU 0: its util_avg is near the full scale,
+    // the other CPUs never run anything.
+    assert_eq!(s.nr_running[0][50], 6);
+    assert!(s.util_avg[0][50] > 1000, "{}", s.util_avg[0][50]);
+    assert!(s.util_avg[1..].iter().flatten().all(|&u| u == 0));
 }
