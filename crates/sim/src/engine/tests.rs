@@ -372,6 +372,8 @@ fn a_progress_callback_that_says_stop_ends_the_run_there() {
     assert_eq!(second.events, PROGRESS_EVERY);
     assert_eq!(second.sim_time_ns, seen[1]);
     assert!(second.sim_time_ns < whole.sim_time_ns);
+}
+
 /// Rule (lbsim_core::series): sampling every CPU's nr_running and util_avg changes nothing
 /// in the run, and takes a sample at every multiple of the period from 0 to the end.
 #[test]
