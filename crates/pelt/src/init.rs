@@ -79,8 +79,9 @@ pub fn post_init_entity_util_avg(
 /// the v4.6 kernel did not have) follows `runnable_init` as in
 /// [`post_init_entity_util_avg`].
 ///
-/// Follows fair.c: init_entity_runnable_average() (v4.3-v4.6: from the PELT rewrite 9d89c257dfb9 to 2b8c41daba32 "sched/fair:
-/// Initiate a new task's util avg to a bounded value", v4.7). Deliberately differs: v4.6 also
+/// Follows fair.c: init_entity_runnable_average() (v4.3-v4.6: from the PELT rewrite
+/// 9d89c257dfb9 to 2b8c41daba32 "sched/fair: Initiate a new task's util avg to a bounded
+/// value", v4.7). Deliberately differs: v4.6 also
 /// set `util_sum = util_avg * LOAD_AVG_MAX`, `load_sum = load_avg * LOAD_AVG_MAX` and
 /// `period_contrib = 1023`, the sums of its own PELT; lbsim's PELT (v6.12's) derives the sums
 /// from the averages when the task is attached ([`CfsRq::attach_entity_load_avg`]), so the

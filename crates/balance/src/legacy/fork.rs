@@ -59,6 +59,17 @@ pub fn find_idlest_group(
     }
 }
 
+/// find_idlest_group()'s load index (v4.6-v5.4): `sd->forkexec_idx`, or `sd->wake_idx` when
+/// `sd_flag` has `SD_BALANCE_WAKE`.
+pub(super) fn forkexec_load_idx(lg: &LegacyState, sd: &SchedDomain, sd_flag: u32) -> usize {
+    let idx = lg.load_idx(sd);
+    if sd_flag & SdFlag::BalanceWake.bit() != 0 {
+        idx.wake_idx
+    } else {
+        idx.forkexec_idx
+    }
+}
+
 /// Follows fair.c: find_idlest_group() (v4.6-v4.9): the least loaded group of `sd` (a
 /// domain of `this_cpu`) that `p` may run in, or `None` to stay in the local group.
 ///
@@ -82,12 +93,7 @@ pub fn find_idlest_group_v4_6(
 ) -> Option<GroupId> {
     let topo = ctx.topo;
     let cpus_mask = &ctx.tasks[p].cpus_mask;
-    let idx = lg.load_idx(sd);
-    let load_idx = if sd_flag & SdFlag::BalanceWake.bit() != 0 {
-        idx.wake_idx
-    } else {
-        idx.forkexec_idx
-    };
+    let load_idx = forkexec_load_idx(lg, sd, sd_flag);
     let imbalance = 100 + (u64::from(sd.imbalance_pct) - 100) / 2;
     let mut idlest = None;
     let mut min_load = u64::MAX;

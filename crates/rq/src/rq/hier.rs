@@ -187,34 +187,12 @@ impl Rq {
 
     /// `cfs_rq_of(&p->se)->curr == &p->se`: the task is its cfs_rq's running entity.
     pub fn fair_curr_is(&self, tasks: &Tasks, p: TaskId) -> bool {
-        match self.groups.as_deref() {
-            None => self.cfs.curr == Some(p),
-            Some(g) => {
-                let k = tasks[p].tg;
-                let c = if k == 0 {
-                    &self.cfs
-                } else {
-                    &g.cfs[k as usize]
-                };
-                c.curr == Some(p)
-            }
-        }
+        self.task_cfs(tasks, p).curr == Some(p)
     }
 
     /// `&p->se == cfs_rq_of(&p->se)->next` (task_hot()'s CACHE_HOT_BUDDY test).
     pub fn is_next_buddy(&self, tasks: &Tasks, p: TaskId) -> bool {
-        match self.groups.as_deref() {
-            None => self.cfs.next == Some(p),
-            Some(g) => {
-                let k = tasks[p].tg;
-                let c = if k == 0 {
-                    &self.cfs
-                } else {
-                    &g.cfs[k as usize]
-                };
-                c.next == Some(p)
-            }
-        }
+        self.task_cfs(tasks, p).next == Some(p)
     }
 
     /// `cfs_rq_last_update_time(cfs_rq_of(&p->se))` on this runqueue.

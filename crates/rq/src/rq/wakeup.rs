@@ -290,11 +290,7 @@ impl Rq {
             RunnableInit::CpuScale
         };
         // cfs_rq_of(se): the task's group cfs_rq with task groups.
-        let k = tasks[p].tg as usize;
-        let cfs_avg = match self.groups.as_deref() {
-            Some(g) if k != 0 => &g.cfs[k].avg,
-            _ => &self.cfs.avg,
-        };
+        let cfs_avg = &self.task_cfs(tasks, p).avg;
         if self.params.features.enabled(RqFeat::PostInitUtilAvg) {
             post_init_entity_util_avg(
                 &mut tasks[p].se.avg,

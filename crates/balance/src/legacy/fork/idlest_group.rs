@@ -7,6 +7,7 @@ use lbsim_topology::{CpuId, GroupId, SchedDomain, SdFlag};
 
 use super::super::LegacyState;
 use super::super::load::cpu_util;
+use super::forkexec_load_idx;
 use crate::cost::WorkAccount;
 use crate::ctx::BalanceCtx;
 use crate::lb::{NICE_0_LOAD, SCHED_CAPACITY_SCALE};
@@ -78,12 +79,7 @@ pub fn find_idlest_group_v4_10(
     let v = lg.version;
     let topo = ctx.topo;
     let cpus_mask = &ctx.tasks[p].cpus_mask;
-    let idx = lg.load_idx(sd);
-    let load_idx = if sd_flag & SdFlag::BalanceWake.bit() != 0 {
-        idx.wake_idx
-    } else {
-        idx.forkexec_idx
-    };
+    let load_idx = forkexec_load_idx(lg, sd, sd_flag);
     let pct = u64::from(sd.imbalance_pct);
     let imbalance_scale = 100 + (pct - 100) / 2;
     let imbalance = NICE_0_LOAD * (pct - 100) / 100;
