@@ -90,7 +90,7 @@ impl<B: Balancer> Core<B> {
             );
         }
         let id = self.tasks.insert(task);
-        let program = Box::new(spec.start(wref));
+        let program = spec.start(wref);
         let rng = self.streams.rng(Stream::Task, u64::from(wref.0));
         let ri = self.add_run(id, Kind::Workload { wref, program, rng });
         self.set_affinity(ri as usize, mask);

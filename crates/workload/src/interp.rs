@@ -48,8 +48,15 @@ struct IterStats {
 /// [`ProgramState::next_action`] whenever the task, running on a CPU, needs something to do.
 #[derive(Clone, Debug)]
 pub struct ProgramState {
-    task: TaskRef,
     program: Arc<Program>,
+    cur: Cursor,
+}
+
+/// The interpreter's mutable state, apart from the shared [`Program`] it walks, so that a step
+/// borrows the program without touching its reference count.
+#[derive(Clone, Debug)]
+struct Cursor {
+    task: TaskRef,
     jitter_pct: u32,
     start_ns: u64,
     task_cpus: Option<CpusetId>,
@@ -107,48 +114,50 @@ impl ProgramState {
     /// count their first period from it.
     pub fn new(task: TaskRef, spec: &TaskSpec) -> ProgramState {
         ProgramState {
-            task,
             program: Arc::clone(&spec.program),
-            jitter_pct: spec.jitter_pct,
-            start_ns: spec.start_ns,
-            task_cpus: spec.affinity,
-            cur_cpus: spec.affinity,
-            cur_sched: SchedAttr {
-                policy: spec.policy,
-                nice: spec.nice,
+            cur: Cursor {
+                task,
+                jitter_pct: spec.jitter_pct,
+                start_ns: spec.start_ns,
+                task_cpus: spec.affinity,
+                cur_cpus: spec.affinity,
+                cur_sched: SchedAttr {
+                    policy: spec.policy,
+                    nice: spec.nice,
+                },
+                thread_loop: 0,
+                phase: 0,
+                phase_loop: 0,
+                ev: 0,
+                in_iteration: false,
+                queue: VecDeque::new(),
+                pending: None,
+                local_timers: spec
+                    .program
+                    .local_timers
+                    .iter()
+                    .map(|t| TimerState {
+                        relative: t.relative,
+                        next_ns: None,
+                    })
+                    .collect(),
+                mark_ns: 0,
+                iter: IterStats::default(),
+                tally: None,
+                exiting: false,
+                exited: false,
             },
-            thread_loop: 0,
-            phase: 0,
-            phase_loop: 0,
-            ev: 0,
-            in_iteration: false,
-            queue: VecDeque::new(),
-            pending: None,
-            local_timers: spec
-                .program
-                .local_timers
-                .iter()
-                .map(|t| TimerState {
-                    relative: t.relative,
-                    next_ns: None,
-                })
-                .collect(),
-            mark_ns: 0,
-            iter: IterStats::default(),
-            tally: None,
-            exiting: false,
-            exited: false,
         }
     }
 
     /// The task this interpreter runs.
     pub fn task(&self) -> TaskRef {
-        self.task
+        self.cur.task
     }
 
     /// True once the program returned [`Action::Exit`].
     pub fn exited(&self) -> bool {
-        self.exited
+        self.cur.exited
     }
 
     /// The next action of the task.
@@ -161,6 +170,30 @@ impl ProgramState {
     /// and wake-up stamps are read and written here, without blocking).
     pub fn next_action<R: Rng + ?Sized>(
         &mut self,
+        now_ns: u64,
+        rng: &mut R,
+        sync: &mut SyncState,
+    ) -> Action {
+        self.cur.next_action(&self.program, now_ns, rng, sync)
+    }
+
+    /// The operations counted since the last tally probes, for a run that stops while the
+    /// task is alive: `(count, max_latency_ns)`, taken (a second call gives `None`). The
+    /// engine records them as the task's last [`ProbeTag::TallyCount`] and
+    /// [`ProbeTag::TallyMaxLatency`] probes at the run's end.
+    pub fn take_tally(&mut self) -> Option<(u64, u64)> {
+        self.cur
+            .tally
+            .take()
+            .filter(|t| t.count > 0)
+            .map(|t| (t.count, t.max_latency_ns))
+    }
+}
+
+impl Cursor {
+    fn next_action<R: Rng + ?Sized>(
+        &mut self,
+        program: &Program,
         now_ns: u64,
         rng: &mut R,
         sync: &mut SyncState,
@@ -187,7 +220,7 @@ impl ProgramState {
                 debug_assert!(false, "program of {:?} produces no action", self.task);
                 return self.finish();
             }
-            if !self.step(now_ns, rng, sync) {
+            if !self.step(program, now_ns, rng, sync) {
                 // The program is over: flush the tally, then exit.
                 self.exiting = true;
                 if let Some(t) = self.tally.take()
@@ -205,17 +238,6 @@ impl ProgramState {
         self.queue.clear();
         self.pending = None;
         Action::Exit
-    }
-
-    /// The operations counted since the last tally probes, for a run that stops while the
-    /// task is alive: `(count, max_latency_ns)`, taken (a second call gives `None`). The
-    /// engine records them as the task's last [`ProbeTag::TallyCount`] and
-    /// [`ProbeTag::TallyMaxLatency`] probes at the run's end.
-    pub fn take_tally(&mut self) -> Option<(u64, u64)> {
-        self.tally
-            .take()
-            .filter(|t| t.count > 0)
-            .map(|t| (t.count, t.max_latency_ns))
     }
 
     /// Accounts for the completion of the previously returned action.
@@ -241,8 +263,13 @@ impl ProgramState {
 
     /// One unit of progress: a phase-iteration boundary or one event. Returns false when the
     /// program is over (or an event ended it).
-    fn step<R: Rng + ?Sized>(&mut self, now: u64, rng: &mut R, sync: &mut SyncState) -> bool {
-        let program = Arc::clone(&self.program);
+    fn step<R: Rng + ?Sized>(
+        &mut self,
+        program: &Program,
+        now: u64,
+        rng: &mut R,
+        sync: &mut SyncState,
+    ) -> bool {
         if program.phases.is_empty() || program.loops.finished(self.thread_loop) {
             return false;
         }
@@ -282,7 +309,13 @@ impl ProgramState {
         if self.ev < phase.events.len() {
             let ev = self.ev;
             self.ev += 1;
-            return self.expand(&program.phases[self.phase].events[ev], now, rng, sync);
+            return self.expand(
+                program,
+                &program.phases[self.phase].events[ev],
+                now,
+                rng,
+                sync,
+            );
         }
         // End of a phase iteration.
         if program.rtapp_log {
@@ -313,6 +346,7 @@ impl ProgramState {
 
     fn expand<R: Rng + ?Sized>(
         &mut self,
+        program: &Program,
         ev: &Event,
         now: u64,
         rng: &mut R,
@@ -333,7 +367,7 @@ impl ProgramState {
                 let ns = min_ns + uniform(spread_ns, rng);
                 self.push(Action::Sleep { ns });
             }
-            Event::Timer { timer, period_ns } => self.timer(timer, period_ns, now, sync),
+            Event::Timer { timer, period_ns } => self.timer(program, timer, period_ns, now, sync),
             Event::Yield => self.push(Action::Yield),
             Event::Lock(m) => self.push(Action::Lock(m)),
             Event::Unlock(m) => self.push(Action::Unlock(m)),
@@ -414,7 +448,14 @@ impl ProgramState {
     /// thread sleeps until it (the wake-up latency is measured when it runs again), otherwise
     /// the expiry was missed: a relative timer re-bases on now, an absolute one keeps its grid,
     /// and the iteration's wake-up latency is reset to 0 (as rt-app does).
-    fn timer(&mut self, timer: TimerId, period_ns: u64, now: u64, sync: &mut SyncState) {
+    fn timer(
+        &mut self,
+        program: &Program,
+        timer: TimerId,
+        period_ns: u64,
+        now: u64,
+        sync: &mut SyncState,
+    ) {
         let start = self.start_ns;
         let st: &mut TimerState = match timer {
             TimerId::Local(i) => &mut self.local_timers[i as usize],
@@ -423,7 +464,7 @@ impl ProgramState {
         let next = st.next_ns.unwrap_or(start).saturating_add(period_ns);
         st.next_ns = Some(next);
         let slack = next as i64 - now as i64;
-        if self.program.cumulative_slack {
+        if program.cumulative_slack {
             self.iter.slack_ns += slack;
         } else {
             self.iter.slack_ns = slack;
