@@ -345,22 +345,37 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                 prio,
                 waking,
             } => {
+                let waker = r
+                    .common_pid
+                    .filter(|&w| w != 0 && w != *pid && kept.contains(&w))
+                    .filter(|w| live.get(w).is_some_and(|x| x.run_since.is_some()));
                 let Some(l) = live.get_mut(pid) else {
                     continue;
                 };
                 l.note(comm, Some(*prio));
                 let first = l.start.is_none();
+                let on_cpu = l.run_since.is_some();
                 if !first && l.blocked_at.is_none() {
-                    // sched_wakeup after its sched_waking, or a task still on its CPU.
-                    if *waking {
-                        out.wakes_of_running += 1;
+                    // A sched_waking of a task still on its CPU: try_to_wake_up() traces it
+                    // only once ttwu_state_match() has found it in a sleeping state, so it
+                    // had reached a blocking point and is woken before __schedule() took it
+                    // off (ttwu_runnable()). That wait is kept, satisfied by the waker's post
+                    // at this point of both programs; the recording charged no wake-up cost
+                    // for it. A sched_wakeup after its sched_waking, a waking from outside
+                    // the traced tasks or of a task preempted while runnable is dropped.
+                    match waker.filter(|_| *waking && on_cpu) {
+                        Some(w) => {
+                            l.flush(t);
+                            l.steps.push(Step::Wait);
+                            let wl = live.get_mut(&w).expect("kept");
+                            wl.flush(t);
+                            wl.steps.push(Step::Wake(*pid));
+                        }
+                        None if *waking => out.wakes_of_running += 1,
+                        None => {}
                     }
                     continue;
                 }
-                let waker = r
-                    .common_pid
-                    .filter(|&w| w != 0 && w != *pid && kept.contains(&w))
-                    .filter(|w| live.get(w).is_some_and(|x| x.run_since.is_some()));
                 let untraced = r
                     .common_pid
                     .is_some_and(|w| w != 0 && w != *pid && !kept.contains(&w));
