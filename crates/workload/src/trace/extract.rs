@@ -5,7 +5,9 @@
 //!   or woke another task: the CPU time it received (its `sched_switch` in to out, minus the
 //!   time it was switched out while runnable), as work at capacity 1024;
 //! - a wake-up of a traced task it was running when the wakee's `sched_waking` fired
-//!   ([`Event::SemPost`] on the wakee's own semaphore) at that point of its run;
+//!   ([`Event::SemPost`] on the wakee's own semaphore) at that point of its run; a wakee
+//!   still on its CPU then (woken at its blocking point before `__schedule()` took it off)
+//!   gets its [`Event::SemWait`] at that point of its own run;
 //! - a blocking point where it switched out in a sleeping state: a [`Event::SemWait`] on its
 //!   own semaphore when a traced task woke it, else a timed [`Event::Sleep`] as long as the
 //!   recorded sleep (an interrupt, the idle task or an untraced task woke it);
@@ -125,7 +127,8 @@ pub struct Extracted {
     pub events: u64,
     /// Tasks left out by `comm=`/`pid=`.
     pub filtered_out: u64,
-    /// Wake-ups of tasks that had not blocked (ignored).
+    /// Wake-ups of tasks that had not blocked, not kept: a `sched_waking` of a running task
+    /// from an interrupt or an untraced task, or of a task preempted while runnable.
     pub wakes_of_running: u64,
     /// Tasks with a real-time prio (replayed as nice 0).
     pub rt_tasks: u64,
