@@ -5,7 +5,9 @@
 //!   or woke another task: the CPU time it received (its `sched_switch` in to out, minus the
 //!   time it was switched out while runnable), as work at capacity 1024;
 //! - a wake-up of a traced task it was running when the wakee's `sched_waking` fired
-//!   ([`Event::SemPost`] on the wakee's own semaphore) at that point of its run;
+//!   ([`Event::SemPost`] on the wakee's own semaphore) at that point of its run; a wakee
+//!   still on its CPU then (woken at its blocking point before `__schedule()` took it off)
+//!   gets its [`Event::SemWait`] at that point of its own run;
 //! - a blocking point where it switched out in a sleeping state: a [`Event::SemWait`] on its
 //!   own semaphore when a traced task woke it, else a timed [`Event::Sleep`] as long as the
 //!   recorded sleep (an interrupt, the idle task or an untraced task woke it);
@@ -125,7 +127,8 @@ pub struct Extracted {
     pub events: u64,
     /// Tasks left out by `comm=`/`pid=`.
     pub filtered_out: u64,
-    /// Wake-ups of tasks that had not blocked (ignored).
+    /// Wake-ups of tasks that had not blocked, not kept: a `sched_waking` of a running task
+    /// from an interrupt or an untraced task, or of a task preempted while runnable.
     pub wakes_of_running: u64,
     /// Tasks with a real-time prio (replayed as nice 0).
     pub rt_tasks: u64,
@@ -345,22 +348,37 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                 prio,
                 waking,
             } => {
+                let waker = r
+                    .common_pid
+                    .filter(|&w| w != 0 && w != *pid && kept.contains(&w))
+                    .filter(|w| live.get(w).is_some_and(|x| x.run_since.is_some()));
                 let Some(l) = live.get_mut(pid) else {
                     continue;
                 };
                 l.note(comm, Some(*prio));
                 let first = l.start.is_none();
+                let on_cpu = l.run_since.is_some();
                 if !first && l.blocked_at.is_none() {
-                    // sched_wakeup after its sched_waking, or a task still on its CPU.
-                    if *waking {
-                        out.wakes_of_running += 1;
+                    // A sched_waking of a task still on its CPU: try_to_wake_up() traces it
+                    // only once ttwu_state_match() has found it in a sleeping state, so it
+                    // had reached a blocking point and is woken before __schedule() took it
+                    // off (ttwu_runnable()). That wait is kept, satisfied by the waker's post
+                    // at this point of both programs; the recording charged no wake-up cost
+                    // for it. A sched_wakeup after its sched_waking, a waking from outside
+                    // the traced tasks or of a task preempted while runnable is dropped.
+                    match waker.filter(|_| *waking && on_cpu) {
+                        Some(w) => {
+                            l.flush(t);
+                            l.steps.push(Step::Wait);
+                            let wl = live.get_mut(&w).expect("kept");
+                            wl.flush(t);
+                            wl.steps.push(Step::Wake(*pid));
+                        }
+                        None if *waking => out.wakes_of_running += 1,
+                        None => {}
                     }
                     continue;
                 }
-                let waker = r
-                    .common_pid
-                    .filter(|&w| w != 0 && w != *pid && kept.contains(&w))
-                    .filter(|w| live.get(w).is_some_and(|x| x.run_since.is_some()));
                 let untraced = r
                     .common_pid
                     .is_some_and(|w| w != 0 && w != *pid && !kept.contains(&w));

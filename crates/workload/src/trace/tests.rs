@@ -401,3 +401,25 @@ fn a_trace_from_outside_lbsim() {
     ex.run(10_000_000_000);
     assert!(ex.all_exited());
 }
+
+/// A sched_waking of a task still on its CPU (it had reached a blocking point, the waker
+/// found it before __schedule() took it off): the wakee's wait there and the waker's post are
+/// kept at that point of both programs; the sched_wakeup that follows adds nothing; an
+/// interrupt's waking of a running task is still dropped and reported.
+#[test]
+fn a_task_woken_on_its_cpu_keeps_that_wait() {
+    let x = extract_file("woken-on-cpu.txt", &Options::default());
+    use Step::*;
+    assert_eq!(
+        steps(&x, 200),
+        vec![Run(10_000), Wake(300), Run(20_000), Wake(300), Run(20_000)]
+    );
+    assert_eq!(
+        steps(&x, 300),
+        vec![Run(10_000), Wait, Run(10_000), Wait, Run(9_000)]
+    );
+    assert_eq!(
+        x.wakes_of_running, 1,
+        "the interrupt's waking of cons at 35 us"
+    );
+}
