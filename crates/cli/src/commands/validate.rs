@@ -720,6 +720,71 @@ mod tests {
         assert!(m.iter().all(|s| s.0 != "round_trips"));
     }
 
+    /// A /proc/schedstat counter the real side lacks is shown as absent, not as zeros, and
+    /// gets no difference or test; where both sides count it, it is compared like any metric.
+    #[test]
+    fn schedstat_rows_say_absent_on_a_kernel_without_them() {
+        let base: Vec<Sample> = vec![("migrations", "/s", false, 2.0)];
+        let with = |lb: f64| {
+            let mut v = base.clone();
+            v.push(("lb_count", "/s", false, lb));
+            v
+        };
+        let sim = vec![with(40.0), with(42.0)];
+        let m = compare(
+            &[base.clone(), base.clone()],
+            &sim,
+            Some("absent on this kernel"),
+        );
+        let lb = m.iter().find(|m| m.name == "lb_count").unwrap();
+        assert!(lb.real.is_none());
+        assert_eq!(lb.real_absent.as_deref(), Some("absent on this kernel"));
+        assert_eq!(lb.lbsim.as_ref().map(|s| s.mean), Some(41.0));
+        assert_eq!(
+            (lb.diff_pct, lb.p_value, lb.significant),
+            (None, None, false)
+        );
+        // Not a schedstat metric: no absence note.
+        assert!(
+            m.iter()
+                .all(|m| m.name == "lb_count" || m.real_absent.is_none())
+        );
+        let report = ValidateJson {
+            kernel_release: "6.18".into(),
+            profile: "6.12".into(),
+            cost_profile: None,
+            cost: Vec::new(),
+            nr_cpus: 2,
+            runs: 2,
+            duration_ns: 1,
+            load_1min: 0.0,
+            forced: false,
+            kernel_lacks: Vec::new(),
+            scenarios: vec![ScenarioJson {
+                name: "s".into(),
+                about: String::new(),
+                workloads: Vec::new(),
+                pinned: Vec::new(),
+                other_work_pct: side(&lbsim_sim::experiment::SideStats::of(Vec::new())),
+                metrics: m,
+            }],
+        };
+        let text = text_report(&report);
+        let row = text.lines().find(|l| l.starts_with("lb_count")).unwrap();
+        assert!(
+            row.contains("absent on this kernel") && row.contains("41.00"),
+            "{row}"
+        );
+        assert!(!row.contains("differ"), "{row}");
+        // Both sides counting: a difference.
+        let real = vec![with(20.0), with(22.0)];
+        let m = compare(&real, &sim, None);
+        let lb = m.iter().find(|m| m.name == "lb_count").unwrap();
+        assert_eq!(lb.real.as_ref().map(|s| s.mean), Some(21.0));
+        assert!(lb.real_absent.is_none());
+        assert!((lb.diff_pct.unwrap() - 100.0 * 20.0 / 21.0).abs() < 1e-9);
+    }
+
     #[test]
     fn builtins_fit_the_machine() {
         let names =
