@@ -42,6 +42,7 @@ pub mod check;
 pub mod objects;
 pub mod proc;
 mod runner;
+pub mod schedstat;
 #[allow(unsafe_code)]
 mod sys;
 

@@ -14,6 +14,7 @@ use rand_pcg::Pcg64Mcg;
 
 use crate::objects::{Objects, Token};
 use crate::proc::{self, Counters};
+use crate::schedstat::{Availability, SchedstatError, Snapshot};
 use crate::{RealError, sys};
 
 /// How to run.
@@ -38,6 +39,11 @@ pub struct RealRun {
     /// the start gate to the stop): with the tasks' runtime it tells how much other work
     /// (other processes, the hypervisor's steal) shared the CPUs.
     pub machine_cpu_ns: Option<(u64, u64)>,
+    /// What `/proc/schedstat` counted during the run (the after snapshot less the before,
+    /// read beside `machine_cpu_ns`), per CPU and per domain; `None` where the file is
+    /// absent, does not parse or its counters stand still (`sched_schedstats` off), each
+    /// said in `lacks`.
+    pub schedstat: Option<crate::schedstat::Snapshot>,
 }
 
 /// Everything the threads share.
@@ -130,6 +136,7 @@ pub fn run(spec: &WorkloadSpec, opts: RunOptions) -> Result<RealRun, RealError> 
         lacks: Mutex::new(BTreeSet::new()),
     };
     let (mut machine_before, mut machine_after) = (None, None);
+    let (mut schedstat_before, mut schedstat_after) = (None, None);
     std::thread::scope(|s| {
         for (i, t) in spec.tasks.iter().enumerate() {
             spawn(s, &sh, TaskRef(i as u32), t.clone(), true);
@@ -138,6 +145,7 @@ pub fn run(spec: &WorkloadSpec, opts: RunOptions) -> Result<RealRun, RealError> 
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         machine_before = crate::machine_cpu_ns();
+        schedstat_before = Some(crate::schedstat::read());
         sh.t0_ns.store(sys::monotonic_ns(), Ordering::Release);
         sh.gate.store(1, Ordering::Release);
         sys::futex_wake(&sh.gate, u32::MAX);
@@ -151,6 +159,7 @@ pub fn run(spec: &WorkloadSpec, opts: RunOptions) -> Result<RealRun, RealError> 
         }
         sh.stop.store(true, Ordering::SeqCst);
         machine_after = crate::machine_cpu_ns();
+        schedstat_after = Some(crate::schedstat::read());
         let give_up = sys::monotonic_ns() + 5_000_000_000;
         while sh.alive.load(Ordering::Acquire) > 0 {
             let tokens: Vec<&Token> = sh.tokens.read().unwrap_or_else(|e| e.into_inner()).clone();
@@ -168,6 +177,11 @@ pub fn run(spec: &WorkloadSpec, opts: RunOptions) -> Result<RealRun, RealError> 
         }
     });
     let sim_time_ns = sh.now_ns().min(opts.duration_ns);
+    let schedstat = schedstat_delta(
+        schedstat_before,
+        schedstat_after,
+        &mut sh.lacks.lock().unwrap_or_else(|e| e.into_inner()),
+    );
     let errors = std::mem::take(&mut *sh.errors.lock().unwrap_or_else(|e| e.into_inner()));
     if let Some(e) = errors.into_iter().next() {
         return Err(e);
@@ -197,6 +211,7 @@ pub fn run(spec: &WorkloadSpec, opts: RunOptions) -> Result<RealRun, RealError> 
         lacks: std::mem::take(&mut *sh.lacks.lock().unwrap_or_else(|e| e.into_inner()))
             .into_iter()
             .collect(),
+        schedstat,
     })
 }
 
@@ -459,4 +474,43 @@ fn perform<'scope, 'env>(
         _ => {}
     }
     Ok(())
+}
+
+/// The run's `/proc/schedstat` counters from the reads before and after it, adding to `lacks`
+/// why there are none.
+fn schedstat_delta(
+    before: Option<Result<Availability, SchedstatError>>,
+    after: Option<Result<Availability, SchedstatError>>,
+    lacks: &mut BTreeSet<String>,
+) -> Option<Snapshot> {
+    let mut note = |s: String| {
+        lacks.insert(s);
+    };
+    match (before?, after?) {
+        (Ok(Availability::Counting(b)), Ok(Availability::Counting(a))) => match a.delta(&b) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                note(format!("this run's balancer counters: {e}"));
+                None
+            }
+        },
+        (Ok(Availability::Absent), _) | (_, Ok(Availability::Absent)) => {
+            note(
+                "no /proc/schedstat (CONFIG_SCHEDSTATS off): no balancer counters (lb_*, alb_*, ttwu_*)"
+                    .to_owned(),
+            );
+            None
+        }
+        (Ok(Availability::Off), _) | (_, Ok(Availability::Off)) => {
+            note(
+                "sched_schedstats off (/proc/sys/kernel/sched_schedstats): /proc/schedstat's counters stand still"
+                    .to_owned(),
+            );
+            None
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            note(format!("a /proc/schedstat lbsim reads: {e}"));
+            None
+        }
+    }
 }

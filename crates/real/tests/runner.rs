@@ -374,3 +374,38 @@ fn a_cpu_outside_the_affinity_is_refused() {
         other => panic!("{other:?}"),
     }
 }
+
+/// /proc/schedstat is read before and after a run: where this kernel counts it, the run's
+/// delta has every CPU this machine prints and some scheduling counted (schedule() calls, a
+/// periodic task sleeping 30 times); where the file is absent or its counters are off, there
+/// is no delta and `lacks` says why.
+#[test]
+fn schedstat_is_read_around_the_run_or_its_absence_said() {
+    let _g = serial();
+    let spec = parse_workload("periodic:threads=1,run=1ms,period=10ms").unwrap();
+    let r = real(&spec, 300 * MS);
+    match lbsim_real::schedstat::read().unwrap() {
+        lbsim_real::schedstat::Availability::Counting(now) => {
+            let d = r.schedstat.expect("a delta where the file counts");
+            assert_eq!(d.cpus.len(), now.cpus.len());
+            let tot: std::collections::BTreeMap<_, _> = d.totals().into_iter().collect();
+            assert!(tot["sched_count"] >= 15, "{tot:?}");
+        }
+        lbsim_real::schedstat::Availability::Absent => {
+            assert!(r.schedstat.is_none());
+            assert!(
+                r.lacks.iter().any(|l| l.starts_with("no /proc/schedstat")),
+                "{:?}",
+                r.lacks
+            );
+        }
+        lbsim_real::schedstat::Availability::Off => {
+            assert!(r.schedstat.is_none());
+            assert!(
+                r.lacks.iter().any(|l| l.contains("counters stand still")),
+                "{:?}",
+                r.lacks
+            );
+        }
+    }
+}

@@ -243,6 +243,13 @@ impl LegacyVersion {
         self.at_least(4, 18)
     }
 
+    /// v4.20 (c469933e7721, "sched/fair: Fix cpu_util_wake() for 'execl' type workloads",
+    /// the function renamed cpu_util_without()): with `UTIL_EST`, the CPU's estimate less
+    /// `p`'s own when `p` is queued there (or current); v4.17-v4.19 took the estimate whole.
+    pub const fn util_without_queued_est(self) -> bool {
+        self.at_least(4, 20)
+    }
+
     /// v5.4 (3c29e651e16d, "Fall back to sched-idle CPU if idle CPU isn't found"):
     /// select_idle_cpu() also takes a CPU running only SCHED_IDLE tasks.
     pub const fn sis_sched_idle(self) -> bool {

@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use anyhow::{Context as _, bail};
+use lbsim_balance::schedstat::SchedstatVersion;
 use lbsim_sim::engine::{Sim, SimConfig};
 use lbsim_sim::experiment::{Control, MetricComparison, run_jobs};
 use lbsim_sim::profile::Profile;
@@ -228,6 +229,38 @@ fn metrics(obs: &RunObservations, nr_cpus: usize) -> Vec<Sample> {
     out
 }
 
+/// The balancer counters of one run, real or simulated, as rates: the machine-wide sums of
+/// /proc/schedstat's counters over the run ([`lbsim_real::schedstat::Snapshot::totals`]: every
+/// CPU, domain and idle type), per second of the run.
+fn schedstat_metrics(counted: &lbsim_real::schedstat::Snapshot, secs: f64) -> Vec<Sample> {
+    let secs = secs.max(1e-9);
+    counted
+        .totals()
+        .into_iter()
+        .map(|(name, n)| (name, "/s", false, n as f64 / secs))
+        .collect()
+}
+
+/// Whether a metric is one of /proc/schedstat's (see [`schedstat_metrics`]).
+fn is_schedstat_metric(name: &str) -> bool {
+    lbsim_real::schedstat::Snapshot::default()
+        .totals()
+        .iter()
+        .any(|(n, _)| *n == name)
+}
+
+/// What this kernel offers of /proc/schedstat, as the real column says it where it has no
+/// counters: `None` when they count.
+fn schedstat_absence() -> Option<String> {
+    use lbsim_real::schedstat::Availability;
+    match lbsim_real::schedstat::read() {
+        Ok(Availability::Counting(_)) => None,
+        Ok(Availability::Absent) => Some("absent on this kernel".to_owned()),
+        Ok(Availability::Off) => Some("off on this kernel (sched_schedstats=0)".to_owned()),
+        Err(_) => Some("unreadable on this kernel".to_owned()),
+    }
+}
+
 /// The plan's workload, with its initial tasks pinned as it says.
 fn workload(plan: &Plan, args: &Args) -> anyhow::Result<WorkloadSpec> {
     let mut spec = parse_workloads_within(&plan.workloads, args.budget.workload_limits())
@@ -264,10 +297,17 @@ struct SideJson {
 struct MetricJson {
     name: String,
     unit: String,
-    real: SideJson,
-    lbsim: SideJson,
-    /// `(lbsim - real) / real`, percent.
-    diff_pct: f64,
+    /// The real runs' values; `null` where this kernel does not show the metric (see
+    /// `real_absent`).
+    real: Option<SideJson>,
+    /// Why the real side has no values (a /proc/schedstat counter on a kernel without it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    real_absent: Option<String>,
+    /// The simulated runs' values; `null` where the simulated balancer keeps no such
+    /// counter.
+    lbsim: Option<SideJson>,
+    /// `(lbsim - real) / real`, percent; `null` without both sides.
+    diff_pct: Option<f64>,
     /// Welch's two-sided p-value.
     p_value: Option<f64>,
     /// `p_value < 0.05`.
@@ -400,6 +440,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         );
     }
     let jobs = jobs(args.jobs)?;
+    let schedstat_absent = schedstat_absence();
     let mut lacks = std::collections::BTreeSet::new();
     let mut scenarios = Vec::new();
     for (p, (spec, cfg)) in plans.iter().zip(&built) {
@@ -421,7 +462,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 let ours: u64 = r.observations.tasks.iter().map(|t| t.runtime_ns).sum();
                 other.push(busy.saturating_sub(ours) as f64 / total.max(1) as f64 * 100.0);
             }
-            real.push(metrics(&r.observations, cpus.len()));
+            let mut m = metrics(&r.observations, cpus.len());
+            if let Some(counted) = &r.schedstat {
+                m.extend(schedstat_metrics(
+                    counted,
+                    r.observations.sim_time_ns as f64 / 1e9,
+                ));
+            }
+            real.push(m);
         }
         bar.finish();
         let bar = ProgressBar::new(&format!("validate {} (lbsim)", p.name));
@@ -445,7 +493,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             workloads: p.workloads.clone(),
             pinned: p.pins.clone(),
             other_work_pct: side(&lbsim_sim::experiment::SideStats::of(other)),
-            metrics: compare(&real, &simulated),
+            metrics: compare(&real, &simulated, schedstat_absent.as_deref()),
         });
     }
     let report = ValidateJson {
@@ -476,13 +524,34 @@ fn simulate(cfg: &SimConfig, seed: u64, nr_cpus: usize) -> anyhow::Result<Vec<Sa
     let mut cfg = cfg.clone();
     cfg.seed = seed;
     let b = make_balancer(BalancerKind::Kernel, &cfg);
+    let topo = cfg.topology.clone();
+    let version = cfg.kernel.map_or(SchedstatVersion::default(), |(a, b)| {
+        SchedstatVersion::of_kernel(a, b)
+    });
     let result = Sim::new(cfg, b)?.run()?;
-    Ok(metrics(&result.observations, nr_cpus))
+    let mut m = metrics(&result.observations, nr_cpus);
+    // The counters start at zero, so the end's text is what the run counted; it is read back
+    // through the parser the real side uses, so that both sides' figures are one function's.
+    if let Some((counters, jiffies)) = &result.schedstat_counters {
+        let text = counters.format_version(&topo, *jiffies, version);
+        let counted = lbsim_real::schedstat::parse(&text)
+            .context("lbsim's own /proc/schedstat text (a bug)")?;
+        m.extend(schedstat_metrics(
+            &counted,
+            result.observations.sim_time_ns as f64 / 1e9,
+        ));
+    }
+    Ok(m)
 }
 
 /// Real against simulated, metric by metric, through the statistics `lbsim compare` uses
-/// (real as the base side).
-fn compare(real: &[Vec<Sample>], sim: &[Vec<Sample>]) -> Vec<MetricJson> {
+/// (real as the base side). A /proc/schedstat metric the real runs did not count is shown
+/// with `schedstat_absent` as its real side (never as zeros), and without a difference.
+fn compare(
+    real: &[Vec<Sample>],
+    sim: &[Vec<Sample>],
+    schedstat_absent: Option<&str>,
+) -> Vec<MetricJson> {
     let Some(first) = real.first().or(sim.first()) else {
         return Vec::new();
     };
@@ -500,15 +569,23 @@ fn compare(real: &[Vec<Sample>], sim: &[Vec<Sample>]) -> Vec<MetricJson> {
     names
         .into_iter()
         .map(|&(name, unit, hib, _)| {
-            let c = MetricComparison::new(name, unit, hib, values(real, name), values(sim, name));
+            let (r, l) = (values(real, name), values(sim, name));
+            let both = !r.is_empty() && !l.is_empty();
+            let real_absent = (r.is_empty() && is_schedstat_metric(name)).then(|| {
+                schedstat_absent
+                    .unwrap_or("not counted in these runs")
+                    .to_owned()
+            });
+            let c = MetricComparison::new(name, unit, hib, r, l);
             MetricJson {
                 name: name.to_owned(),
                 unit: unit.to_owned(),
-                real: side(&c.base),
-                lbsim: side(&c.patched),
-                diff_pct: c.change_pct,
-                p_value: c.p_value,
-                significant: c.significant,
+                real: (!c.base.values.is_empty()).then(|| side(&c.base)),
+                real_absent,
+                lbsim: (!c.patched.values.is_empty()).then(|| side(&c.patched)),
+                diff_pct: both.then_some(c.change_pct),
+                p_value: c.p_value.filter(|_| both),
+                significant: both && c.significant,
             }
         })
         .collect()
@@ -566,12 +643,16 @@ fn text_report(r: &ValidateJson) -> String {
             String::new(),
         ]];
         for m in &sc.metrics {
+            let cell = |s: &Option<SideJson>, absent: &str| {
+                s.as_ref()
+                    .map_or(absent.to_owned(), |s| fmt_mean_sd(s.mean, s.stddev))
+            };
             rows.push(vec![
                 m.name.clone(),
                 m.unit.clone(),
-                fmt_mean_sd(m.real.mean, m.real.stddev),
-                fmt_mean_sd(m.lbsim.mean, m.lbsim.stddev),
-                fmt_change(m.diff_pct),
+                cell(&m.real, m.real_absent.as_deref().unwrap_or("-")),
+                cell(&m.lbsim, "not kept"),
+                m.diff_pct.map_or("-".to_owned(), fmt_change),
                 if m.significant { "* differ" } else { "" }.to_owned(),
             ]);
         }
@@ -637,6 +718,71 @@ mod tests {
         assert_eq!(value(&m, "wakeups"), 1.0);
         assert_eq!(value(&m, "wakeup_latency"), 4.0);
         assert!(m.iter().all(|s| s.0 != "round_trips"));
+    }
+
+    /// A /proc/schedstat counter the real side lacks is shown as absent, not as zeros, and
+    /// gets no difference or test; where both sides count it, it is compared like any metric.
+    #[test]
+    fn schedstat_rows_say_absent_on_a_kernel_without_them() {
+        let base: Vec<Sample> = vec![("migrations", "/s", false, 2.0)];
+        let with = |lb: f64| {
+            let mut v = base.clone();
+            v.push(("lb_count", "/s", false, lb));
+            v
+        };
+        let sim = vec![with(40.0), with(42.0)];
+        let m = compare(
+            &[base.clone(), base.clone()],
+            &sim,
+            Some("absent on this kernel"),
+        );
+        let lb = m.iter().find(|m| m.name == "lb_count").unwrap();
+        assert!(lb.real.is_none());
+        assert_eq!(lb.real_absent.as_deref(), Some("absent on this kernel"));
+        assert_eq!(lb.lbsim.as_ref().map(|s| s.mean), Some(41.0));
+        assert_eq!(
+            (lb.diff_pct, lb.p_value, lb.significant),
+            (None, None, false)
+        );
+        // Not a schedstat metric: no absence note.
+        assert!(
+            m.iter()
+                .all(|m| m.name == "lb_count" || m.real_absent.is_none())
+        );
+        let report = ValidateJson {
+            kernel_release: "6.18".into(),
+            profile: "6.12".into(),
+            cost_profile: None,
+            cost: Vec::new(),
+            nr_cpus: 2,
+            runs: 2,
+            duration_ns: 1,
+            load_1min: 0.0,
+            forced: false,
+            kernel_lacks: Vec::new(),
+            scenarios: vec![ScenarioJson {
+                name: "s".into(),
+                about: String::new(),
+                workloads: Vec::new(),
+                pinned: Vec::new(),
+                other_work_pct: side(&lbsim_sim::experiment::SideStats::of(Vec::new())),
+                metrics: m,
+            }],
+        };
+        let text = text_report(&report);
+        let row = text.lines().find(|l| l.starts_with("lb_count")).unwrap();
+        assert!(
+            row.contains("absent on this kernel") && row.contains("41.00"),
+            "{row}"
+        );
+        assert!(!row.contains("differ"), "{row}");
+        // Both sides counting: a difference.
+        let real = vec![with(20.0), with(22.0)];
+        let m = compare(&real, &sim, None);
+        let lb = m.iter().find(|m| m.name == "lb_count").unwrap();
+        assert_eq!(lb.real.as_ref().map(|s| s.mean), Some(21.0));
+        assert!(lb.real_absent.is_none());
+        assert!((lb.diff_pct.unwrap() - 100.0 * 20.0 / 21.0).abs() < 1e-9);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! runnable load against an absolute allowance, `avg_load` for near-ties, the group with the
 //! most spare capacity, and the NUMA "stay local" rule.
 
-use lbsim_rq::TaskId;
+use lbsim_rq::{RqFeat, TaskId};
 use lbsim_topology::{CpuId, GroupId, SchedDomain, SdFlag};
 
 use super::super::LegacyState;
@@ -15,11 +15,22 @@ use crate::state::BalanceState;
 
 /// Follows fair.c: cpu_util_wake() (v4.10-v4.19; cpu_util_without() in v4.20-v5.4): the
 /// CPU's utilization without `p`'s, if `p` last ran here and is not new (`last_update_time`
-/// set): `max(util_avg - task_util(p), 0)` capped at `capacity_orig`; otherwise cpu_util().
+/// set); otherwise cpu_util() (with util_est from v4.17).
 ///
-/// Deliberately leaves out v4.17's util_est term of the "without" case (the estimate of the
-/// CPU less `p`'s, maxed with the average): lbsim reads the average alone there. `task_util`
-/// is the task's `util_avg`.
+/// The "without" case: `util_avg - min(util_avg, task_util(p))` (`task_util` is the task's
+/// `util_avg`); then, from v4.17 (f9be3e5961c5, "sched/fair: Use util_est in LB and WU
+/// paths"; ids from memory) with `UTIL_EST` on, the max of that and the cfs_rq's
+/// `util_est.enqueued`: when other tasks are runnable there, their estimate can exceed the
+/// decayed average and leaves less spare capacity. In v4.17-v4.19 the estimate is taken
+/// whole (`p`, asleep at a wake-up, is not in it); from v4.20 (c469933e7721, "sched/fair:
+/// Fix cpu_util_wake() for 'execl' type workloads") `_task_util_est(p)` is first subtracted
+/// from it when `p` is queued (the kernel also when `p` is `current`, an exec). Capped at
+/// `capacity_orig` either way.
+///
+/// Deliberately differs: the kernel's `_task_util_est(p)` before v6.9 is
+/// `max(ewma, enqueued)` of a two-field `util_est`; lbsim keeps v6.12's one field
+/// (`util_est_value()`), which is what it subtracts. The `current == p` case is not modelled
+/// (as in lbsim's v6.12 cpu_util()).
 pub fn cpu_util_wake(ctx: &BalanceCtx<'_>, lg: &LegacyState, cpu: CpuId, p: TaskId) -> u64 {
     let rq = &ctx.rqs[cpu.index()];
     let capacity_orig = lg.capacity_orig[cpu.index()];
@@ -27,7 +38,14 @@ pub fn cpu_util_wake(ctx: &BalanceCtx<'_>, lg: &LegacyState, cpu: CpuId, p: Task
     if t.cpu != cpu || t.se.avg.last_update_time == 0 {
         return cpu_util(rq, ctx.tasks, capacity_orig);
     }
-    let util = rq.cfs.avg.avg.util_avg.saturating_sub(t.se.avg.util_avg);
+    let mut util = rq.cfs.avg.avg.util_avg.saturating_sub(t.se.avg.util_avg);
+    if rq.params.feat(RqFeat::UtilEst) {
+        let mut estimated = u64::from(rq.cfs.avg.avg.util_est);
+        if lg.version.util_without_queued_est() && t.on_rq_queued() {
+            estimated = estimated.saturating_sub(u64::from(t.se.avg.util_est_value()));
+        }
+        util = util.max(estimated);
+    }
     util.min(capacity_orig)
 }
 

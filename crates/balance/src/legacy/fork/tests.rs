@@ -289,3 +289,65 @@ fn group_of_ctx(ctx: &BalanceCtx<'_>, cpu: u32) -> GroupId {
         .find(|&g| ctx.topo.span(ctx.topo.group(g).span).test(CpuId(cpu)))
         .expect("a group with the CPU")
 }
+
+/// Rule (fair.c cpu_util_wake(), v4.17-v4.19; cpu_util_without(), v4.20-v5.4): for a task
+/// that last ran on the CPU, its `util_avg` is taken off the CPU's (`400 - 300`); with
+/// `UTIL_EST` on the result is then raised to the cfs_rq's enqueued estimate (700, the
+/// runnable tasks' expected utilization) whole in v4.18 (the sleeping task is not in it),
+/// less the task's own estimate only from v4.20 and only when it is queued there; capped at
+/// `capacity_orig`. Without `UTIL_EST` (the v4.6-v4.13 profiles have no such feature) the
+/// average alone counts.
+#[test]
+fn cpu_util_wake_reads_util_est_from_v4_17() {
+    use lbsim_rq::RqFeat;
+    let bench = |util_est_on: bool| {
+        let f = crate::params::default_features().with(RqFeat::UtilEst, util_est_on);
+        let mut b = Bench::with_features("cores=2", f);
+        runs(&mut b, 0, 1000);
+        avg(&mut b, 0, 1000, 400);
+        b
+    };
+    let wake = |b: &mut Bench, version: LegacyVersion, p: TaskId, est: u32| {
+        b.rqs[0].cfs.avg.avg.util_est = est;
+        let lg = LegacyState::new(&b.topo, 0, version);
+        let (ctx, _, _) = b.parts();
+        (
+            cpu_util_wake(&ctx, &lg, CpuId(0), p),
+            capacity_spare_wake(&ctx, &lg, CpuId(0), p),
+        )
+    };
+    // A sleeper woken: v4.18 and v5.4 both take the estimate whole.
+    let mut b = bench(true);
+    let p = b.sleeper(0, None, 300, 300);
+    assert_eq!(
+        wake(&mut b, LegacyVersion::V4_18, p, 700),
+        (700, 1024 - 700)
+    );
+    assert_eq!(wake(&mut b, LegacyVersion::V5_4, p, 700), (700, 1024 - 700));
+    // An estimate below the discounted average changes nothing; one above capacity is capped.
+    assert_eq!(wake(&mut b, LegacyVersion::V4_18, p, 50).0, 100);
+    assert_eq!(wake(&mut b, LegacyVersion::V4_18, p, 2000), (1024, 0));
+    // Not its CPU: cpu_util(), which reads the estimate too.
+    assert_eq!(
+        {
+            b.rqs[1].cfs.avg.avg.util_est = 600;
+            let lg = LegacyState::new(&b.topo, 0, LegacyVersion::V4_18);
+            let (ctx, _, _) = b.parts();
+            cpu_util_wake(&ctx, &lg, CpuId(1), p)
+        },
+        600
+    );
+    // UTIL_EST off: the discounted average.
+    let mut b = bench(false);
+    let p = b.sleeper(0, None, 300, 300);
+    assert_eq!(wake(&mut b, LegacyVersion::V4_18, p, 700).0, 100);
+    // A task queued on the CPU (an exec'ing one): v4.20+ takes its own estimate (200) off.
+    let mut b = bench(true);
+    let q = b.queued(0);
+    b.tasks[q].se.avg.last_update_time = 1;
+    b.tasks[q].se.avg.util_avg = 300;
+    b.tasks[q].se.avg.util_est = 200;
+    assert!(b.tasks[q].on_rq_queued());
+    assert_eq!(wake(&mut b, LegacyVersion::V4_18, q, 700).0, 700);
+    assert_eq!(wake(&mut b, LegacyVersion::V5_4, q, 700).0, 500);
+}
