@@ -234,3 +234,31 @@ fn an_autogroups_nice_sets_its_shares_and_a_cgroup_keeps_its_tasks_out_of_it() {
     let names: Vec<&str> = r.task_groups.iter().map(|g| g.cgroup.as_str()).collect();
     assert_eq!(names, ["/autogroup-1", "/autogroup-2", "/c"]);
 }
+
+/// `--check`'s PELT sums over every group cfs_rq from t=0: each group's first fork on a CPU
+/// once left its root cfs_rq's util_sum 512 units above its entities' (the group entity's
+/// first enqueue attached what the fork had already propagated into it), which the check
+/// catches at the first fork. online_fair_sched_group() at set-up attaches the group
+/// entities beforehand.
+#[test]
+fn grouped_runs_keep_their_pelt_sums_from_the_first_fork() {
+    for (machine, seed) in [("x86-4c-smt2", 1), ("hikey", 2)] {
+        let mut cfg = config(
+            machine,
+            &[
+                "busy:threads=3,cgroup=/a",
+                "periodic:threads=4,run=1ms,period=3ms,cgroup=/b/c",
+                "busy:threads=2",
+            ],
+            10,
+            seed,
+        );
+        cfg.cgroups = vec![("/a".into(), 100), ("/b".into(), 300)];
+        let r = run_kernel(cfg);
+        let counts = &r.checks.expect("checks on").engine;
+        assert!(
+            counts.pelt_sums_checked > 0,
+            "{machine}: no PELT sum checked"
+        );
+    }
+}

@@ -29,7 +29,11 @@
 //!   average is recomputed only when an update crosses a period boundary, so the cfs_rq's
 //!   and each entity's averages are snapshots of different moments while their sums are all
 //!   current at the cfs_rq's last update. An excess below minus the bound is a sum that
-//!   underflowed (or was clamped by `sub_positive()`) on a detach;
+//!   underflowed (or was clamped by `sub_positive()`) on a detach. With task groups every
+//!   group cfs_rq is checked too, its entities being its own tasks and the group entities
+//!   below it (each attached since its group came online, never detached, and never bounded
+//!   as a task is: its averages are copies of its cfs_rq's); `runnable_sum` is not compared
+//!   there (a drift still unexplained, see docs/architecture.md);
 //! - **time and waiting** (invariant 8): events are processed in time order (the clock
 //!   check); a task that waits on a runqueue runs within the bound of [`wait_bound`].
 //!
@@ -649,11 +653,13 @@ impl<B: Balancer> Core<B> {
     fn check_pelt(&mut self) -> Result<(), SimError> {
         let now = self.now;
         let nr = self.rqs.len();
-        if self.checker.slack.len() != nr {
-            self.checker.slack = vec![Slack::default(); nr];
+        // One cfs_rq per CPU per group (index 0: the root, `rq->cfs`), at `cpu * n_cfs + k`.
+        let n_cfs = self.tg_tree.as_ref().map_or(1, |t| t.len());
+        if self.checker.slack.len() != nr * n_cfs {
+            self.checker.slack = vec![Slack::default(); nr * n_cfs];
         }
-        let mut sums = vec![PeltSums::default(); nr];
-        let mut departed: Vec<(CpuId, u64)> = Vec::new();
+        let mut sums = vec![PeltSums::default(); nr * n_cfs];
+        let mut departed: Vec<(usize, u64)> = Vec::new();
         for (id, t) in &self.tasks {
             let err = |detail: String| Err(broken(now, t.cpu, Some(t), detail));
             let a = &t.se.avg;
@@ -674,10 +680,13 @@ impl<B: Balancer> Core<B> {
             let attached = a.last_update_time != 0
                 && (t.state != TaskState::Exited || exit_pending)
                 && t.state != TaskState::New;
+            // Tasks never change group (no sched_move_task()): a departure is from the
+            // cfs_rq of the task's group on its previous CPU.
+            let k = t.tg as usize;
             if let Some(prev) = self.checker.attached.get(id).copied()
                 && (!attached || prev != t.cpu)
             {
-                departed.push((prev, w));
+                departed.push((prev.index() * n_cfs + k, w));
             }
             if !attached {
                 self.checker.attached.remove(id);
@@ -702,29 +711,94 @@ impl<B: Balancer> Core<B> {
                 curr: rq.fair_curr_is(&self.tasks, id),
             };
             update_load_avg_se(lut, &mut synced, &load, false);
-            let s = &mut sums[c];
+            let s = &mut sums[c * n_cfs + k];
             s.util += u128::from(synced.util_sum);
             s.runnable += u128::from(synced.runnable_sum);
             s.load += u128::from(w) * u128::from(synced.load_sum);
             s.n += 1;
             s.weight_units += (w / 1024).max(1);
         }
-        for (cpu, w) in departed {
-            let s = &mut self.checker.slack[cpu.index()];
+        for (at, w) in departed {
+            let s = &mut self.checker.slack[at];
             s.util += PELT_SLACK_PER_DEPARTURE;
             s.load += PELT_SLACK_PER_DEPARTURE * (w as f64 / 1024.0).max(1.0);
             self.checker.counts.pelt_departures += 1;
         }
-        // With task groups a cfs_rq's sums are not its entities' (a group entity's are
-        // copied from its cfs_rq, with pending propagation), so only the flat hierarchy's are
-        // compared; the hierarchy's counts and weights are `Rq::check_invariants_of`'s.
-        if self.tg_tree.is_some() {
-            return Ok(());
-        }
+        // Group entities: attached to their parent cfs_rq since the group came online
+        // (online_fair_sched_group()), each synced to the parent's last update like a task.
         for (c, rq) in self.rqs.iter().enumerate() {
-            let cfs = &rq.cfs.avg;
+            let Some(g) = rq.task_groups() else {
+                continue;
+            };
+            let tree = g.tree();
+            for gg in 1..tree.len() as u32 {
+                let se = g.se(gg);
+                let a = &se.avg;
+                let w = se.se_weight();
+                let pk = tree.parent[gg as usize] as usize;
+                let pcfs = if pk == 0 {
+                    &rq.cfs
+                } else {
+                    g.cfs_rq(pk as u32)
+                };
+                let broken_at = |detail: String| Err(broken(now, CpuId(c as u32), None, detail));
+                // No bounds on a group entity's averages: they are copied from its cfs_rq
+                // (whose util_avg passes 1024 while migrated tasks' signals settle) and its
+                // load_sum estimated from the cfs_rq's weighted sum (update_tg_cfs_load()).
+                if a.last_update_time == 0 {
+                    // Never happens once the group is online: a group entity is never
+                    // detached.
+                    return broken_at(format!(
+                        "group {} entity is not attached to its parent cfs_rq",
+                        tree.paths[gg as usize]
+                    ));
+                }
+                let lut = pcfs.avg.avg.last_update_time;
+                if a.last_update_time > lut {
+                    return broken_at(format!(
+                        "group {} entity updated at PELT time {} ns, after its cfs_rq ({lut} ns)",
+                        tree.paths[gg as usize], a.last_update_time
+                    ));
+                }
+                let mut synced = *a;
+                let load = SeLoad {
+                    weight: w,
+                    on_rq: se.on_rq,
+                    runnable: if se.sched_delayed {
+                        0
+                    } else {
+                        g.runnable_weight(gg)
+                    },
+                    curr: pcfs.curr == Some(lbsim_rq::group_se_id(gg)),
+                };
+                update_load_avg_se(lut, &mut synced, &load, false);
+                let s = &mut sums[c * n_cfs + pk];
+                s.util += u128::from(synced.util_sum);
+                s.runnable += u128::from(synced.runnable_sum);
+                s.load += u128::from(w) * u128::from(synced.load_sum);
+                s.n += 1;
+                s.weight_units += (w / 1024).max(1);
+            }
+        }
+        let on_rq = |id: TaskId, g: Option<&lbsim_rq::RqGroups>| match lbsim_rq::se_group(id) {
+            Some(gg) => g.is_some_and(|g| g.se(gg).on_rq),
+            None => self.tasks[id].se.on_rq,
+        };
+        for (at, &s) in sums.iter().enumerate() {
+            let (c, k) = (at / n_cfs, at % n_cfs);
+            let rq = &self.rqs[c];
+            let groups = rq.task_groups();
+            let cfs_rq = match groups {
+                Some(g) if k != 0 => g.cfs_rq(k as u32),
+                _ => &rq.cfs,
+            };
+            let group = match groups {
+                Some(g) => format!(" of group {}", g.tree().paths[k]),
+                None => String::new(),
+            };
+            let cfs = &cfs_rq.avg;
             let lut = cfs.avg.last_update_time;
-            let slack = &mut self.checker.slack[c];
+            let slack = &mut self.checker.slack[at];
             if lut > slack.at_pelt_ns {
                 let periods = (lut - slack.at_pelt_ns) as f64 / PELT_PERIOD_NS;
                 let f = (-periods / LOAD_AVG_PERIOD).exp2();
@@ -766,12 +840,7 @@ impl<B: Balancer> Core<B> {
                 slack.running += (lut - since) as f64 / divider_f + 1.0;
                 self.checker.counts.pelt_dequeued_curr += 1;
             }
-            slack.curr_dequeued_at = rq
-                .cfs
-                .curr
-                .filter(|&id| !self.tasks[id].se.on_rq)
-                .map(|_| lut);
-            let s = sums[c];
+            slack.curr_dequeued_at = cfs_rq.curr.filter(|&id| !on_rq(id, groups)).map(|_| lut);
             let removed = cfs.removed;
             let n = s.n + u64::from(removed.nr);
             if n == 0 && cfs.avg.util_sum == 0 && cfs.avg.load_sum == 0 {
@@ -807,6 +876,12 @@ impl<B: Balancer> Core<B> {
                 ),
             ];
             for (name, have, want, bound, (below, above)) in checks {
+                // With task groups runnable_sum is not compared (yet): a grouped run drifts
+                // below its entities' (tests/groups.rs' nested-groups run: 31 units at
+                // 2.3 ms), unexplained so far (see docs/architecture.md).
+                if name == "runnable_sum" && groups.is_some() {
+                    continue;
+                }
                 // In units of the averages: sums over the divider.
                 let excess = (have as i128 - want as i128) / divider as i128;
                 let bound = bound + if excess < 0 { below } else { above };
@@ -824,8 +899,9 @@ impl<B: Balancer> Core<B> {
                         CpuId(c as u32),
                         None,
                         format!(
-                            "cfs_rq {name} {have} is {} average units {what} the sum of its {n} \
-                             attached and removed entities' ({want}, divider {divider}); bound {bound}",
+                            "cfs_rq{group} {name} {have} is {} average units {what} the sum of its \
+                             {n} attached and removed entities' ({want}, divider {divider}); \
+                             bound {bound}",
                             excess.unsigned_abs()
                         ),
                     ));

@@ -139,6 +139,14 @@ impl<B: Balancer> Core<B> {
                 stats_idle_sleeps: 0,
             });
         }
+        // sched_online_group() of each group at its creation (set-up, t=0), parents first.
+        if let Some(tree) = &tg_tree {
+            for g in 1..tree.len() as u32 {
+                for rq in &mut rqs {
+                    rq.online_fair_sched_group(g, 0);
+                }
+            }
+        }
         let sync = cfg.workload.new_sync_state();
         let bg_rng = streams.rng(Stream::Background, 0);
         let checker = check::Checker::new(cfg.check, &mut balancer);

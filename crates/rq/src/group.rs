@@ -18,6 +18,9 @@
 //! the group cfs_rq (`tg->cfs_rq[cpu]`, a [`CfsRq`] whose `tg` and `load_scaled` fields carry
 //! the group parts). The root group is the runqueue's own `rq->cfs`.
 //!
+//! Groups come online at set-up (`Rq::online_fair_sched_group()`, fair.c v6.12), each group
+//! entity attached to its parent cfs_rq before any task runs.
+//!
 //! Deliberately left out: `cpu.idle` (no group is idle, so `cfs_rq_is_idle()` is false),
 //! bandwidth control (nothing is throttled), moving a task between groups
 //! (`sched_move_task()`), changing `cpu.weight` during a run, the legacy CFS pick with groups.
@@ -329,6 +332,11 @@ impl RqGroups {
     /// Group `g`'s entity weight on this CPU, scaled (`tg->se[cpu]->load.weight`).
     pub fn se_weight_scaled(&self, g: u32) -> u64 {
         self.se_scaled[g as usize]
+    }
+
+    /// Group `g`'s entity `runnable_weight` on this CPU (`se_update_runnable()`).
+    pub fn runnable_weight(&self, g: u32) -> u64 {
+        self.runnable_weight[g as usize]
     }
 }
 

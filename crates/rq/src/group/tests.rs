@@ -65,6 +65,9 @@ impl Harness {
         let tree = Arc::new(tree);
         let mut rq = Rq::new(CpuId(0), 1024, params);
         rq.set_task_groups(Arc::clone(&tree), tree.shared());
+        for g in 1..tree.len() as u32 {
+            rq.online_fair_sched_group(g, 0);
+        }
         Harness {
             rq,
             tasks: Tasks::with_key(),
@@ -110,6 +113,39 @@ impl Harness {
     fn runtime(&self, ps: &[TaskId]) -> u64 {
         ps.iter().map(|&p| self.tasks[p].se.sum_exec_runtime).sum()
     }
+}
+
+/// online_fair_sched_group() attaches each group entity at set-up, so a group's first fork
+/// reaches the root once: through the propagation into the (attached) group entity, not a
+/// second time by that entity's first enqueue (`DO_ATTACH`). Before it, the root's util_avg
+/// was twice the task's at t=0.
+#[test]
+fn a_groups_first_fork_reaches_the_root_once() {
+    let mut h = Harness::new(&[("/a", 100), ("/a/b", 100)]);
+    let (a, b) = (h.tree.find("/a").unwrap(), h.tree.find("/a/b").unwrap());
+    for g in [a, b] {
+        let se = h.rq.task_groups().unwrap().se(g);
+        assert_ne!(
+            se.avg.last_update_time, 0,
+            "group {g} entity attached at online"
+        );
+        // attach_entity_load_avg() of an empty average: load_sum 1, nothing else.
+        assert_eq!((se.avg.load_sum, se.avg.util_sum), (1, 0));
+    }
+    let p = h.spawn("/a/b");
+    let task = h.tasks[p].se.avg;
+    assert!(task.util_avg > 0);
+    let groups = h.rq.task_groups().unwrap();
+    let (se_a, se_b) = (groups.se(a).avg, groups.se(b).avg);
+    let root = h.rq.cfs.avg.avg;
+    assert_eq!(se_b.util_avg, task.util_avg);
+    assert_eq!(se_a.util_avg, task.util_avg);
+    assert_eq!(
+        root.util_avg, task.util_avg,
+        "root util_avg counts the task once"
+    );
+    assert_eq!(root.util_sum, se_a.util_sum);
+    assert_eq!(groups.cfs_rq(a).avg.avg.util_sum, se_b.util_sum);
 }
 
 #[test]

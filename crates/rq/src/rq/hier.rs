@@ -18,8 +18,8 @@
 //! (`__clear_buddies_next()` walks up in the kernel; NEXT_BUDDY is off by default).
 
 use lbsim_pelt::{
-    CfsRqLoad, CfsRqTg, HLoadLevel, MIN_SHARES, cfs_rq_is_decayed, skip_blocked_update,
-    update_cfs_rq_load_avg_tg, update_tg_load_avg,
+    CfsRqLoad, CfsRqTg, HLoadLevel, MIN_SHARES, UpdateFlags, attach_entity_load_avg_tg,
+    cfs_rq_is_decayed, skip_blocked_update, update_cfs_rq_load_avg_tg, update_tg_load_avg,
 };
 
 use crate::SchedParams;
@@ -183,6 +183,34 @@ impl Rq {
     ) {
         debug_assert_eq!(self.nr_running, 0);
         self.groups = Some(Box::new(crate::group::RqGroups::new(tree, shared)));
+    }
+
+    /// Follows fair.c: `online_fair_sched_group()` (v6.12) for this CPU's part of group `g`,
+    /// as core.c: `sched_online_group()` calls it when the group is created (a cgroup's
+    /// `cpu_cgroup_css_online()`, or autogroup.c: `autogroup_create()`): `update_rq_clock()`,
+    /// then `attach_entity_cfs_rq()` of the group entity `tg->se[cpu]` on its parent cfs_rq.
+    /// `sync_throttle()` is left out (no bandwidth control).
+    ///
+    /// lbsim creates every group at set-up, before any task: call this for each group in
+    /// creation order (parents first), on every CPU, at simulated time `now_ns` (0).
+    ///
+    /// Without it a group entity would first be attached by its first enqueue (`DO_ATTACH`
+    /// with `last_update_time == 0`), after the task's attach below had already been
+    /// propagated into it, and so added to its parent twice.
+    ///
+    /// No "attached" flag is needed beside `last_update_time`: the kernel's clock is far from
+    /// 0 when a group is created, and lbsim's runqueue clocks start at
+    /// [`super::SCHED_CLOCK_OFFSET_NS`] (2^20 ns), so the parent cfs_rq's update here leaves
+    /// a non-zero `last_update_time`, which the attach copies into the group entity.
+    pub fn online_fair_sched_group(&mut self, g: u32, now_ns: u64) {
+        assert!(g != 0, "the root group is never onlined");
+        self.update_rq_clock(now_ns);
+        let clock = self.cfs_clock();
+        let util_est = self.params.feat(RqFeat::UtilEst);
+        let mut no_tasks = Tasks::with_key();
+        with_groups!(self, &mut no_tasks, |root, ents, tree| {
+            attach_entity_cfs_rq(root, &mut ents, tree, g, clock.pelt, util_est);
+        });
     }
 
     /// `cfs_rq_of(&p->se)->curr == &p->se`: the task is its cfs_rq's running entity.
@@ -884,6 +912,63 @@ impl Rq {
             ));
         }
         Ok(())
+    }
+}
+
+/// Follows fair.c: `attach_entity_cfs_rq()` (v6.12) for group entity `g` on its parent
+/// cfs_rq: `update_load_avg(cfs_rq, se, 0)` (v6.12 has no `ATTACH_AGE_LOAD`, and an entity not
+/// yet attached is not aged), `attach_entity_load_avg()`, `update_tg_load_avg()` of the parent,
+/// then `propagate_entity_cfs_rq()`.
+fn attach_entity_cfs_rq(
+    root: &mut CfsRq,
+    ents: &mut GroupEnts<'_>,
+    tree: &TaskGroupTree,
+    g: u32,
+    now_pelt: u64,
+    util_est: bool,
+) {
+    let gse = group_se_id(g);
+    let pk = tree.parent[g as usize];
+    level(root, ents, pk, |c, e| {
+        e.pelt_update(c, gse, now_pelt, UpdateFlags::NONE, util_est);
+        let se = &mut e.se[g as usize];
+        debug_assert_eq!(se.avg.last_update_time, 0, "group entity attached twice");
+        let w = se.se_weight();
+        attach_entity_load_avg_tg(&mut c.avg, &mut c.tg, &mut se.avg, w);
+        debug_assert_ne!(
+            se.avg.last_update_time, 0,
+            "an attached group entity must have a non-zero last_update_time"
+        );
+        update_tg_load_avg(
+            &mut e.tgs[c.group as usize],
+            &mut c.tg,
+            c.avg.avg.load_avg,
+            true,
+            e.sched_clock,
+        );
+    });
+    propagate_entity_cfs_rq(root, ents, tree, gse, now_pelt, util_est);
+}
+
+/// Follows fair.c: `propagate_entity_cfs_rq()` (v6.12, nothing throttled): the entity's
+/// cfs_rq goes on the leaf list (`list_add_leaf_cfs_rq()`), then each entity above is updated
+/// in its cfs_rq with `UPDATE_TG` and that cfs_rq goes on the list too.
+fn propagate_entity_cfs_rq(
+    root: &mut CfsRq,
+    ents: &mut GroupEnts<'_>,
+    tree: &TaskGroupTree,
+    se: TaskId,
+    now_pelt: u64,
+    util_est: bool,
+) {
+    let mut k = cfs_rq_index(tree, ents.tasks, se);
+    ents.on_list[k as usize] = true;
+    while let Some((pse, pk)) = parent_of(tree, k) {
+        level(root, ents, pk, |c, e| {
+            e.pelt_update(c, pse, now_pelt, UpdateFlags::UPDATE_TG, util_est);
+        });
+        ents.on_list[pk as usize] = true;
+        k = pk;
     }
 }
 
