@@ -166,6 +166,13 @@ struct Live {
     owed: u64,
     /// Run time received, before the overheads are taken off.
     received: u64,
+    /// A traced task's `sched_waking` found this task still on its CPU and its wait is
+    /// recorded, already satisfied: the wake-up is either `ttwu_runnable()` (its
+    /// `sched_wakeup` follows while the task still runs) or one that caught the task between
+    /// `__schedule()`'s dequeue and its traced switch (the newly idle balance runs between
+    /// them): then the `sched_switch` with a sleeping state that follows is not a new block,
+    /// and the `sched_wakeup` after it is this one's.
+    woken_on_cpu: bool,
 }
 
 impl Live {
@@ -311,8 +318,13 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                     if let Some(s) = l.run_since.take() {
                         l.accum += t.saturating_sub(s);
                     }
+                    let woken = std::mem::take(&mut l.woken_on_cpu);
                     match prev_state {
                         LeftAs::Runnable => {}
+                        // Woken between its dequeue and this switch: its wait is recorded
+                        // and satisfied, so it leaves as a preempted task would, and the
+                        // sched_wakeup that follows (it finds no block) is dropped.
+                        LeftAs::Blocked if woken => {}
                         LeftAs::Blocked if !l.exited => {
                             l.flush_last(t);
                             l.blocked_at = Some(t);
@@ -366,9 +378,14 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                     // at this point of both programs; the recording charged no wake-up cost
                     // for it. A sched_wakeup after its sched_waking, a waking from outside
                     // the traced tasks or of a task preempted while runnable is dropped.
+                    if !*waking && on_cpu {
+                        // ttwu_runnable()'s sched_wakeup: the task goes on running.
+                        l.woken_on_cpu = false;
+                    }
                     match waker.filter(|_| *waking && on_cpu) {
                         Some(w) => {
                             l.flush(t);
+                            l.woken_on_cpu = true;
                             l.steps.push(Step::Wait);
                             let wl = live.get_mut(&w).expect("kept");
                             wl.flush(t);

@@ -423,3 +423,21 @@ fn a_task_woken_on_its_cpu_keeps_that_wait() {
         "the interrupt's waking of cons at 35 us"
     );
 }
+
+/// A sched_waking that catches its wakee between `__schedule()`'s dequeue and the traced
+/// switch (the newly idle balance runs in between): the switch with a sleeping state that
+/// follows is not a second block, and the sched_wakeup after it (delivered on the wakee's
+/// CPU) adds no second wait or post.
+#[test]
+fn a_task_woken_before_its_traced_switch_waits_once() {
+    let x = extract_file("woken-before-switch.txt", &Options::default());
+    use Step::*;
+    assert_eq!(steps(&x, 200), vec![Run(10_000), Wake(300), Run(40_000)]);
+    let cons = steps(&x, 300);
+    assert_eq!(cons.iter().filter(|s| **s == Wait).count(), 1, "{cons:?}");
+    assert_eq!(cons.first(), Some(&Run(10_000)), "{cons:?}");
+    assert!(
+        !cons.iter().any(|s| matches!(s, Sleep(_))),
+        "no timed sleep for the wakelist's sched_wakeup: {cons:?}"
+    );
+}
