@@ -19,13 +19,20 @@ use crate::state::BalanceState;
 ///
 /// The "without" case: `util_avg - min(util_avg, task_util(p))` (`task_util` is the task's
 /// `util_avg`); then, from v4.17 (f9be3e5961c5, "sched/fair: Use util_est in LB and WU
-/// paths"; ids from memory) with `UTIL_EST` on, the max of that and the cfs_rq's
+/// paths") with `UTIL_EST` on, the max of that and the cfs_rq's
 /// `util_est.enqueued`: when other tasks are runnable there, their estimate can exceed the
 /// decayed average and leaves less spare capacity. In v4.17-v4.19 the estimate is taken
 /// whole (`p`, asleep at a wake-up, is not in it); from v4.20 (c469933e7721, "sched/fair:
 /// Fix cpu_util_wake() for 'execl' type workloads") `_task_util_est(p)` is first subtracted
 /// from it when `p` is queued (the kernel also when `p` is `current`, an exec). Capped at
 /// `capacity_orig` either way.
+///
+/// Sources read: v4.20+'s cpu_util_without() in a stored copy of mainline's function (its
+/// comment naming the cases it covers, the `task_on_rq_queued(p) || current == p`
+/// subtraction); the v4.17-v4.19 function is that without the subtraction, as the title of
+/// c469933e7721 says, and as vendor copies of the v4.17-era function show in structure
+/// (their discount of `p`'s own util differs). The commit ids are not checked against a
+/// kernel tree (the mirror could not be fetched here).
 ///
 /// Deliberately differs: the kernel's `_task_util_est(p)` before v6.9 is
 /// `max(ewma, enqueued)` of a two-field `util_est`; lbsim keeps v6.12's one field
