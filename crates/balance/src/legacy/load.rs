@@ -11,14 +11,21 @@ use crate::lb::NICE_0_LOAD;
 /// `cfs_rq->runnable_load_avg` (v4.6-v5.6): the load average of the entities queued on the
 /// CPU's cfs_rq (the running one included).
 ///
-/// Deliberately differs from the kernel: the kernel keeps a decayed sum of its own
-/// (`runnable_load_sum`, decayed with the cfs_rq's PELT clock; enqueue adds the entity's
-/// `load_avg`, dequeue subtracts it, clamped at 0), which the runqueue crate of v6.x does
-/// not track. lbsim sums the queued entities' `se.avg.load_avg` when asked. Both agree
-/// right after an enqueue or a dequeue; in between the kernel's sum and each entity's
-/// average decay and accrue on the same PELT steps, so they differ only by the rounding of
-/// each entity's division (at most one unit per entity). Entities left queued by
-/// DELAY_DEQUEUE (v6.12, absent from these kernels) are not counted.
+/// Deliberately differs from the kernel: v4.6 keeps a decayed sum of its own
+/// (`runnable_load_sum`, accrued and decayed inside the cfs_rq's own __update_load_avg()
+/// call, on the cfs_rq's 1024 us periods, with `runnable_load_avg` recomputed from it only
+/// when a period ends; enqueue_entity_load_avg() adds the entity's `load_avg`/`load_sum`,
+/// dequeue_entity_load_avg() subtracts them, each clamped at 0), which the runqueue crate of
+/// v6.x does not track. lbsim sums the queued entities' `se.avg.load_avg` when asked. The
+/// two are not the same: each entity's average decays on its own periods (its own
+/// `period_contrib`), so its share of the kernel's sum and its own average differ by up to
+/// one period's decay (about 2%), and the kernel's value is stale between period ends. A CPU
+/// a task left therefore keeps a residue of up to about 2% of that task's load in the
+/// kernel (or, below 0, the clamp hides part of the next task's), where lbsim's sum is
+/// exactly that of the tasks queued. Seed 003's message-thread CPU is where it would show:
+/// a residue keeps wake_affine()'s `this_load` off 0 (docs/experiments.md, "Why lbsim's
+/// base stacks in fewer runs"). Entities left queued by DELAY_DEQUEUE (v6.12, absent from
+/// these kernels) are not counted.
 pub fn runnable_load_avg(rq: &Rq, tasks: &Tasks) -> u64 {
     rq.cfs
         .cfs_tasks()
