@@ -785,6 +785,11 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
             "cfs_rq updates with a dequeued curr (newly idle balances)",
             e.pelt_dequeued_curr,
         ),
+        // Task groups: delayed dequeues below group entities (the runnable_sum allowance).
+        (
+            "cfs_rq runnable_sums allowed delayed-dequeue walks (task groups)",
+            e.pelt_runnable_stale,
+        ),
         // 5: CPUs go newly idle with wake-ups pending.
         (
             "newly idle passes begun with work pending (rule on)",

@@ -173,6 +173,10 @@ pub struct EngineCounts {
     /// Checks that found a cfs_rq updated while its `curr` was a dequeued task (the
     /// previous task of a newly idle balance), which counts as running time.
     pub pelt_dequeued_curr: u64,
+    /// Checks that allowed a cfs_rq's `runnable_sum` the drift of delayed-dequeue walks
+    /// below it (task groups: group entities' `runnable_weight` behind, or `h_nr_delayed`
+    /// changed before the PELT update; see [`Core::check_pelt`]).
+    pub pelt_runnable_stale: u64,
     /// (check, CPU) pairs where a CPU sat in a non-polling idle state.
     pub in_idle_state: u64,
     /// (check, CPU) pairs where a CPU was leaving an idle state (an interrupt waiting for
@@ -199,6 +203,7 @@ impl EngineCounts {
         self.pelt_departures += other.pelt_departures;
         self.pelt_u32_cuts += other.pelt_u32_cuts;
         self.pelt_dequeued_curr += other.pelt_dequeued_curr;
+        self.pelt_runnable_stale += other.pelt_runnable_stale;
         self.in_idle_state += other.in_idle_state;
         self.idle_exiting += other.idle_exiting;
         self.idle_tick_kept += other.idle_tick_kept;
@@ -884,6 +889,7 @@ impl<B: Balancer> Core<B> {
                 if d > 0 {
                     slack.runnable_stale +=
                         d as f64 * (lut - slack.stale_from_pelt_ns) as f64 / divider_f + 1.0;
+                    self.checker.counts.pelt_runnable_stale += 1;
                 }
                 slack.stale_from_pelt_ns = lut;
                 slack.stale_from = s.stale_runnable;
