@@ -785,7 +785,13 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
             "cfs_rq updates with a dequeued curr (newly idle balances)",
             e.pelt_dequeued_curr,
         ),
-        // Task groups: delayed dequeues below group entities (the runnable_sum allowance).
+        // Task groups: group cfs_rqs and queued group entities are checked, and delayed
+        // dequeues happen below group entities (the runnable_sum allowance).
+        ("group cfs_rq sums compared", e.pelt_group_sums_checked),
+        (
+            "cfs_rq sums compared with a queued group entity",
+            e.pelt_group_entity_sums_checked,
+        ),
         (
             "cfs_rq runnable_sums allowed delayed-dequeue walks (task groups)",
             e.pelt_runnable_stale,

@@ -177,6 +177,10 @@ pub struct EngineCounts {
     /// below it (task groups: group entities' `runnable_weight` behind, or `h_nr_delayed`
     /// changed before the PELT update; see [`Core::check_pelt`]).
     pub pelt_runnable_stale: u64,
+    /// Of `pelt_sums_checked`, those of a group's cfs_rq (not a root one).
+    pub pelt_group_sums_checked: u64,
+    /// Of `pelt_sums_checked`, those of a cfs_rq with a queued group entity.
+    pub pelt_group_entity_sums_checked: u64,
     /// (check, CPU) pairs where a CPU sat in a non-polling idle state.
     pub in_idle_state: u64,
     /// (check, CPU) pairs where a CPU was leaving an idle state (an interrupt waiting for
@@ -204,6 +208,8 @@ impl EngineCounts {
         self.pelt_u32_cuts += other.pelt_u32_cuts;
         self.pelt_dequeued_curr += other.pelt_dequeued_curr;
         self.pelt_runnable_stale += other.pelt_runnable_stale;
+        self.pelt_group_sums_checked += other.pelt_group_sums_checked;
+        self.pelt_group_entity_sums_checked += other.pelt_group_entity_sums_checked;
         self.in_idle_state += other.in_idle_state;
         self.idle_exiting += other.idle_exiting;
         self.idle_tick_kept += other.idle_tick_kept;
@@ -285,6 +291,8 @@ struct PeltSums {
     /// Over the cfs_rq's group entities: `|se_runnable(se) - (h_nr_running - h_nr_delayed)
     /// of its group cfs_rq|`, how far each `runnable_weight` is behind its cfs_rq.
     stale_runnable: u64,
+    /// How many of the `n` are queued group entities.
+    queued_groups: u64,
 }
 
 /// The checks' own state.
@@ -803,6 +811,7 @@ impl<B: Balancer> Core<B> {
                 s.n += 1;
                 s.weight_units += (w / 1024).max(1);
                 s.stale_runnable += behind;
+                s.queued_groups += u64::from(se.on_rq);
             }
         }
         let on_rq = |id: TaskId, g: Option<&lbsim_rq::RqGroups>| match lbsim_rq::se_group(id) {
@@ -901,6 +910,8 @@ impl<B: Balancer> Core<B> {
                 continue;
             }
             self.checker.counts.pelt_sums_checked += u64::from(n > 0);
+            self.checker.counts.pelt_group_sums_checked += u64::from(n > 0 && k != 0);
+            self.checker.counts.pelt_group_entity_sums_checked += u64::from(s.queued_groups > 0);
             // The removed entities' sums, as update_cfs_rq_load_avg() will subtract them.
             let divider = u128::from(cfs.avg.get_pelt_divider());
             // Each check: the name, the cfs_rq's sum, its entities', the bound, and what
