@@ -35,7 +35,7 @@
 //!   as a task is: its averages are copies of its cfs_rq's); there `runnable_sum` may also
 //!   part from its entities' by what the kernel's delayed-dequeue walks allow (group
 //!   entities' `runnable_weight` left behind, counts changed before the PELT update: the
-//!   `runnable_stale` slack, derived in [`Core::check_pelt`]);
+//!   `runnable_stale` slack, derived in `Core::check_pelt`);
 //! - **time and waiting** (invariant 8): events are processed in time order (the clock
 //!   check); a task that waits on a runqueue runs within the bound of [`wait_bound`].
 //!
@@ -175,7 +175,7 @@ pub struct EngineCounts {
     pub pelt_dequeued_curr: u64,
     /// Checks that allowed a cfs_rq's `runnable_sum` the drift of delayed-dequeue walks
     /// below it (task groups: group entities' `runnable_weight` behind, or `h_nr_delayed`
-    /// changed before the PELT update; see [`Core::check_pelt`]).
+    /// changed before the PELT update; see `Core::check_pelt`).
     pub pelt_runnable_stale: u64,
     /// Of `pelt_sums_checked`, those of a group's cfs_rq (not a root one).
     pub pelt_group_sums_checked: u64,
