@@ -108,6 +108,15 @@ fn nested_groups_hold_every_invariant_under_mixed_workloads() {
                 r.events
             );
             assert!(r.migrations > 0, "{machine} seed {seed}: no migration");
+            // Delayed dequeues happened below group entities, so runnable_sum was compared
+            // with the allowance for the kernel's delayed-dequeue walks (check.rs); without
+            // it the check fails on x86-4c-smt2 (a root cfs_rq 31 units below its entities
+            // at 2.3 ms on CPU 3).
+            let counts = &r.checks.as_ref().expect("checks on").engine;
+            assert!(
+                counts.pelt_runnable_stale > 0,
+                "{machine} seed {seed}: no delayed-dequeue walk below a group entity"
+            );
         }
     }
 }

@@ -392,7 +392,8 @@ fn case() -> impl Strategy<Value = Case> {
 
 /// Puts a third of the cases' workloads into a random hierarchy of task groups, drawn from
 /// the case's seed (so that the other draws, and with them the cases without groups, stay
-/// as they were): two or three groups, one possibly nested in another, weights 1..10000,
+/// as they were): two to four groups, siblings under the root, possibly a nested group and
+/// then either a group below it (three deep) or a sibling of it, weights 1..10000,
 /// each workload in a group or left in the root, where it may be in an autogroup. Task groups need the EEVDF pick, so cases
 /// on the legacy CFS pick (`sched_policy=cfs`, profiles before 6.6) keep none.
 fn with_task_groups(case: &mut Case) {
@@ -416,6 +417,11 @@ fn with_task_groups(case: &mut Case) {
     let mut paths = vec!["/g0".to_owned(), "/g1".to_owned()];
     if nested {
         paths.push("/g0/sub".to_owned());
+        match next(3) {
+            1 => paths.push("/g0/sub/leaf".to_owned()),
+            2 => paths.push("/g0/sib".to_owned()),
+            _ => {}
+        }
     } else if next(2) == 1 {
         paths.push("/g2".to_owned());
     }
@@ -483,6 +489,8 @@ struct Totals {
     cases_with_groups: u64,
     /// Cases with a workload in an autogroup (`session=N`).
     cases_with_autogroups: u64,
+    /// Cases with a group three deep or two sibling groups below a group.
+    cases_with_deep_groups: u64,
     engine: EngineCounts,
     balancer: CheckCounts,
     /// Cases with the feature on, and the counter of the situation it rules on.
@@ -537,6 +545,11 @@ fn check_case(case: &Case, t: &mut Totals) -> Result<(), String> {
     }
     t.cases += 1;
     t.cases_with_groups += u64::from(!case.cgroups.is_empty());
+    t.cases_with_deep_groups += u64::from(
+        case.cgroups
+            .iter()
+            .any(|(p, _)| p == "/g0/sub/leaf" || p == "/g0/sib"),
+    );
     t.cases_with_autogroups += u64::from(case.workloads.iter().any(|w| w.contains(",session=")));
     t.engine.add(&checks.engine);
     t.balancer.add(&b);
@@ -785,6 +798,17 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
             "cfs_rq updates with a dequeued curr (newly idle balances)",
             e.pelt_dequeued_curr,
         ),
+        // Task groups: group cfs_rqs and queued group entities are checked, and delayed
+        // dequeues happen below group entities (the runnable_sum allowance).
+        ("group cfs_rq sums compared", e.pelt_group_sums_checked),
+        (
+            "cfs_rq sums compared with a queued group entity",
+            e.pelt_group_entity_sums_checked,
+        ),
+        (
+            "cfs_rq runnable_sums allowed delayed-dequeue walks (task groups)",
+            e.pelt_runnable_stale,
+        ),
         // 5: CPUs go newly idle with wake-ups pending.
         (
             "newly idle passes begun with work pending (rule on)",
@@ -808,6 +832,10 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
         // Task groups: some cases run their workloads in a random hierarchy.
         ("cases with task groups", t.cases_with_groups),
         ("cases with autogroups", t.cases_with_autogroups),
+        (
+            "cases with a group three deep or sibling groups below a group",
+            t.cases_with_deep_groups,
+        ),
         // 8: tasks wait and then run.
         ("waits that ended in a run", e.waits),
         // Active balance happens.

@@ -1,7 +1,9 @@
 //! Property test of the task-group arithmetic (`lbsim_pelt::group`) against an independent
 //! reference written here: a direct transcription of v6.12 fair.c's group functions in i128,
 //! every store cut to the kernel's width explicitly (`u32`, `u64`, `long`), and a kernel-like
-//! walk of one CPU's chain of group cfs_rqs (depth 1-4) with tasks at any level. Both models
+//! walk of one CPU's tree of group cfs_rqs (one to six groups, each under the root or any
+//! earlier group, so chains up to six deep and siblings at every level) with tasks in any
+//! group. Both models
 //! share the plain PELT primitives this crate's other tests cover (`___update_load_sum`,
 //! attach/detach/remove/reweight of one entity); everything group-specific is written twice.
 //! Case counts follow PROPTEST_CASES.
@@ -23,7 +25,8 @@ const JIFFY_NS: u64 = 4_000_000;
 // ---------------------------------------------------------------------------------------
 // The scenario: structure only, shared by both models.
 
-/// An entity of the chain: a task, or the group entity owning level `i` (queued on `i - 1`).
+/// An entity of the tree: a task, or the group entity owning group `i`'s cfs_rq (queued on
+/// its parent's, `parent[i]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Se {
     Task(usize),
@@ -88,7 +91,10 @@ enum Ev {
 
 #[derive(Debug, Clone)]
 struct Scenario {
+    /// The number of groups below the root (1..=6).
     depth: usize,
+    /// The parent group of each group 1..=depth, an earlier one (index 0: the root, unused).
+    parent: Vec<usize>,
     /// cpu.weight of groups 1..=depth (index 0 unused).
     cpu_weight: Vec<u64>,
     /// (home level, nice weight) of each task.
@@ -132,16 +138,32 @@ impl<'a> Driver<'a> {
     fn parent(&self, se: Se) -> usize {
         match se {
             Se::Task(k) => self.sc.tasks[k].0,
-            Se::Group(i) => i - 1,
+            Se::Group(i) => self.sc.parent[i],
         }
     }
 
-    /// The entities from task `k` up to the root's child.
+    /// The entities from task `k` up to the root's child (`for_each_sched_entity()`).
     fn chain(&self, k: usize) -> Vec<Se> {
-        let home = self.sc.tasks[k].0;
-        std::iter::once(Se::Task(k))
-            .chain((1..=home).rev().map(Se::Group))
-            .collect()
+        let mut out = vec![Se::Task(k)];
+        let mut g = self.sc.tasks[k].0;
+        while g != 0 {
+            out.push(Se::Group(g));
+            g = self.sc.parent[g];
+        }
+        out
+    }
+
+    /// Group `l` is group `g` or one of its ancestors.
+    fn above(&self, l: usize, mut g: usize) -> bool {
+        loop {
+            if g == l {
+                return true;
+            }
+            if g == 0 {
+                return false;
+            }
+            g = self.sc.parent[g];
+        }
     }
 
     fn on_rq(&self, se: Se) -> bool {
@@ -155,13 +177,13 @@ impl<'a> Driver<'a> {
         let Some(c) = self.curr else { return false };
         match se {
             Se::Task(k) => k == c,
-            Se::Group(i) => i <= self.sc.tasks[c].0,
+            Se::Group(i) => self.above(i, self.sc.tasks[c].0),
         }
     }
 
-    /// Level `l` has a running entity.
+    /// Group `l`'s cfs_rq has a running entity.
     fn level_curr(&self, l: usize) -> bool {
-        self.curr.is_some_and(|c| l <= self.sc.tasks[c].0)
+        self.curr.is_some_and(|c| self.above(l, self.sc.tasks[c].0))
     }
 
     fn push(&mut self, op: Op) {
@@ -282,16 +304,19 @@ impl<'a> Driver<'a> {
         }
     }
 
+    /// __update_blocked_fair(): the leaf list has children before parents; every child
+    /// has a higher index than its parent, so descending indices are such an order.
     fn blocked(&mut self) {
         for level in (0..=self.sc.depth).rev() {
             let (owner_on_rq, owner_runnable, parent_h, parent_curr) = if level == 0 {
                 (false, 0, 0, false)
             } else {
+                let parent = self.sc.parent[level];
                 (
                     self.on_rq_group[level],
                     self.runnable_weight[level],
-                    self.h_nr_running[level - 1],
-                    self.level_curr(level - 1),
+                    self.h_nr_running[parent],
+                    self.level_curr(parent),
                 )
             };
             let op = Op::Blocked {
@@ -368,9 +393,11 @@ impl<'a> Driver<'a> {
                     let g = 1 + g % d;
                     let shares = tg_shares_from_cpu_weight(w).unwrap();
                     self.push(Op::Shares { g, shares });
-                    for i in (1..=g).rev() {
+                    let mut i = g;
+                    while i != 0 {
                         self.update(Se::Group(i), UpdateFlags::UPDATE_TG);
                         self.cfs_group(Se::Group(i));
+                        i = self.sc.parent[i];
                     }
                 }
             }
@@ -405,6 +432,7 @@ trait Model {
 
 struct Lib {
     tasks: Vec<(usize, u64)>,
+    parent: Vec<usize>,
     cfs: Vec<CfsRqAvg>,
     grp: Vec<CfsRqTg>,
     /// cfs_rq->load.weight, scaled.
@@ -437,6 +465,7 @@ impl Lib {
         se_lw.extend(std::iter::repeat_n(NICE_0_LOAD_SCALED, d));
         Self {
             tasks: sc.tasks.clone(),
+            parent: sc.parent.clone(),
             cfs: vec![
                 CfsRqAvg {
                     avg: start_avg(),
@@ -463,7 +492,7 @@ impl Lib {
     fn parent(&self, se: Se) -> usize {
         match se {
             Se::Task(k) => self.tasks[k].0,
-            Se::Group(i) => i - 1,
+            Se::Group(i) => self.parent[i],
         }
     }
 
@@ -498,12 +527,17 @@ impl Lib {
             curr: cfs_curr,
         };
         let mut se_avg = self.se[j];
-        let (lo_cfs, hi_cfs) = self.cfs.split_at_mut(p + 1);
-        let (lo_grp, hi_grp) = self.grp.split_at_mut(p + 1);
+        // A group's parent has a lower index: split between them.
+        let at = match se {
+            Se::Group(g) => g,
+            Se::Task(_) => p + 1,
+        };
+        let (lo_cfs, hi_cfs) = self.cfs.split_at_mut(at);
+        let (lo_grp, hi_grp) = self.grp.split_at_mut(at);
         let group = match se {
-            Se::Group(_) => Some(GroupRq {
+            Se::Group(g) => Some(GroupRq {
                 avg: &hi_cfs[0].avg,
-                load_weight: scale_load_down(self.lw[p + 1]),
+                load_weight: scale_load_down(self.lw[g]),
                 tg: &mut hi_grp[0],
             }),
             Se::Task(_) => None,
@@ -559,14 +593,15 @@ impl Model for Lib {
                 if let Some(shares) = decision {
                     let old = self.se_lw[j];
                     let mut avg = self.se[j];
-                    self.cfs[g - 1].reweight_entity_load_avg(
+                    let pg = self.parent[g];
+                    self.cfs[pg].reweight_entity_load_avg(
                         &mut avg,
                         scale_load_down(old),
                         scale_load_down(shares),
                     );
                     self.se[j] = avg;
                     if on_rq {
-                        self.lw[g - 1] = self.lw[g - 1] - old + shares;
+                        self.lw[pg] = self.lw[pg] - old + shares;
                     }
                     self.se_lw[j] = shares;
                 }
@@ -633,8 +668,18 @@ impl Model for Lib {
             Op::HLoad { task, jiffy } => {
                 let home = self.tasks[task].0;
                 let n = self.tasks.len();
+                // The task's group and its ancestors, the task's first.
+                let mut path = vec![home];
+                while let Some(&g) = path.last()
+                    && g != 0
+                {
+                    path.push(self.parent[g]);
+                }
                 let mut levels: Vec<HLoadLevel<'_>> = Vec::new();
-                for (l, g) in self.grp.iter_mut().enumerate().take(home + 1) {
+                for (l, g) in self.grp.iter_mut().enumerate() {
+                    if !path.contains(&l) {
+                        continue;
+                    }
                     let se_load_avg = if l == 0 {
                         0
                     } else {
@@ -646,7 +691,9 @@ impl Model for Lib {
                         tg: g,
                     });
                 }
-                levels.reverse(); // the task's cfs_rq first
+                // Ascending indices put every ancestor before its descendants: reversed,
+                // the task's cfs_rq first, then up to the root.
+                levels.reverse();
                 let h = task_h_load(self.se[task].load_avg, &mut levels, jiffy);
                 self.results.push(h);
             }
@@ -744,10 +791,13 @@ struct Seen {
     h_load_full_walk: u64,
     decayed_out: u64,
     reweighted: u64,
+    /// A propagation into a cfs_rq that holds another group's entity with load.
+    propagated_beside_sibling: u64,
 }
 
 struct Ref {
     tasks: Vec<(usize, u64)>,
+    parent: Vec<usize>,
     cfs: Vec<CfsRqAvg>,
     grp: Vec<RefGrp>,
     lw: Vec<i128>,
@@ -781,6 +831,7 @@ impl Ref {
         se_lw.extend(std::iter::repeat_n(1024i128 << 10, d));
         Self {
             tasks: sc.tasks.clone(),
+            parent: sc.parent.clone(),
             cfs: vec![
                 CfsRqAvg {
                     avg: start_avg(),
@@ -801,7 +852,7 @@ impl Ref {
     fn slot(&self, se: Se) -> (usize, usize) {
         match se {
             Se::Task(k) => (k, self.tasks[k].0),
-            Se::Group(i) => (self.tasks.len() + i - 1, i - 1),
+            Se::Group(i) => (self.tasks.len() + i - 1, self.parent[i]),
         }
     }
 
@@ -853,9 +904,10 @@ impl Ref {
         }
     }
 
-    /// update_tg_cfs_util() and update_tg_cfs_runnable(), `runnable` choosing which.
-    fn copy_signal(&mut self, p: usize, j: usize, runnable: bool) {
-        let gcfs = self.cfs[p + 1].avg;
+    /// update_tg_cfs_util() and update_tg_cfs_runnable() of group `g`'s entity `j` on
+    /// cfs_rq `p`, `runnable` choosing which.
+    fn copy_signal(&mut self, g: usize, p: usize, j: usize, runnable: bool) {
+        let gcfs = self.cfs[g].avg;
         let se = &mut self.se[j];
         let cfs = &mut self.cfs[p];
         let divider = i128::from(PELT_MIN_DIVIDER) + i128::from(cfs.avg.period_contrib);
@@ -890,8 +942,7 @@ impl Ref {
         }
     }
 
-    fn tg_cfs_load(&mut self, p: usize, j: usize) {
-        let g = p + 1;
+    fn tg_cfs_load(&mut self, g: usize, p: usize, j: usize) {
         let mut rs = self.grp[g].prop;
         if rs == 0 {
             return;
@@ -981,11 +1032,23 @@ impl Ref {
             self.grp[g].propagate = 0;
             let pr = self.grp[g].prop;
             self.add_prop(p, pr);
-            self.copy_signal(p, j, false);
-            self.copy_signal(p, j, true);
-            self.tg_cfs_load(p, j);
-            if g >= 3 {
+            self.copy_signal(g, p, j, false);
+            self.copy_signal(g, p, j, true);
+            self.tg_cfs_load(g, p, j);
+            let mut depth = 1;
+            let mut up = p;
+            while up != 0 {
+                depth += 1;
+                up = self.parent[up];
+            }
+            if depth >= 3 {
                 self.seen.propagated_deep += 1;
+            }
+            let n = self.tasks.len();
+            if (1..self.parent.len())
+                .any(|o| o != g && self.parent[o] == p && self.se[n + o - 1].load_avg > 0)
+            {
+                self.seen.propagated_beside_sibling += 1;
             }
             decayed = true;
         }
@@ -1015,12 +1078,12 @@ impl Ref {
         let now = i128::from(jiffy);
         let n = self.tasks.len();
         if self.grp[home].last_h != now {
-            // h_load_next[l] = the level below l on the walk (its owner entity).
-            let mut next: Vec<Option<usize>> = vec![None; home + 1];
+            // h_load_next[l] = the group below l on the walk (its owner entity).
+            let mut next: Vec<Option<usize>> = vec![None; self.parent.len()];
             let mut level = home;
             let mut stopped = false;
             while level > 0 {
-                let parent = level - 1;
+                let parent = self.parent[level];
                 next[parent] = Some(level);
                 level = parent;
                 if self.grp[parent].last_h == now {
@@ -1212,14 +1275,14 @@ fn cpu_weight() -> impl Strategy<Value = u64> {
 fn scenario() -> impl Strategy<Value = Scenario> {
     let ev = prop_oneof![
         4 => Just(Ev::Tick),
-        3 => (0usize..3).prop_map(Ev::Wake),
+        3 => (0usize..5).prop_map(Ev::Wake),
         2 => Just(Ev::Sleep),
-        1 => (0usize..3).prop_map(Ev::Switch),
-        1 => (0usize..3).prop_map(Ev::Away),
+        1 => (0usize..5).prop_map(Ev::Switch),
+        1 => (0usize..5).prop_map(Ev::Away),
         2 => Just(Ev::Blocked),
-        2 => (0usize..3).prop_map(Ev::HLoad),
-        1 => (0usize..4, 0u32..3000).prop_map(|(g, v)| Ev::Others(g, v)),
-        1 => (0usize..4, cpu_weight()).prop_map(|(g, w)| Ev::Weight(g, w)),
+        2 => (0usize..5).prop_map(Ev::HLoad),
+        1 => (0usize..6, 0u32..3000).prop_map(|(g, v)| Ev::Others(g, v)),
+        1 => (0usize..6, cpu_weight()).prop_map(|(g, w)| Ev::Weight(g, w)),
     ];
     let dt = prop_oneof![
         3 => 1u64..200_000,
@@ -1227,22 +1290,30 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         3 => 3_000_000u64..40_000_000,
         1 => 100_000_000u64..400_000_000,
     ];
-    (1usize..=4)
+    // Group i's parent is drawn from 0..i (raw % i): every tree shape of up to six groups,
+    // chains and siblings alike.
+    (1usize..=6)
         .prop_flat_map(move |depth| {
             (
                 Just(depth),
-                prop::collection::vec(cpu_weight(), 5),
-                prop::collection::vec((0usize..=depth, 15u64..=88_761), 1..=3),
-                prop::collection::vec(0i64..5000, 5),
-                prop::collection::vec((ev.clone(), dt.clone()), 1..150),
+                prop::collection::vec(0usize..720, depth),
+                prop::collection::vec(cpu_weight(), depth + 1),
+                prop::collection::vec((0usize..=depth, 15u64..=88_761), 1..=5),
+                prop::collection::vec(0i64..5000, depth + 1),
+                prop::collection::vec((ev.clone(), dt.clone()), 1..200),
             )
         })
-        .prop_map(|(depth, cpu_weight, tasks, others, events)| Scenario {
-            depth,
-            cpu_weight,
-            tasks,
-            others,
-            events,
+        .prop_map(|(depth, raw, cpu_weight, tasks, others, events)| {
+            let mut parent = vec![0];
+            parent.extend(raw.iter().enumerate().map(|(i, r)| r % (i + 1)));
+            Scenario {
+                depth,
+                parent,
+                cpu_weight,
+                tasks,
+                others,
+                events,
+            }
         })
 }
 
@@ -1263,8 +1334,8 @@ fn run_both(sc: &Scenario) -> Result<Seen, TestCaseError> {
 }
 
 proptest! {
-    /// Invariant `group_arithmetic_matches_reference`: for any chain of task groups one to
-    /// four deep on one CPU, any cpu.weight, tasks of any nice weight at any level, any
+    /// Invariant `group_arithmetic_matches_reference`: for any tree of one to six task
+    /// groups on one CPU (chains up to six deep, siblings at any level), any cpu.weight, tasks of any nice weight at any level, any
     /// other-CPU share of each tg->load_avg and any run, sleep, preempt, migrate-away,
     /// blocked-update, h_load and cpu.weight-write pattern, every group-scheduling value
     /// lbsim_pelt computes (group entity weights, tg->load_avg, tg_load_avg_contrib and
@@ -1304,6 +1375,7 @@ fn group_scenarios_reach_interesting_states() {
         t.h_load_full_walk += seen.h_load_full_walk;
         t.decayed_out += seen.decayed_out;
         t.reweighted += seen.reweighted;
+        t.propagated_beside_sibling += seen.propagated_beside_sibling;
     }
     let t = total;
     let all = [
@@ -1322,6 +1394,7 @@ fn group_scenarios_reach_interesting_states() {
         t.h_load_full_walk,
         t.decayed_out,
         t.reweighted,
+        t.propagated_beside_sibling,
     ];
     assert!(all.iter().all(|&c| c > 0), "{t:?}");
 }

@@ -108,6 +108,11 @@ pub struct CfsRq {
     pub idle_h_nr_running: u32,
     /// `cfs_rq->h_nr_delayed` (v6.12.y / v6.13): queued tasks that are delayed-dequeued.
     pub h_nr_delayed: u32,
+    /// Not the kernel's: how many `set_delayed()` / `clear_delayed()` walks of a task below
+    /// (with task groups) have changed this cfs_rq's `h_nr_delayed` without bringing its PELT
+    /// sums up to date first, so that `--check` can bound what that costs its `runnable_sum`
+    /// (see `docs/architecture.md`, "runnable_sum"). Always 0 without task groups.
+    pub delayed_walks: u64,
     /// `cfs_rq->avg_vruntime`: `Σ (v_i - min_vruntime) * w_i` over the timeline (not `curr`).
     pub avg_vruntime: i64,
     /// `cfs_rq->avg_load`: `Σ w_i` over the timeline (not `curr`).
@@ -159,6 +164,7 @@ impl CfsRq {
             idle_nr_running: 0,
             idle_h_nr_running: 0,
             h_nr_delayed: 0,
+            delayed_walks: 0,
             avg_vruntime: 0,
             avg_load: 0,
             min_vruntime: (-(1i64 << 20)) as u64,

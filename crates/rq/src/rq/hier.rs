@@ -154,6 +154,7 @@ fn delayed_above(
     let mut at = parent_of(tree, k);
     while let Some((_, pk)) = at {
         let c = cfs_mut(root, ents, pk);
+        c.delayed_walks += 1;
         if inc {
             c.h_nr_delayed += 1;
         } else {
