@@ -131,6 +131,7 @@ fn a_traced_run_is_the_same_run_and_its_trace_is_consistent() {
     let (mut switches, mut migrations, mut balances_that_moved, mut pelt) = (0, 0, 0, 0);
     let mut last_ns = [0u64; 8];
     let (mut wakings, mut wakeups, mut forks, mut wakeup_news) = (0, 0, 0, 0);
+    let mut charges = 0;
     for r in &trace.records {
         match r.event {
             TraceEvent::Switch {
@@ -188,9 +189,17 @@ fn a_traced_run_is_the_same_run_and_its_trace_is_consistent() {
             }
             TraceEvent::Exit { pid } => assert!(pid as usize <= trace.tasks.len()),
             TraceEvent::PeltCfs { .. } => pelt += 1,
+            TraceEvent::Charge { cost_ns, .. } => {
+                charges += 1;
+                assert!(cost_ns > 0, "a charge of nothing is not traced");
+            }
         }
     }
     assert!(switches > 1000, "{switches} switches");
+    assert!(
+        charges > wakings / 2,
+        "{charges} charges, {wakings} wakings"
+    );
     // Every task created is forked, then first woken (sched_wakeup_new); every wake-up that
     // wakes (sched_waking) reaches ttwu_do_wakeup() (sched_wakeup), but one still on a wake
     // list when the run ends.

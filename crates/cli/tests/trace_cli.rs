@@ -367,6 +367,22 @@ fn the_protobuf_decodes_against_perfettos_proto_with_the_runs_event_counts() {
                             "pelt counter"
                         };
                         *prints.entry(what.to_owned()).or_default() += 1;
+                    } else if kind == "generic" {
+                        // lbsim's own lbsim_charge, with its fields by name.
+                        let m = get(&*ev, "generic").unwrap().to_message().unwrap();
+                        let name = get(&*m, "event_name").unwrap().to_str().unwrap().to_owned();
+                        assert_eq!(name, "lbsim_charge");
+                        let keys: Vec<String> = set_fields(&*m)
+                            .iter()
+                            .filter(|(f, _)| f.name() == "field")
+                            .map(|(_, v)| {
+                                let f = v.to_message().unwrap();
+                                get(&*f, "name").unwrap().to_str().unwrap().to_owned()
+                            })
+                            .collect();
+                        assert_eq!(keys[..3], ["cpu", "cost", "what"]);
+                        assert!(keys.len() == 3 || keys[3..] == ["sync", "irq"], "{keys:?}");
+                        *prints.entry(name).or_default() += 1;
                     } else {
                         *events.entry(kind).or_default() += 1;
                     }
@@ -386,6 +402,10 @@ fn the_protobuf_decodes_against_perfettos_proto_with_the_runs_event_counts() {
     assert_eq!(
         prints["lbsim_load_balance"], counts["lbsim_load_balance"],
         "one atrace instant per pass"
+    );
+    assert_eq!(
+        prints["lbsim_charge"], counts["lbsim_charge"],
+        "one generic event per charge"
     );
     assert_eq!(
         prints["pelt counter"],

@@ -123,6 +123,7 @@ impl<B: Balancer> Core<B> {
                 speed: cap,
                 kworker: None,
                 newidle: None,
+                newidle_since: 0,
                 yielded: false,
                 acct_last: 0,
                 busy_ns: 0,

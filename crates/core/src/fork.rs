@@ -128,6 +128,7 @@ impl<B: Balancer> Core<B> {
                 target_cpu: cpu.0,
             }
         });
+        self.trace_charge(parent_cpu, crate::trace::Charge::Fork, cost);
         self.account(cpu);
         self.tasks[id].cpu = cpu;
         self.tasks[id].wake_cpu = cpu;

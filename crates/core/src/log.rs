@@ -61,6 +61,8 @@ impl LogTargets {
     pub(crate) fn emit(self, names: &Trace, r: &TraceRecord) {
         let on = match r.event {
             TraceEvent::LoadBalance(_) => self.lb,
+            // A replay's aid, not a decision: no log target shows it.
+            TraceEvent::Charge { .. } => false,
             TraceEvent::Wakeup { .. } | TraceEvent::WakeupNew { .. } => self.wake,
             TraceEvent::Migrate { .. } => self.migrate,
             TraceEvent::Switch { .. }

@@ -54,6 +54,7 @@ impl<B: Balancer> Core<B> {
         // through this CPU's wake list.
         self.cancel_segment(cpu);
         self.cpus[ci].newidle = Some((prev, action));
+        self.cpus[ci].newidle_since = now;
         let step = self.ctx_call(|b, ctx| b.newidle_begin(ctx, cpu));
         self.newidle_stepped(cpu, step);
     }
@@ -96,6 +97,12 @@ impl<B: Balancer> Core<B> {
         } else {
             None
         };
+        if next != prev {
+            // The balance's time is in the leaving task's traced interval (the switch comes
+            // after it), not in its run time (accounted when __schedule() began).
+            let spent = self.now.saturating_sub(self.cpus[ci].newidle_since);
+            self.trace_charge(cpu, crate::trace::Charge::Newidle, spent);
+        }
         self.finish_schedule(cpu, prev, action, next);
     }
 

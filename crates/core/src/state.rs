@@ -108,6 +108,8 @@ pub(crate) struct CpuState {
     pub(crate) kworker: Option<u32>,
     /// In `__schedule()`'s newly idle balance: the previous task and how it left.
     pub(crate) newidle: Option<(Option<TaskId>, PrevAction)>,
+    /// When that `__schedule()` began (for the trace's `lbsim_charge` of the balance).
+    pub(crate) newidle_since: u64,
     /// The current task called `sched_yield()`: its next switch is not a preemption (for
     /// the trace's `prev_state`).
     pub(crate) yielded: bool,

@@ -18,6 +18,7 @@ impl<B: Balancer> Core<B> {
         self.settle(cpu);
         self.account(cpu);
         let now = self.now;
+        let mut switched = false;
         if let Some(p) = self.rqs[ci].curr {
             // The stopper class preempts the fair task: put it back on the queue.
             self.account_runtime(p);
@@ -32,6 +33,7 @@ impl<B: Balancer> Core<B> {
                 // trace shows a switch to idle.
                 self.context_switch(cpu, None, PrevAction::Preempt);
                 self.cancel_segment(cpu);
+                switched = true;
             }
         }
         self.account_all();
@@ -41,6 +43,10 @@ impl<B: Balancer> Core<B> {
         let work = out.elapsed_ns + self.cfg.cost.context_switch_ns;
         c.busy_until = c.busy_until.max(now) + work;
         c.sched_work_ns = c.sched_work_ns.saturating_add(work);
+        // The switch's part of it is the traced switch's own cost (a reader adds
+        // `cost_context_switch_ns` at each `sched_switch`).
+        let traced = if switched { out.elapsed_ns } else { work };
+        self.trace_charge(cpu, crate::trace::Charge::Stopper, traced);
         self.resched_cpu(cpu, cpu);
     }
 }

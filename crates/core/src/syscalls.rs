@@ -196,7 +196,7 @@ impl<B: Balancer> Core<B> {
                 }
                 return true;
             };
-            self.ttwu(target as usize, cpu, sync);
+            self.ttwu(target as usize, cpu, sync, false);
             if self.cpus[cpu.index()].busy_until > self.now {
                 // The wake's cost runs until busy_until: the next wake (or the program's
                 // next action) waits for it.

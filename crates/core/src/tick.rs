@@ -41,7 +41,9 @@ impl<B: Balancer> Core<B> {
         // sched_balance_trigger(): SCHED_SOFTIRQ and the nohz kick. (It moves no task, so
         // the other CPUs' accounting need not be brought up to date; the softirq does that.)
         let out = self.ctx_call(|b, ctx| b.tick(ctx, cpu));
-        self.charge(cpu, self.cfg.cost.charge(&out.work));
+        let work = self.cfg.cost.charge(&out.work);
+        self.charge(cpu, work);
+        self.trace_charge(cpu, crate::trace::Charge::Tick, work);
         if let Some(k) = out.kick {
             self.fx.at(now + self.cfg.cost.ipi_ns, Ev::Kick(k));
         }
@@ -72,7 +74,9 @@ impl<B: Balancer> Core<B> {
     pub(crate) fn softirq(&mut self, cpu: CpuId) {
         let out = self.ctx_call(|b, ctx| b.softirq(ctx, cpu));
         self.account_pass(&out);
-        self.charge(cpu, out.elapsed_ns.max(self.cfg.cost.charge(&out.work)));
+        let work = out.elapsed_ns.max(self.cfg.cost.charge(&out.work));
+        self.charge(cpu, work);
+        self.trace_charge(cpu, crate::trace::Charge::Softirq, work);
         self.apply_outcome(cpu, &out);
         if self.rqs[cpu.index()].nr_running > 0 && self.rqs[cpu.index()].curr.is_none() {
             self.restart_tick(cpu);

@@ -25,7 +25,13 @@
 //!   `util_avg`, sampled at each switch and tick of that CPU;
 //! - `lbsim_load_balance`, lbsim's own event (mainline has no load-balance tracepoint): one
 //!   load_balance() pass that got past should_we_balance(), with the groups it compared, the
-//!   imbalance, the source CPU and the outcome (see [`lbsim_balance::trace`]).
+//!   imbalance, the source CPU and the outcome (see [`lbsim_balance::trace`]);
+//! - `lbsim_charge`, lbsim's own event: scheduler work lbsim charged on a CPU (see
+//!   [`Charge`]; `common_pid` the task current there, 0 when idle), which delays whatever
+//!   runs there next and so sits in the run time of the task current while it is paid, so
+//!   that a replay of the trace (`--workload trace:FILE`) can take the recording's own
+//!   charges off the recorded run time instead of guessing them. A kernel trace has no such
+//!   event.
 //!
 //! Task groups: the Perfetto trace shows each task group's tasks as the threads of one
 //! process named by the group's path (`/a/b`, `/autogroup-N`). The ftrace text shows no
@@ -76,6 +82,53 @@ impl PrevState {
             PrevState::Preempted => "R+",
             PrevState::Sleeping => "S",
             PrevState::Dead => "X",
+        }
+    }
+}
+
+/// What an `lbsim_charge` charged for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Charge {
+    /// A wake-up the current task (or an interrupt on its CPU) issued: try_to_wake_up()'s
+    /// own cost and select_task_rq()'s scan, on the waker's CPU; fired after the
+    /// `sched_waking`, whose time the charge starts at. `sync`: the waker passed `WF_SYNC`
+    /// (a pipe's or a socket's wake-up, which select_task_rq()'s wake_affine() weighs; the
+    /// kernel's `sched_waking` does not record wake flags).
+    Ttwu {
+        /// `WF_SYNC`.
+        sync: bool,
+        /// Issued from an interrupt (a timer's, `hrtimer_wakeup()`), not by the current
+        /// task: the kernel's trace shows it by the `h`/`s` flags, which the `trace-cmd
+        /// report` layout lbsim writes has no column for.
+        irq: bool,
+    },
+    /// select_task_rq(WF_FORK)'s scan of a fork, on the parent's CPU; fired after the
+    /// `sched_process_fork`.
+    Fork,
+    /// The tick's balancer work (`sched_balance_trigger()`).
+    Tick,
+    /// SCHED_SOFTIRQ's periodic balance.
+    Softirq,
+    /// The active-balance stopper's work, charged on the CPU after the switch to idle that
+    /// stands for its preemption (the switch's cost is that switch's, as for any), or with
+    /// the switch's cost on a CPU that was idle already.
+    Stopper,
+    /// The newly idle balance that `__schedule()` ran after the current task blocked or
+    /// exited and before the `sched_switch` that follows at once: the time from the block to
+    /// the switch, which the task's run time does not hold but its traced interval does.
+    Newidle,
+}
+
+impl Charge {
+    /// The name the trace prints (`what=`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Charge::Ttwu { .. } => "ttwu",
+            Charge::Fork => "fork",
+            Charge::Tick => "tick",
+            Charge::Softirq => "softirq",
+            Charge::Stopper => "stopper",
+            Charge::Newidle => "newidle",
         }
     }
 }
@@ -136,6 +189,15 @@ pub enum TraceEvent {
     },
     /// `lbsim_load_balance`.
     LoadBalance(LbRecord),
+    /// `lbsim_charge`: `cost_ns` of scheduler work charged on the event's CPU from the
+    /// event's time (after what is charged there already), or, for
+    /// [`Charge::Newidle`], spent just before it.
+    Charge {
+        /// What for.
+        what: Charge,
+        /// The charge, ns.
+        cost_ns: u64,
+    },
     /// `sched_pelt_cfs` (LISA's sched_tp module, on the kernel's `pelt_cfs_tp`): the CPU's
     /// root cfs_rq signals, sampled at each switch and tick of the CPU.
     PeltCfs {
@@ -358,6 +420,20 @@ impl Trace {
                 r.cpu
             ),
             TraceEvent::LoadBalance(lb) => write!(out, "{name}: {}", lb_fields(&lb)),
+            TraceEvent::Charge { what, cost_ns } => {
+                write!(
+                    out,
+                    "{name}: cpu={} cost={cost_ns} what={}",
+                    r.cpu,
+                    what.name()
+                )?;
+                match what {
+                    Charge::Ttwu { sync, irq } => {
+                        write!(out, " sync={} irq={}", u8::from(sync), u8::from(irq))
+                    }
+                    _ => Ok(()),
+                }
+            }
         }
     }
 }
@@ -374,6 +450,7 @@ impl TraceEvent {
             TraceEvent::Migrate { .. } => "sched_migrate_task",
             TraceEvent::Exit { .. } => "sched_process_exit",
             TraceEvent::LoadBalance(_) => "lbsim_load_balance",
+            TraceEvent::Charge { .. } => "lbsim_charge",
             TraceEvent::PeltCfs { .. } => "sched_pelt_cfs",
         }
     }
@@ -444,7 +521,9 @@ impl Trace {
     /// the tasks', named by the group's path, so that Perfetto lists them together under
     /// it), then per CPU `FtraceEventBundle`s of `sched_switch`,
     /// `sched_waking`, `sched_wakeup`, `sched_process_fork`, `sched_wakeup_new`,
-    /// `sched_migrate_task` and `sched_process_exit` events in time order. Perfetto builds CPU
+    /// `sched_migrate_task` and `sched_process_exit` events in time order, and each
+    /// `lbsim_charge` as a `GenericFtraceEvent` (`cpu`, `cost`, `what`, and `sync`, `irq`
+    /// for a wake-up). Perfetto builds CPU
     /// tracks and thread states from the switches and wakings (it keeps the others as raw
     /// events, as for a kernel trace); each
     /// `lbsim_load_balance` record becomes an atrace instant (`print` event,
@@ -640,6 +719,33 @@ impl Trace {
                 // name: it would end it).
                 let text = format!("I|{}|load_balance {}\n", r.common_pid, lb_fields(&lb));
                 return vec![print(text)];
+            }
+            TraceEvent::Charge { what, cost_ns } => {
+                // GenericFtraceEvent { event_name 1, field 2: Field { name 1, str_value 3,
+                // uint_value 5 } }: the message for an ftrace event Perfetto has no proto of
+                // its own for (its trace processor lists it with its fields as args).
+                pb::bytes(&mut body, 1, b"lbsim_charge");
+                let mut f = Vec::new();
+                pb::bytes(&mut f, 1, b"cpu");
+                pb::uint(&mut f, 5, u64::from(r.cpu));
+                pb::bytes(&mut body, 2, &f);
+                let mut f = Vec::new();
+                pb::bytes(&mut f, 1, b"cost");
+                pb::uint(&mut f, 5, cost_ns);
+                pb::bytes(&mut body, 2, &f);
+                let mut f = Vec::new();
+                pb::bytes(&mut f, 1, b"what");
+                pb::bytes(&mut f, 3, what.name().as_bytes());
+                pb::bytes(&mut body, 2, &f);
+                if let Charge::Ttwu { sync, irq } = what {
+                    for (k, v) in [(&b"sync"[..], sync), (&b"irq"[..], irq)] {
+                        let mut f = Vec::new();
+                        pb::bytes(&mut f, 1, k);
+                        pb::uint(&mut f, 5, u64::from(v));
+                        pb::bytes(&mut body, 2, &f);
+                    }
+                }
+                327
             }
         };
         vec![(field, body)]

@@ -80,6 +80,20 @@ impl<B: Balancer> Core<B> {
         }
     }
 
+    /// Records `lbsim_charge` of `ns` for `what`, charged on `cpu`, when tracing (nothing for
+    /// no work). A charge on an idle CPU is recorded too: it delays the next switch-in
+    /// ([`Core::charge`]), so the task switched in before it is paid pays the rest.
+    pub(crate) fn trace_charge(&mut self, cpu: CpuId, what: crate::trace::Charge, ns: u64) {
+        if self.trace.is_some() && ns > 0 {
+            let now = self.now;
+            self.trace_at(
+                now,
+                cpu,
+                crate::trace::TraceEvent::Charge { what, cost_ns: ns },
+            );
+        }
+    }
+
     /// Records `sched_waking` of `p` for `target`, fired on the waker's CPU.
     pub(crate) fn trace_waking(&mut self, this_cpu: CpuId, p: TaskId, target: CpuId) {
         let now = self.now;

@@ -25,7 +25,7 @@ impl<B: Balancer> Core<B> {
             self.arm_timer(ri, at);
             return;
         }
-        self.ttwu(ri, cpu, false);
+        self.ttwu(ri, cpu, false, true);
     }
 
     pub(crate) fn background(&mut self, cpu: CpuId) {
@@ -46,15 +46,17 @@ impl<B: Balancer> Core<B> {
         if let Kind::Kworker { ran } = &mut self.runs[ri as usize].kind {
             *ran = false;
         }
-        self.ttwu(ri as usize, cpu, false);
+        self.ttwu(ri as usize, cpu, false, true);
     }
 
     /// `try_to_wake_up()` of task `ri`, run on `this_cpu`.
     ///
     /// Follows core.c: try_to_wake_up() (v6.12): `ttwu_runnable()` if the task is still queued;
     /// else `select_task_rq()`, `set_task_cpu()` if the CPU changes (`WF_MIGRATED`), and
-    /// `ttwu_queue()` (the wake list when `ttwu_queue_cond()` says so).
-    pub(crate) fn ttwu(&mut self, ri: usize, this_cpu: CpuId, sync: bool) {
+    /// `ttwu_queue()` (the wake list when `ttwu_queue_cond()` says so). `irq`: issued from
+    /// an interrupt (a timer, the background work's), not by the task current on
+    /// `this_cpu`; only the trace's `lbsim_charge` says so.
+    pub(crate) fn ttwu(&mut self, ri: usize, this_cpu: CpuId, sync: bool, irq: bool) {
         let id = self.runs[ri].id;
         let now = self.now;
         if self.runs[ri].block_pending {
@@ -100,6 +102,7 @@ impl<B: Balancer> Core<B> {
                 WakeFlags::TTWU
             };
             self.trace_waking(this_cpu, id, prev_cpu);
+            self.trace_charge(this_cpu, crate::trace::Charge::Ttwu { sync, irq }, cost);
             self.rqs[prev_cpu.index()].ttwu_runnable(&mut self.tasks, id, wf, now);
             self.trace_wakeup(this_cpu, id);
             self.runs[ri].wake_ns = Some(now);
@@ -112,6 +115,7 @@ impl<B: Balancer> Core<B> {
             // task_cpu(p), wake_flags | WF_ON_CPU)` without selecting a CPU.
             self.runs[ri].wake_ns = Some(now);
             self.trace_waking(this_cpu, id, prev_cpu);
+            self.trace_charge(this_cpu, crate::trace::Charge::Ttwu { sync, irq }, cost);
             self.queue_wakelist(prev_cpu, id, false);
             return;
         }
@@ -130,6 +134,11 @@ impl<B: Balancer> Core<B> {
         let migrated = cpu != prev_cpu;
         // sched_waking fires before select_task_rq(): its target_cpu is task_cpu(p).
         self.trace_waking(this_cpu, id, prev_cpu);
+        self.trace_charge(
+            this_cpu,
+            crate::trace::Charge::Ttwu { sync, irq },
+            cost + work,
+        );
         if migrated {
             self.trace_migrate(now, this_cpu, id, prev_cpu, cpu);
             wf |= WakeFlags::MIGRATED;

@@ -22,7 +22,7 @@ pub fn event_name(e: &Event) -> &'static str {
         Event::Broadcast(_) => "broad",
         Event::Barrier(_) => "barrier",
         Event::SemWait(_) => "sem_wait",
-        Event::SemPost(_) => "sem_post",
+        Event::SemPost(_) | Event::SemPostSync(_) => "sem_post",
         Event::Suspend => "suspend",
         Event::Resume(_) => "resume",
         Event::ClearToken => "clear_token",
@@ -61,6 +61,7 @@ fn supported(e: &Event) -> bool {
             | Event::Barrier(_)
             | Event::SemWait(_)
             | Event::SemPost(_)
+            | Event::SemPostSync(_)
             | Event::Suspend
             | Event::Resume(_)
             | Event::Send { .. }

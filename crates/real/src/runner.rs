@@ -436,7 +436,7 @@ fn perform<'scope, 'env>(
         Action::Broadcast(c) => o.conds[c.index()].wake(true),
         Action::Barrier(b) => o.barriers[b.index()].arrive(stop),
         Action::SemWait(x) => o.sems[x.index()].wait(stop),
-        Action::SemPost(x) => o.sems[x.index()].post(),
+        Action::SemPost(x) | Action::SemPostSync(x) => o.sems[x.index()].post(),
         Action::Suspend => {
             if let Some(tok) = sh.token(task) {
                 tok.suspend(stop);

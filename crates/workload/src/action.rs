@@ -64,6 +64,8 @@ pub enum Action {
     SemWait(SemId),
     /// `sem_post`.
     SemPost(SemId),
+    /// `sem_post` whose wake-up passes `WF_SYNC`.
+    SemPostSync(SemId),
     /// Wait for this task's wake-up token.
     Suspend,
     /// Post a task's wake-up token, waking it if it is suspended.
@@ -115,6 +117,7 @@ impl Action {
                 | Action::Barrier(_)
                 | Action::SemWait(_)
                 | Action::SemPost(_)
+                | Action::SemPostSync(_)
                 | Action::Suspend
                 | Action::Resume(_)
                 | Action::Send { .. }

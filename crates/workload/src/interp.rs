@@ -380,6 +380,7 @@ impl Cursor {
             Event::Barrier(b) => self.push(Action::Barrier(b)),
             Event::SemWait(s) => self.push(Action::SemWait(s)),
             Event::SemPost(s) => self.push(Action::SemPost(s)),
+            Event::SemPostSync(s) => self.push(Action::SemPostSync(s)),
             Event::Suspend => self.push(Action::Suspend),
             Event::Resume(t) => {
                 sync.set_stamp(t, now);

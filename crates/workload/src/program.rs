@@ -111,6 +111,10 @@ pub enum Event {
     SemWait(SemId),
     /// `sem_post`.
     SemPost(SemId),
+    /// A post as [`Event::SemPost`] whose wake-up passes `WF_SYNC` (the waker is about to
+    /// sleep, as a pipe's writer does): a trace replay's wake-up that the recording issued
+    /// with it (lbsim's traces say so).
+    SemPostSync(SemId),
     /// Wait for this task's wake-up token (futex wait on the task's own word; returns at once
     /// if the token was already posted).
     Suspend,

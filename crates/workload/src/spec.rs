@@ -283,6 +283,7 @@ fn remap_event(e: &Event, o: &Offsets) -> Event {
         Event::Barrier(b) => Event::Barrier(BarrierId(b.0 + o.barrier)),
         Event::SemWait(s) => Event::SemWait(SemId(s.0 + o.sem)),
         Event::SemPost(s) => Event::SemPost(SemId(s.0 + o.sem)),
+        Event::SemPostSync(s) => Event::SemPostSync(SemId(s.0 + o.sem)),
         Event::Resume(t) => Event::Resume(TaskRef(t.0 + o.task)),
         Event::Spawn(t) => Event::Spawn(TaskRef(t.0 + o.task)),
         Event::Send { chan, msgs } => Event::Send {
@@ -559,7 +560,9 @@ impl WorkloadSpec {
                         check("condition variable", c.0, s.conds.len())?;
                     }
                     Event::Barrier(b) => check("barrier", b.0, s.barriers.len())?,
-                    Event::SemWait(x) | Event::SemPost(x) => check("semaphore", x.0, s.sems.len())?,
+                    Event::SemWait(x) | Event::SemPost(x) | Event::SemPostSync(x) => {
+                        check("semaphore", x.0, s.sems.len())?
+                    }
                     Event::Resume(x) => check("task", x.0, n_tasks as usize)?,
                     Event::Spawn(x) => {
                         check("task", x.0, n_tasks as usize)?;

@@ -449,13 +449,13 @@ impl SyncState {
                     Outcome::Blocked
                 }
             }
-            Action::SemPost(s) => {
+            Action::SemPost(s) | Action::SemPostSync(s) => {
                 let ss = &mut self.sems[s.index()];
                 ss.value += 1;
                 if let Some(t) = ss.waiters.pop_front() {
                     wakes.push(Wake {
                         task: t,
-                        sync: false,
+                        sync: matches!(action, Action::SemPostSync(_)),
                     });
                 }
                 Outcome::Done

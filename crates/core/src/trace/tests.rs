@@ -67,6 +67,18 @@ fn ftrace_lines_have_trace_cmd_reports_layout() {
         3_000_003,
         1,
         a,
+        TraceEvent::Charge {
+            what: Charge::Ttwu {
+                sync: true,
+                irq: false,
+            },
+            cost_ns: 734,
+        },
+    );
+    t.push(
+        3_000_003,
+        1,
+        a,
         TraceEvent::Switch {
             prev_pid: a,
             prev_state: PrevState::Preempted,
@@ -94,6 +106,8 @@ fn ftrace_lines_have_trace_cmd_reports_layout() {
              comm=hog pid=2 prio=115 target_cpu=001",
             "      worker_one-1     [001]     0.003000002: sched_process_fork: \
              comm=worker_one pid=1 child_comm=hog child_pid=2",
+            "      worker_one-1     [001]     0.003000003: lbsim_charge: cpu=1 cost=734 \
+             what=ttwu sync=1 irq=0",
             "      worker_one-1     [001]     0.003000003: sched_switch: \
              prev_comm=worker_one prev_pid=1 prev_prio=120 prev_state=R+ ==> \
              next_comm=hog next_pid=2 next_prio=115",
@@ -102,6 +116,7 @@ fn ftrace_lines_have_trace_cmd_reports_layout() {
     assert_eq!(
         t.event_counts(),
         [
+            ("lbsim_charge", 1),
             ("sched_migrate_task", 1),
             ("sched_pelt_cfs", 1),
             ("sched_process_fork", 1),

@@ -18,6 +18,16 @@
 //! reached its blocking point is not lost: the wakee then does not sleep, as a task woken
 //! before it calls `schedule()` does not.
 //!
+//! The run time a trace records holds the scheduler's own work, which the replaying
+//! scheduler charges again: the bursts are the recorded run time less that work. A kernel
+//! trace does not say what it was, so the extraction takes off assumed costs
+//! ([`Options::switch_cost_ns`] per switch-in, [`Options::wake_cost_ns`] per wake-up issued).
+//! lbsim's own traces record their charges (`lbsim_charge`: each wake-up's cost with
+//! select_task_rq()'s scan, the tick's and the softirq's balancer work, a fork's placement,
+//! and the newly idle balance between a block and its switch); from such a trace those are
+//! taken off as recorded, in place of `wake_cost_ns` (the switch cost, a constant in lbsim,
+//! is still `switch_cost_ns`).
+//!
 //! The balancer's decisions are not replayed: `sched_migrate_task` and the CPUs the tasks ran
 //! on are ignored (unless `affinity=as-observed` keeps the set of CPUs each ran on).
 
@@ -64,6 +74,8 @@ pub enum Step {
     Run(u64),
     /// Wake this traced task.
     Wake(u32),
+    /// Wake this traced task with `WF_SYNC`, as the recording did (lbsim's traces say so).
+    WakeSync(u32),
     /// Block until woken by a traced task.
     Wait,
     /// Sleep this long (ns).
@@ -95,7 +107,8 @@ pub struct TaskProgram {
     pub untraced_wakes: u64,
     /// Blocks whose wake-up the trace lacks (the next switch-in ends them as a timed sleep).
     pub missing_wakes: u64,
-    /// CPU time it received in the window, ns (its bursts hold this less the overheads).
+    /// CPU time it received in the window, ns (its bursts hold this less the overheads); a
+    /// recorded newly idle balance after a block (`lbsim_charge`) is not counted.
     pub received_ns: u64,
 }
 
@@ -132,8 +145,11 @@ pub struct Extracted {
     pub wakes_of_running: u64,
     /// Tasks with a real-time prio (replayed as nice 0).
     pub rt_tasks: u64,
-    /// The wake-up cost taken off the wakers' run, ns.
+    /// The wake-up cost taken off the wakers' run, ns (0 when the trace records its charges).
     pub wake_cost_ns: u64,
+    /// The trace's own `lbsim_charge` records (lbsim's traces): how many, and their total ns;
+    /// `None` for a trace without them.
+    pub recorded_charges: Option<(u64, u64)>,
 }
 
 fn comm_matches(pats: &[String], comm: &str) -> bool {
@@ -166,6 +182,12 @@ struct Live {
     owed: u64,
     /// Run time received, before the overheads are taken off.
     received: u64,
+    /// Of that, the recorded newly idle balances between its blocks and their switches,
+    /// which its run time does not hold.
+    newidle: u64,
+    /// Its last `Wake` step: the time of its `sched_waking` and the step's index (a sync
+    /// wake-up's `lbsim_charge` follows it).
+    last_wake: Option<(u64, usize)>,
     /// A traced task's `sched_waking` found this task still on its CPU and its wait is
     /// recorded, already satisfied: the wake-up is either `ttwu_runnable()` (its
     /// `sched_wakeup` follows while the task still runs) or one that caught the task between
@@ -173,6 +195,8 @@ struct Live {
     /// them): then the `sched_switch` with a sleeping state that follows is not a new block,
     /// and the `sched_wakeup` after it is this one's.
     woken_on_cpu: bool,
+    /// That waking's time, and the index of the run step its flush pushed before the wait.
+    woken_wait: Option<(u64, Option<usize>)>,
 }
 
 impl Live {
@@ -220,11 +244,42 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
         })
         .collect();
     recs.sort_by_key(|r| r.time_ns);
+    // lbsim's traces mark a wake-up from an interrupt (a timer) in the `lbsim_charge` that
+    // follows its `sched_waking` on that CPU at that time: such a waking has no waking task,
+    // as one with the kernel's `h`/`s` flags has none.
+    let mut from_irq = vec![false; recs.len()];
+    for i in 0..recs.len() {
+        if let Ev::Charge { irq: true, .. } = recs[i].ev
+            && let Some(j) = (0..i)
+                .rev()
+                .take_while(|&j| recs[j].time_ns == recs[i].time_ns)
+                .find(|&j| {
+                    recs[j].cpu == recs[i].cpu
+                        && matches!(recs[j].ev, Ev::Wake { waking: true, .. })
+                })
+        {
+            from_irq[j] = true;
+        }
+    }
     let t0 = o
         .from_ns
         .unwrap_or_else(|| recs.first().map_or(0, |r| r.time_ns));
     let end = recs.last().map_or(t0, |r| r.time_ns) - t0;
-    let wake_cost_ns = o.wake_cost_ns;
+    // lbsim's traces say what they charged: then those charges are taken off, not assumed.
+    let recorded_charges = recs
+        .iter()
+        .any(|r| matches!(r.ev, Ev::Charge { .. }))
+        .then(|| {
+            recs.iter().fold((0, 0), |(n, ns), r| match r.ev {
+                Ev::Charge { cost_ns, .. } => (n + 1, ns + cost_ns),
+                _ => (n, ns),
+            })
+        });
+    let wake_cost_ns = if recorded_charges.is_some() {
+        0
+    } else {
+        o.wake_cost_ns
+    };
 
     // Pass 1: every task and its comms, to decide who is kept.
     let mut comms: BTreeMap<u32, Vec<String>> = BTreeMap::new();
@@ -257,6 +312,7 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                 ..
             } => saw(*child_pid, child_comm),
             Ev::Exit { pid } => saw(*pid, ""),
+            Ev::Charge { .. } => {}
         }
     }
     let kept: BTreeSet<u32> = comms
@@ -276,13 +332,21 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
         events: recs.len() as u64,
         filtered_out: (comms.len() - kept.len()) as u64,
         wake_cost_ns,
+        recorded_charges,
         ..Extracted::default()
     };
 
     // Pass 2: the programs.
     let mut live: BTreeMap<u32, Live> = kept.iter().map(|&p| (p, Live::default())).collect();
-    for r in &recs {
+    // With recorded charges, each CPU's scheduler work as lbsim queues it (Core::charge():
+    // from the later of the charge and the work already queued; a switch adds its cost the
+    // same way): work still unpaid at a switch is paid by the task switched in, not by the
+    // one that left, as lbsim's run time counts it.
+    let mut busy: BTreeMap<u32, u64> = BTreeMap::new();
+    let recorded = recorded_charges.is_some();
+    for (ri, r) in recs.iter().enumerate() {
         let t = r.time_ns - t0;
+        let irq_waking = from_irq[ri];
         // A task current on a CPU before anything said it started: running since the window
         // starts.
         if let Some(l) = r
@@ -306,6 +370,11 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                 next_comm,
                 next_prio,
             } => {
+                let spill = busy.get(&r.cpu).map_or(0, |b| b.saturating_sub(t));
+                if recorded {
+                    let b = busy.entry(r.cpu).or_default();
+                    *b = (*b).max(t) + o.switch_cost_ns;
+                }
                 if let Some(l) = prev_pid.filter(|&p| p != 0).and_then(|p| live.get_mut(&p)) {
                     l.note(prev_comm.as_deref().unwrap_or(""), *prev_prio);
                     if l.start.is_none() {
@@ -317,8 +386,11 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                     }
                     if let Some(s) = l.run_since.take() {
                         l.accum += t.saturating_sub(s);
+                        // Charged to it, paid after it left.
+                        l.owed = l.owed.saturating_sub(spill);
                     }
                     let woken = std::mem::take(&mut l.woken_on_cpu);
+                    l.woken_wait = None;
                     match prev_state {
                         LeftAs::Runnable => {}
                         // Woken between its dequeue and this switch: its wait is recorded
@@ -350,7 +422,7 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                         l.steps.push(Step::Sleep(t - b));
                     }
                     l.run_since = Some(t);
-                    l.owed += o.switch_cost_ns;
+                    l.owed += o.switch_cost_ns + spill;
                     l.cpus.insert(r.cpu);
                 }
             }
@@ -362,6 +434,7 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
             } => {
                 let waker = r
                     .common_pid
+                    .filter(|_| !irq_waking)
                     .filter(|&w| w != 0 && w != *pid && kept.contains(&w))
                     .filter(|w| live.get(w).is_some_and(|x| x.run_since.is_some()));
                 let Some(l) = live.get_mut(pid) else {
@@ -381,14 +454,18 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                     if !*waking && on_cpu {
                         // ttwu_runnable()'s sched_wakeup: the task goes on running.
                         l.woken_on_cpu = false;
+                        l.woken_wait = None;
                     }
                     match waker.filter(|_| *waking && on_cpu) {
                         Some(w) => {
+                            let before = l.steps.len();
                             l.flush(t);
                             l.woken_on_cpu = true;
+                            l.woken_wait = Some((t, (l.steps.len() > before).then_some(before)));
                             l.steps.push(Step::Wait);
                             let wl = live.get_mut(&w).expect("kept");
                             wl.flush(t);
+                            wl.last_wake = Some((t, wl.steps.len()));
                             wl.steps.push(Step::Wake(*pid));
                         }
                         None if *waking => out.wakes_of_running += 1,
@@ -396,12 +473,13 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                     }
                     continue;
                 }
-                let untraced = r
-                    .common_pid
-                    .is_some_and(|w| w != 0 && w != *pid && !kept.contains(&w));
+                let untraced = !irq_waking
+                    && r.common_pid
+                        .is_some_and(|w| w != 0 && w != *pid && !kept.contains(&w));
                 if let Some(w) = waker {
                     let wl = live.get_mut(&w).expect("kept");
                     wl.flush(t);
+                    wl.last_wake = Some((t, wl.steps.len()));
                     wl.steps.push(Step::Wake(*pid));
                     wl.owed += wake_cost_ns;
                 }
@@ -453,6 +531,56 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                 l.note(child_comm, None);
                 l.start = Some(by.map_or(Start::At(t), Start::SpawnedBy));
             }
+            Ev::Charge {
+                cost_ns,
+                newidle,
+                sync,
+                ..
+            } => {
+                if !*newidle {
+                    let b = busy.entry(r.cpu).or_default();
+                    *b = (*b).max(t) + cost_ns;
+                }
+                // Charged to the task current on the CPU, paid from this point of its run
+                // (a newly idle balance: before the switch that ends the burst); what it
+                // has not paid when it leaves goes to the next (above).
+                if let Some(l) = r
+                    .common_pid
+                    .filter(|&c| c != 0)
+                    .and_then(|c| live.get_mut(&c))
+                    .filter(|l| l.run_since.is_some())
+                {
+                    let mut owed = *cost_ns;
+                    if *newidle {
+                        l.newidle += cost_ns;
+                        // Woken on its CPU during this balance: its wait is where it blocked,
+                        // when the balance began, not at the waking; the balance's part
+                        // before the waking comes off the run before the wait.
+                        if let Some((tw, run)) = l.woken_wait.take() {
+                            let pre = tw.saturating_sub(t.saturating_sub(*cost_ns)).min(owed);
+                            owed -= pre;
+                            if let Some(i) = run
+                                && let Step::Run(n) = l.steps[i]
+                            {
+                                if n > pre {
+                                    l.steps[i] = Step::Run(n - pre);
+                                } else {
+                                    l.steps.remove(i);
+                                }
+                            }
+                        }
+                    }
+                    l.owed += owed;
+                    // The wake-up just traced passed WF_SYNC.
+                    if *sync
+                        && let Some((at, i)) = l.last_wake
+                        && at == t
+                        && let Step::Wake(p) = l.steps[i]
+                    {
+                        l.steps[i] = Step::WakeSync(p);
+                    }
+                }
+            }
             Ev::Exit { pid } => {
                 if let Some(l) = live.get_mut(pid) {
                     if l.start.is_none() {
@@ -490,7 +618,7 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
             live_at_start: l.live_at_start,
             untraced_wakes: l.untraced_wakes,
             missing_wakes: l.missing_wakes,
-            received_ns: l.received,
+            received_ns: l.received.saturating_sub(l.newidle),
         });
     }
     out
@@ -508,6 +636,7 @@ pub fn events(
         ev.push(match *s {
             Step::Run(ns) => Event::Run { work_ns: ns },
             Step::Wake(p) => Event::SemPost(sem(p)),
+            Step::WakeSync(p) => Event::SemPostSync(sem(p)),
             Step::Wait => Event::SemWait(sem(t.pid)),
             Step::Sleep(ns) => Event::Sleep { ns },
             Step::Spawn(p) => Event::Spawn(task(p)),

@@ -9,7 +9,8 @@
 //! `cpus=N` and blank lines are accepted; events other than the sched ones are counted and
 //! skipped, and so are the lines without a `[CPU]` field that follow a skipped event (the
 //! rest of a `bprint` whose text holds a newline). A waking printed in interrupt context (flags `h`, `H` or `s` in the third column)
-//! has no waking task.
+//! has no waking task. lbsim's own `lbsim_charge` (`cpu=N cost=NS what=KIND`, its traces
+//! only; `sync=` and `irq=` for a wake-up's) is read too.
 
 use super::record::{Ev, LeftAs, Parsed, Record};
 
@@ -173,6 +174,16 @@ fn parse_line(l: &str, line: u64) -> Result<Option<Record>, LineError> {
             let f = fields(body, &["comm", "pid"], line)?;
             Ev::Exit {
                 pid: num(&f[1], "pid", line)?,
+            }
+        }
+        // lbsim's own event: `cpu=N cost=NS what=KIND[ sync=0|1 irq=0|1]`.
+        "lbsim_charge" => {
+            let f = fields(body, &["cost", "what"], line)?;
+            Ev::Charge {
+                cost_ns: num(&f[0], "cost", line)?,
+                newidle: f[1] == "newidle",
+                sync: body.contains(" sync=1"),
+                irq: body.contains(" irq=1"),
             }
         }
         _ => return Ok(None),

@@ -353,7 +353,7 @@ pub fn build(
             bursts: t.count(|s| matches!(s, Step::Run(_))) as u64,
             waits: t.count(|s| *s == Step::Wait) as u64,
             sleeps: t.count(|s| matches!(s, Step::Sleep(_))) as u64,
-            wakes: t.count(|s| matches!(s, Step::Wake(_))) as u64,
+            wakes: t.count(|s| matches!(s, Step::Wake(_) | Step::WakeSync(_))) as u64,
         });
     }
     let mut notes = Vec::new();
@@ -411,6 +411,7 @@ pub fn build(
         notes,
         switch_cost_ns: o.switch_cost_ns,
         wake_cost_ns: x.wake_cost_ns,
+        recorded_charges: x.recorded_charges,
     };
     b.spec.cpus_hint = Some(x.nr_cpus);
     let spec = b
@@ -462,6 +463,8 @@ pub struct TraceReport {
     pub switch_cost_ns: u64,
     /// Taken off the waker's run per wake-up, ns.
     pub wake_cost_ns: u64,
+    /// The trace's own charges taken off (lbsim's traces): records and total ns.
+    pub recorded_charges: Option<(u64, u64)>,
 }
 
 impl PartReport for TraceReport {
@@ -482,11 +485,23 @@ impl PartReport for TraceReport {
             self.events,
             self.ignored
         );
-        let _ = writeln!(
-            s,
-            "# bursts: recorded run time less {} ns per switch-in and {} ns per wake-up issued (what the replay charges again)",
-            self.switch_cost_ns, self.wake_cost_ns
-        );
+        match self.recorded_charges {
+            Some((n, ns)) => {
+                let _ = writeln!(
+                    s,
+                    "# bursts: recorded run time less {} ns per switch-in and the {n} charges the trace records (lbsim_charge, {:.3} ms; what the replay charges again)",
+                    self.switch_cost_ns,
+                    ns as f64 / 1e6
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "# bursts: recorded run time less {} ns per switch-in and {} ns per wake-up issued (what the replay charges again)",
+                    self.switch_cost_ns, self.wake_cost_ns
+                );
+            }
+        }
         let _ = writeln!(
             s,
             "{:<20} {:>8} {:>7} {:>7} {:>7} {:>7} {:>13} {:>13} {:>8}",

@@ -5,8 +5,10 @@
 //! `TracePacket.ftrace_events` (1) and `system_info` (45, `num_cpus` 8);
 //! `FtraceEventBundle.cpu` (1), `event` (2) and `compact_sched` (4); `FtraceEvent.timestamp`
 //! (1), `pid` (2) and the events `sched_switch` (4), `sched_wakeup` (17), `sched_waking` (20),
-//! `sched_wakeup_new` (114), `sched_process_exit` (238), `sched_process_fork` (239). Every
-//! other field is skipped by its wire type.
+//! `sched_wakeup_new` (114), `sched_process_exit` (238), `sched_process_fork` (239), and
+//! `generic` (327, `GenericFtraceEvent { event_name 1, field 2 }`, `Field { name 1,
+//! str_value 3, int_value 4, uint_value 5 }`) for lbsim's own `lbsim_charge`. Every other
+//! field is skipped by its wire type.
 //!
 //! The compact encoding (`FtraceEventBundle.CompactSched`, the default of Perfetto's traced
 //! since v11) keeps switches and wakings as columns: delta-encoded timestamps, `prev_state`,
@@ -237,17 +239,32 @@ fn event(buf: &[u8], base: usize, cpu: u32) -> Result<Option<Record>, ByteError>
     let mut ts = None;
     let mut common = None;
     let mut ev = None;
+    let mut generic = None;
     let mut r = Fields::new(buf, base);
     while let Some((f, v, at)) = r.next()? {
         match f {
             1 => ts = Some(int(v, at)?),
             2 => common = Some(pid(v, at)?),
+            327 => generic = Some((bytes(v, at)?, at)),
             4 | 17 | 20 | 114 | 238 | 239 => {
                 let (b, o) = bytes(v, at)?;
                 ev = Some((f, b, o, at));
             }
             _ => {}
         }
+    }
+    if ev.is_none()
+        && let Some(((b, o), at)) = generic
+        && let Some(ev) = charge(b, o, at)?
+    {
+        let ts = ts.ok_or_else(|| bad(base, "ftrace event without a timestamp"))?;
+        return Ok(Some(Record {
+            time_ns: ts,
+            cpu,
+            common_pid: common,
+            at: at as u64,
+            ev,
+        }));
     }
     let Some((kind, b, o, at)) = ev else {
         return Ok(None);
@@ -308,6 +325,52 @@ fn event(buf: &[u8], base: usize, cpu: u32) -> Result<Option<Record>, ByteError>
         common_pid: common,
         at: at as u64,
         ev,
+    }))
+}
+
+/// lbsim's `lbsim_charge` from a `GenericFtraceEvent` (`None` for any other generic event).
+fn charge(buf: &[u8], base: usize, at: usize) -> Result<Option<Ev>, ByteError> {
+    let mut name = None;
+    let mut cost = None;
+    let mut what = None;
+    let mut sync = false;
+    let mut irq = false;
+    let mut r = Fields::new(buf, base);
+    while let Some((f, v, fat)) = r.next()? {
+        match f {
+            1 => name = Some(string(v, fat)?),
+            2 => {
+                let (b, o) = bytes(v, fat)?;
+                let (mut key, mut num, mut text) = (None, None, None);
+                let mut fr = Fields::new(b, o);
+                while let Some((f, v, vat)) = fr.next()? {
+                    match f {
+                        1 => key = Some(string(v, vat)?),
+                        3 => text = Some(string(v, vat)?),
+                        4 | 5 => num = Some(int(v, vat)?),
+                        _ => {}
+                    }
+                }
+                match key.as_deref() {
+                    Some("cost") => cost = num,
+                    Some("what") => what = text,
+                    Some("sync") => sync = num.is_some_and(|n| n != 0),
+                    Some("irq") => irq = num.is_some_and(|n| n != 0),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    if name.as_deref() != Some("lbsim_charge") {
+        return Ok(None);
+    }
+    let cost_ns = cost.ok_or_else(|| bad(at, "lbsim_charge without a numeric cost field"))?;
+    Ok(Some(Ev::Charge {
+        cost_ns,
+        newidle: what.as_deref() == Some("newidle"),
+        sync,
+        irq,
     }))
 }
 

@@ -67,6 +67,21 @@ pub enum Ev {
         /// The task.
         pid: u32,
     },
+    /// `lbsim_charge`, only in lbsim's own traces: scheduler work the recording charged to
+    /// the task current on the CPU (`common_pid`), which its recorded run time holds.
+    Charge {
+        /// The charge, ns.
+        cost_ns: u64,
+        /// `what=newidle`: the newly idle balance between the task's block (or exit) and the
+        /// `sched_switch` that follows, which its run time does not hold either.
+        newidle: bool,
+        /// `sync=1` (a wake-up's charge): the wake-up the `sched_waking` before it traced
+        /// passed `WF_SYNC`.
+        sync: bool,
+        /// `irq=1` (a wake-up's charge): that wake-up came from an interrupt (a timer), not
+        /// from the task current on the CPU.
+        irq: bool,
+    },
 }
 
 /// One event as recorded: when, on which CPU, and who was current there.

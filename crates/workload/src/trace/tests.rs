@@ -441,3 +441,92 @@ fn a_task_woken_before_its_traced_switch_waits_once() {
         "no timed sleep for the wakelist's sched_wakeup: {cons:?}"
     );
 }
+
+/// lbsim's own charges (`lbsim_charge`) come off the run of the task that paid them: a's
+/// wake-up of b (700 ns from 11 us) is left 500 ns unpaid when b preempts a at 11.2 us, so b
+/// pays those (with its switch-in's 1.2 us) and a only 200 ns; b's newly idle balance after
+/// its block (500 ns) comes off the burst before it and off its received run time. The same
+/// trace without those lines is read as a kernel trace: `wake_cost` per wake-up, instead.
+#[test]
+fn recorded_charges_come_off_the_runs_that_paid_them() {
+    use Step::*;
+    let o = Options {
+        switch_cost_ns: 1_200,
+        wake_cost_ns: 600,
+        ..Options::default()
+    };
+    let x = extract_file("lbsim-charges.txt", &o);
+    assert_eq!(x.recorded_charges, Some((2, 1_200)));
+    assert_eq!(x.wake_cost_ns, 0);
+    assert_eq!(steps(&x, 1), vec![Run(9_800), Wake(2), Run(8_800), Exit]);
+    assert_eq!(steps(&x, 2), vec![Run(2_000), Wait, Run(7_100), Exit]);
+    let received = |pid: u32| x.tasks.iter().find(|t| t.pid == pid).unwrap().received_ns;
+    assert_eq!(received(1), 21_200);
+    assert_eq!(
+        received(2),
+        12_000,
+        "its 12.5 us on CPUs less the newly idle balance"
+    );
+
+    let text = std::fs::read_to_string(data("lbsim-charges.txt")).unwrap();
+    let plain: String = text
+        .lines()
+        .filter(|l| !l.contains("lbsim_charge"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let p = parse_bytes("plain.txt", plain.as_bytes()).unwrap();
+    let x = extract::extract(&p, &o);
+    assert_eq!(x.recorded_charges, None);
+    assert_eq!(x.wake_cost_ns, 600);
+    assert_eq!(steps(&x, 1), vec![Run(9_800), Wake(2), Run(8_400), Exit]);
+    assert_eq!(steps(&x, 2), vec![Run(2_500), Wait, Run(7_600), Exit]);
+}
+
+/// An `lbsim_charge` in a Perfetto trace is a `GenericFtraceEvent`; other generic events are
+/// skipped.
+#[test]
+fn perfetto_generic_lbsim_charge() {
+    let field = |name: &str, num: Option<u64>, text: Option<&str>| {
+        let mut f = Vec::new();
+        pb::bytes(&mut f, 1, name.as_bytes());
+        if let Some(n) = num {
+            pb::uint(&mut f, 5, n);
+        }
+        if let Some(s) = text {
+            pb::bytes(&mut f, 3, s.as_bytes());
+        }
+        f
+    };
+    let generic = |name: &str, cost: u64| {
+        let mut g = Vec::new();
+        pb::bytes(&mut g, 1, name.as_bytes());
+        pb::bytes(&mut g, 2, &field("cpu", Some(0), None));
+        pb::bytes(&mut g, 2, &field("cost", Some(cost), None));
+        pb::bytes(&mut g, 2, &field("what", None, Some("newidle")));
+        g
+    };
+    let mut b0 = Vec::new();
+    pb::uint(&mut b0, 1, 0);
+    for e in [
+        ftrace_event(1000, 0, 4, &switch_body(("swapper/0", 0), 0, ("a", 10))),
+        ftrace_event(3000, 10, 327, &generic("lbsim_charge", 500)),
+        ftrace_event(3000, 10, 327, &generic("other_event", 900)),
+        ftrace_event(3000, 10, 4, &switch_body(("a", 10), 1, ("swapper/0", 0))),
+    ] {
+        pb::bytes(&mut b0, 2, &e);
+    }
+    let p = parse_bytes("t.pftrace", &trace_of(&[b0], 1)).unwrap();
+    assert_eq!(p.ignored, 1, "the other generic event");
+    assert!(p.records.iter().any(|r| r.ev
+        == record::Ev::Charge {
+            cost_ns: 500,
+            newidle: true,
+            sync: false,
+            irq: false
+        }
+        && r.common_pid == Some(10)));
+    let x = extract::extract(&p, &Options::default());
+    let a = x.tasks.iter().find(|t| t.pid == 10).unwrap();
+    assert_eq!(a.steps, vec![Step::Run(1_500)]);
+    assert_eq!(a.received_ns, 1_500);
+}
