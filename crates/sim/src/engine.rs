@@ -89,11 +89,8 @@ impl<B: Balancer> Sim<B> {
     /// Applies the core's effects in the order it asked for them.
     fn apply_effects(&mut self) {
         let Sim { core, queue, .. } = self;
-        for fx in core.effects().drain() {
-            match fx {
-                Effect::At { key, at_ns, ev } => queue.push_keyed(SimTime(at_ns), key.0, ev),
-                Effect::Cancel(key) => queue.cancel(key.0),
-            }
+        for Effect { key, at_ns, ev } in core.effects().drain() {
+            queue.push_keyed(SimTime(at_ns), key.slot(), ev);
         }
     }
 
@@ -112,8 +109,15 @@ impl<B: Balancer> Sim<B> {
     ) -> Result<RunResult, SimError> {
         let mut end_ns = self.end_ns;
         loop {
-            let (t, ev) = match self.queue.pop_until(SimTime(self.end_ns)) {
-                Ok(next) => next,
+            let fx = self.core.effects();
+            let (t, ev) = match self
+                .queue
+                .pop_until(SimTime(self.end_ns), &mut |s| fx.take_cancelled(s))
+            {
+                Ok((t, slot, ev)) => {
+                    fx.retire(slot);
+                    (t, ev)
+                }
                 Err(later) => {
                     if later.is_some() && self.events.is_multiple_of(PROGRESS_EVERY) {
                         let _ = progress(self.end_ns, self.end_ns);
