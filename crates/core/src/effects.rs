@@ -130,6 +130,8 @@ pub struct Effects {
     slots: Vec<Slot>,
     /// Slots whose events have popped, reused last-freed first.
     free: Vec<u32>,
+    /// Cancelled events still in the engine's queue.
+    cancelled: usize,
 }
 
 impl Effects {
@@ -153,8 +155,9 @@ impl Effects {
         let s = &mut self.slots[key.slot() as usize];
         debug_assert_eq!(s.generation, key.generation(), "cancel of a popped event");
         debug_assert!(!s.cancelled, "cancelled twice");
-        if s.generation == key.generation() {
+        if s.generation == key.generation() && !s.cancelled {
             s.cancelled = true;
+            self.cancelled += 1;
         }
     }
 
@@ -169,6 +172,7 @@ impl Effects {
         s.cancelled = false;
         s.generation = s.generation.wrapping_add(1);
         self.free.push(slot);
+        self.cancelled -= 1;
         true
     }
 
@@ -179,6 +183,11 @@ impl Effects {
         debug_assert!(!s.cancelled, "a cancelled event popped");
         s.generation = s.generation.wrapping_add(1);
         self.free.push(slot);
+    }
+
+    /// Number of cancelled events still in the engine's queue.
+    pub fn cancelled(&self) -> usize {
+        self.cancelled
     }
 
     /// Takes the events scheduled so far, in order.

@@ -22,6 +22,9 @@ use crate::time::SimTime;
 /// Events between two calls of [`Sim::run_with_progress`]'s callback.
 pub const PROGRESS_EVERY: u64 = 1 << 16;
 
+/// Cancelled events in the queue below which it is never compacted.
+const COMPACT_MIN: usize = 1024;
+
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
@@ -86,11 +89,18 @@ impl<B: Balancer> Sim<B> {
         self
     }
 
-    /// Applies the core's effects in the order it asked for them.
+    /// Applies the core's effects in the order it asked for them; drops the cancelled
+    /// events from the queue once they are half of it (most are far in the future and would
+    /// otherwise stay: the heap, and each pop's cost, would grow with the run).
     fn apply_effects(&mut self) {
         let Sim { core, queue, .. } = self;
-        for Effect { key, at_ns, ev } in core.effects().drain() {
+        let fx = core.effects();
+        for Effect { key, at_ns, ev } in fx.drain() {
             queue.push_keyed(SimTime(at_ns), key.slot(), ev);
+        }
+        if fx.cancelled() >= COMPACT_MIN && 2 * fx.cancelled() > queue.queued() {
+            queue.compact(&mut |s| fx.take_cancelled(s));
+            debug_assert_eq!(fx.cancelled(), 0, "a cancelled event not in the queue");
         }
     }
 

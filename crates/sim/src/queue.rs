@@ -8,7 +8,10 @@
 //! events, [`lbsim_core::Effects`]), and the queue asks it about each keyed event that
 //! reaches the top (`cancelled(slot)`). A cancelled event stays in the heap until then but
 //! is never returned (lazy deletion), so the order of the other events is untouched, and no
-//! cancelled key is hashed or searched: the slot is an index.
+//! cancelled key is hashed or searched: the slot is an index. Cancelled events far in the
+//! future (the end of an always-running task's action, re-armed at each preemption) would
+//! never reach the top: the caller drops them all with [`EventQueue::compact`] when they
+//! are half the heap.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -139,6 +142,14 @@ impl<E> EventQueue<E> {
         self.heap.peek().map(|e| e.time)
     }
 
+    /// Drops every cancelled event (`cancelled(slot)`, as for [`EventQueue::pop`]), not only
+    /// those at the top. The order in which the others pop is unchanged: it is the total
+    /// order of their `(time, seq)`, whatever the heap's layout.
+    pub fn compact(&mut self, cancelled: &mut impl FnMut(u32) -> bool) {
+        self.heap
+            .retain(|e| e.slot == NO_SLOT || !cancelled(e.slot));
+    }
+
     /// Number of events in the heap, the cancelled ones not yet dropped included.
     pub fn queued(&self) -> usize {
         self.heap.len()
@@ -214,11 +225,12 @@ mod tests {
         }
 
         /// Invariant: interleaved pushes, cancels and pops give the same sequence as a sorted
-        /// reference list (`pop_until` included): the heap keeps its order under any mix, and
-        /// the slots that popped events free are reused without confusing their events.
+        /// reference list (`pop_until` and `compact` included): the heap keeps its order under
+        /// any mix, and the slots that popped events free are reused without confusing their
+        /// events.
         #[test]
         fn interleaved_operations_match_a_sorted_list(
-            ops in proptest::collection::vec((0u8..4, 0u64..50), 0..400),
+            ops in proptest::collection::vec((0u8..5, 0u64..50), 0..400),
         ) {
             let mut fx = Effects::default();
             let mut q = EventQueue::default();
@@ -239,6 +251,11 @@ mod tests {
                     2 if !model.is_empty() => {
                         let victim = model.remove((x as usize) % model.len());
                         fx.cancel(victim.3);
+                    }
+                    4 => {
+                        q.compact(&mut |s| fx.take_cancelled(s));
+                        prop_assert_eq!(q.queued(), model.len());
+                        prop_assert_eq!(fx.cancelled(), 0);
                     }
                     _ => {
                         model.sort_unstable();
