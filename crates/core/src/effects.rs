@@ -97,20 +97,22 @@ impl EventKey {
     }
 }
 
-/// One effect for the engine to apply.
+/// One effect for the engine to apply: queue the event in `key`'s slot (what it is stays
+/// in the slot: [`Effects::retire`] gives it back when it pops).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Effect {
     /// The handle to cancel it by.
     pub key: EventKey,
     /// When, ns.
     pub at_ns: u64,
-    /// What.
-    pub ev: Ev,
 }
 
 /// One slot of the table of pending events.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct Slot {
+    /// The event, kept here rather than in the engine's heap, whose entries are then a
+    /// third smaller (the slot's fields are read at the pop anyway).
+    ev: Ev,
     /// Bumped when the slot's event pops, so that keys of earlier events no longer match.
     generation: u32,
     /// The event was cancelled: the engine drops it when it reaches the top of its queue.
@@ -123,7 +125,8 @@ struct Slot {
 /// in. A cancellation marks the event's slot ([`Effects::cancel`]); the engine, which leaves
 /// a cancelled event in its queue (lazy deletion: the order of the others is untouched),
 /// asks the slot when the event comes up ([`Effects::take_cancelled`]) and frees it when the
-/// event pops ([`Effects::retire`]). No hashing: a slot is an index.
+/// event pops ([`Effects::retire`], which hands back the event: the engine's heap holds only
+/// times, sequence numbers and slots). No hashing: a slot is an index.
 #[derive(Debug, Default)]
 pub struct Effects {
     ops: Vec<Effect>,
@@ -138,15 +141,22 @@ impl Effects {
     /// Schedules `ev` at `at_ns`; returns its key.
     pub fn at(&mut self, at_ns: u64, ev: Ev) -> EventKey {
         let slot = match self.free.pop() {
-            Some(s) => s,
+            Some(s) => {
+                self.slots[s as usize].ev = ev;
+                s
+            }
             None => {
                 let s = u32::try_from(self.slots.len()).expect("fewer than 2^32 pending events");
-                self.slots.push(Slot::default());
+                self.slots.push(Slot {
+                    ev,
+                    generation: 0,
+                    cancelled: false,
+                });
                 s
             }
         };
         let key = EventKey::new(slot, self.slots[slot as usize].generation);
-        self.ops.push(Effect { key, at_ns, ev });
+        self.ops.push(Effect { key, at_ns });
         key
     }
 
@@ -176,13 +186,14 @@ impl Effects {
         true
     }
 
-    /// The event in `slot`, not cancelled, has popped: its slot is freed.
+    /// The event in `slot`, not cancelled, has popped: its slot is freed; returns the event.
     #[inline]
-    pub fn retire(&mut self, slot: u32) {
+    pub fn retire(&mut self, slot: u32) -> Ev {
         let s = &mut self.slots[slot as usize];
         debug_assert!(!s.cancelled, "a cancelled event popped");
         s.generation = s.generation.wrapping_add(1);
         self.free.push(slot);
+        s.ev
     }
 
     /// Number of cancelled events still in the engine's queue.

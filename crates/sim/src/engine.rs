@@ -40,7 +40,8 @@ fn fnv(mut h: u64, v: u64) -> u64 {
 #[derive(Debug)]
 pub struct Sim<B: Balancer> {
     core: Core<B>,
-    queue: EventQueue<lbsim_core::Ev>,
+    /// The pending events' times and slots; what each is, the core's `Effects` keeps.
+    queue: EventQueue<()>,
     end_ns: u64,
     events: u64,
     hash: u64,
@@ -95,8 +96,8 @@ impl<B: Balancer> Sim<B> {
     fn apply_effects(&mut self) {
         let Sim { core, queue, .. } = self;
         let fx = core.effects();
-        for Effect { key, at_ns, ev } in fx.drain() {
-            queue.push_keyed(SimTime(at_ns), key.slot(), ev);
+        for Effect { key, at_ns } in fx.drain() {
+            queue.push_keyed(SimTime(at_ns), key.slot(), ());
         }
         if fx.cancelled() >= COMPACT_MIN && 2 * fx.cancelled() > queue.queued() {
             queue.compact(&mut |s| fx.take_cancelled(s));
@@ -124,10 +125,7 @@ impl<B: Balancer> Sim<B> {
                 .queue
                 .pop_until(SimTime(self.end_ns), &mut |s| fx.take_cancelled(s))
             {
-                Ok((t, slot, ev)) => {
-                    fx.retire(slot);
-                    (t, ev)
-                }
+                Ok((t, slot, ())) => (t, fx.retire(slot)),
                 Err(later) => {
                     if later.is_some() && self.events.is_multiple_of(PROGRESS_EVERY) {
                         let _ = progress(self.end_ns, self.end_ns);

@@ -218,7 +218,7 @@ mod tests {
                 prop_assert_eq!(q.peek_time(&mut |s| fx.take_cancelled(s)), Some(t));
                 let got = q.pop(&mut |s| fx.take_cancelled(s));
                 prop_assert_eq!(got, Some((t, keys[i].slot(), i)));
-                fx.retire(keys[i].slot());
+                prop_assert_eq!(fx.retire(keys[i].slot()), Ev::Start(i as u32));
             }
             prop_assert_eq!(q.pop(&mut |s| fx.take_cancelled(s)), None);
             prop_assert_eq!(q.queued(), 0);
@@ -243,7 +243,7 @@ mod tests {
                     0 | 1 => {
                         let t = now + x;
                         let seq = q.pushed();
-                        let key = fx.at(t, Ev::Start(0));
+                        let key = fx.at(t, Ev::Start(next_id as u32));
                         q.push_keyed(SimTime(t), key.slot(), next_id);
                         model.push((t, seq, next_id, key));
                         next_id += 1;
@@ -266,7 +266,7 @@ mod tests {
                                 model.remove(0);
                                 now = t;
                                 prop_assert_eq!(got, Ok((SimTime(t), key.slot(), id)));
-                                fx.retire(key.slot());
+                                prop_assert_eq!(fx.retire(key.slot()), Ev::Start(id as u32));
                             }
                             Some((t, _, _, _)) => prop_assert_eq!(got, Err(Some(SimTime(t)))),
                             None => prop_assert_eq!(got, Err(None)),
