@@ -1,5 +1,5 @@
-//! The core's events and the effects it hands the engine: events to schedule at a time, and
-//! scheduled events to cancel, in the order the core asked for them.
+//! The core's events and the effects it hands the engine: events to schedule at a time, in
+//! the order the core asked for them, and which of the pending ones are cancelled.
 
 use crate::prelude::*;
 
@@ -75,50 +75,133 @@ impl Ev {
 }
 
 /// A scheduled event's handle: the core keeps it to cancel the event (a re-armed segment end,
-/// a sleep timer a wake-up made moot). Keys are unique within a run.
+/// a sleep timer a wake-up made moot). It names a slot of [`Effects`]' table of pending
+/// events (low 32 bits) and the slot's generation when the event was scheduled (high 32
+/// bits): a slot is reused once its event has popped, under the next generation, so a key is
+/// unique among the pending events and a stale one names no event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EventKey(pub u64);
 
-/// One effect for the engine to apply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Effect {
-    /// Schedule `ev` at `at_ns` under `key`.
-    At {
-        /// The handle to cancel it by.
-        key: EventKey,
-        /// When, ns.
-        at_ns: u64,
-        /// What.
-        ev: Ev,
-    },
-    /// Cancel the event scheduled under this key (it has not fired yet).
-    Cancel(EventKey),
+impl EventKey {
+    fn new(slot: u32, generation: u32) -> EventKey {
+        EventKey(u64::from(generation) << 32 | u64::from(slot))
+    }
+
+    /// The slot of [`Effects`]' table this event holds until it pops.
+    pub fn slot(self) -> u32 {
+        self.0 as u32
+    }
+
+    fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
 }
 
-/// The effects of handling events, in the order the core asked for them; the engine drains
-/// and applies them after each event, so events the core schedules at equal times keep the
-/// order it scheduled them in.
+/// One effect for the engine to apply: queue the event in `key`'s slot (what it is stays
+/// in the slot: [`Effects::retire`] gives it back when it pops).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Effect {
+    /// The handle to cancel it by.
+    pub key: EventKey,
+    /// When, ns.
+    pub at_ns: u64,
+}
+
+/// One slot of the table of pending events.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// The event, kept here rather than in the engine's heap, whose entries are then a
+    /// third smaller (the slot's fields are read at the pop anyway).
+    ev: Ev,
+    /// Bumped when the slot's event pops, so that keys of earlier events no longer match.
+    generation: u32,
+    /// The event was cancelled: the engine drops it when it reaches the top of its queue.
+    cancelled: bool,
+}
+
+/// The events the core schedules, in the order it asked for them, and the table of the
+/// events pending in the engine's queue. The engine drains and queues the new events after
+/// each event, so events the core schedules at equal times keep the order it scheduled them
+/// in. A cancellation marks the event's slot ([`Effects::cancel`]); the engine, which leaves
+/// a cancelled event in its queue (lazy deletion: the order of the others is untouched),
+/// asks the slot when the event comes up ([`Effects::take_cancelled`]) and frees it when the
+/// event pops ([`Effects::retire`], which hands back the event: the engine's heap holds only
+/// times, sequence numbers and slots). No hashing: a slot is an index.
 #[derive(Debug, Default)]
 pub struct Effects {
-    next_key: u64,
     ops: Vec<Effect>,
+    slots: Vec<Slot>,
+    /// Slots whose events have popped, reused last-freed first.
+    free: Vec<u32>,
+    /// Cancelled events still in the engine's queue.
+    cancelled: usize,
 }
 
 impl Effects {
     /// Schedules `ev` at `at_ns`; returns its key.
     pub fn at(&mut self, at_ns: u64, ev: Ev) -> EventKey {
-        let key = EventKey(self.next_key);
-        self.next_key += 1;
-        self.ops.push(Effect::At { key, at_ns, ev });
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s as usize].ev = ev;
+                s
+            }
+            None => {
+                let s = u32::try_from(self.slots.len()).expect("fewer than 2^32 pending events");
+                self.slots.push(Slot {
+                    ev,
+                    generation: 0,
+                    cancelled: false,
+                });
+                s
+            }
+        };
+        let key = EventKey::new(slot, self.slots[slot as usize].generation);
+        self.ops.push(Effect { key, at_ns });
         key
     }
 
-    /// Cancels the pending event `key`.
+    /// Cancels the pending event `key` (it has not popped yet).
     pub fn cancel(&mut self, key: EventKey) {
-        self.ops.push(Effect::Cancel(key));
+        let s = &mut self.slots[key.slot() as usize];
+        debug_assert_eq!(s.generation, key.generation(), "cancel of a popped event");
+        debug_assert!(!s.cancelled, "cancelled twice");
+        if s.generation == key.generation() && !s.cancelled {
+            s.cancelled = true;
+            self.cancelled += 1;
+        }
     }
 
-    /// Takes the effects asked for so far, in order.
+    /// Whether the event in `slot` (at the top of the engine's queue) was cancelled; if so
+    /// the engine drops it, and its slot is freed.
+    #[inline]
+    pub fn take_cancelled(&mut self, slot: u32) -> bool {
+        let s = &mut self.slots[slot as usize];
+        if !s.cancelled {
+            return false;
+        }
+        s.cancelled = false;
+        s.generation = s.generation.wrapping_add(1);
+        self.free.push(slot);
+        self.cancelled -= 1;
+        true
+    }
+
+    /// The event in `slot`, not cancelled, has popped: its slot is freed; returns the event.
+    #[inline]
+    pub fn retire(&mut self, slot: u32) -> Ev {
+        let s = &mut self.slots[slot as usize];
+        debug_assert!(!s.cancelled, "a cancelled event popped");
+        s.generation = s.generation.wrapping_add(1);
+        self.free.push(slot);
+        s.ev
+    }
+
+    /// Number of cancelled events still in the engine's queue.
+    pub fn cancelled(&self) -> usize {
+        self.cancelled
+    }
+
+    /// Takes the events scheduled so far, in order.
     pub fn drain(&mut self) -> std::vec::Drain<'_, Effect> {
         self.ops.drain(..)
     }

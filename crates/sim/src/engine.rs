@@ -22,22 +22,41 @@ use crate::time::SimTime;
 /// Events between two calls of [`Sim::run_with_progress`]'s callback.
 pub const PROGRESS_EVERY: u64 = 1 << 16;
 
+/// Cancelled events in the queue below which it is never compacted.
+const COMPACT_MIN: usize = 1024;
+
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
+/// `FNV_PRIME` to the powers 0 to 8 (wrapping).
+const FNV_PRIME_POW: [u64; 9] = {
+    let mut p = [1u64; 9];
+    let mut i = 1;
+    while i < 9 {
+        p[i] = p[i - 1].wrapping_mul(FNV_PRIME);
+        i += 1;
+    }
+    p
+};
+
+/// FNV-1a over the 8 little-endian bytes of `v`. A zero byte only multiplies the hash by the
+/// prime, so the high zero bytes (most of an index's, or of the event kind's) are one
+/// multiplication by a power of it: the same value as byte by byte, in fewer serial steps.
 fn fnv(mut h: u64, v: u64) -> u64 {
-    for b in v.to_le_bytes() {
-        h ^= u64::from(b);
+    let bytes = 8 - (v.leading_zeros() / 8) as usize;
+    for b in &v.to_le_bytes()[..bytes] {
+        h ^= u64::from(*b);
         h = h.wrapping_mul(FNV_PRIME);
     }
-    h
+    h.wrapping_mul(FNV_PRIME_POW[8 - bytes])
 }
 
 /// A simulation in progress: the core model and its event queue.
 #[derive(Debug)]
 pub struct Sim<B: Balancer> {
     core: Core<B>,
-    queue: EventQueue<lbsim_core::Ev>,
+    /// The pending events' times and slots; what each is, the core's `Effects` keeps.
+    queue: EventQueue<()>,
     end_ns: u64,
     events: u64,
     hash: u64,
@@ -86,14 +105,18 @@ impl<B: Balancer> Sim<B> {
         self
     }
 
-    /// Applies the core's effects in the order it asked for them.
+    /// Applies the core's effects in the order it asked for them; drops the cancelled
+    /// events from the queue once they are half of it (most are far in the future and would
+    /// otherwise stay: the heap, and each pop's cost, would grow with the run).
     fn apply_effects(&mut self) {
         let Sim { core, queue, .. } = self;
-        for fx in core.effects().drain() {
-            match fx {
-                Effect::At { key, at_ns, ev } => queue.push_keyed(SimTime(at_ns), key.0, ev),
-                Effect::Cancel(key) => queue.cancel(key.0),
-            }
+        let fx = core.effects();
+        for Effect { key, at_ns } in fx.drain() {
+            queue.push_keyed(SimTime(at_ns), key.slot(), ());
+        }
+        if fx.cancelled() >= COMPACT_MIN && 2 * fx.cancelled() > queue.queued() {
+            queue.compact(&mut |s| fx.take_cancelled(s));
+            debug_assert_eq!(fx.cancelled(), 0, "a cancelled event not in the queue");
         }
     }
 
@@ -112,8 +135,12 @@ impl<B: Balancer> Sim<B> {
     ) -> Result<RunResult, SimError> {
         let mut end_ns = self.end_ns;
         loop {
-            let (t, ev) = match self.queue.pop_until(SimTime(self.end_ns)) {
-                Ok(next) => next,
+            let fx = self.core.effects();
+            let (t, ev) = match self
+                .queue
+                .pop_until(SimTime(self.end_ns), &mut |s| fx.take_cancelled(s))
+            {
+                Ok((t, slot, ())) => (t, fx.retire(slot)),
                 Err(later) => {
                     if later.is_some() && self.events.is_multiple_of(PROGRESS_EVERY) {
                         let _ = progress(self.end_ns, self.end_ns);

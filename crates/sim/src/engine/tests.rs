@@ -408,3 +408,28 @@ fn cpu_series_sample_every_period_and_change_nothing() {
     assert!(s.util_avg[0][50] > 1000, "{}", s.util_avg[0][50]);
     assert!(s.util_avg[1..].iter().flatten().all(|&u| u == 0));
 }
+
+/// The event hash's FNV-1a, with its high zero bytes folded into one multiplication, is the
+/// byte-by-byte FNV-1a of the value's eight little-endian bytes.
+#[test]
+fn fnv_is_byte_by_byte_fnv_1a() {
+    fn bytewise(mut h: u64, v: u64) -> u64 {
+        for b in v.to_le_bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(FNV_PRIME);
+        }
+        h
+    }
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut h = FNV_OFFSET;
+    for i in 0..10_000u32 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // Every length of the value's significant bytes, zero included.
+        let v = if i % 65 == 64 { 0 } else { x >> (i % 65) };
+        assert_eq!(super::fnv(h, v), bytewise(h, v), "{v:#x}");
+        h = bytewise(h, v);
+    }
+    assert_eq!(super::fnv(FNV_OFFSET, 0), bytewise(FNV_OFFSET, 0));
+}
