@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::prelude::*;
+use lbsim_pelt::RunnableLoadForm;
 
 /// [`Core::by_ref`]'s entry for a task of the spec not created yet.
 pub(crate) const NOT_CREATED: u32 = u32::MAX;
@@ -96,6 +97,11 @@ impl<B: Balancer> Core<B> {
             let cpu = CpuId(c as u32);
             let cap = u64::from(machine.capacity(cpu));
             let mut rq = Rq::new(cpu, cap, params);
+            // Kernels before v5.7 keep the root cfs_rq's runnable_load_avg/_sum (read by
+            // the pre-v5.5 balancer's weighted_cpuload()).
+            rq.cfs.avg.runnable_load.form = cfg.kernel.map_or(RunnableLoadForm::Off, |(a, b)| {
+                RunnableLoadForm::for_release(a, b)
+            });
             rq.set_asym_cpucap_active(asym);
             if let (Some(tree), Some(shared)) = (&tg_tree, &tg_shared) {
                 rq.set_task_groups(Arc::clone(tree), Arc::clone(shared));

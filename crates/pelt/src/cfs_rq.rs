@@ -13,6 +13,7 @@
 
 use crate::avg::SchedAvg;
 use crate::consts::{PELT_MIN_DIVIDER, SCHED_FIXEDPOINT_SHIFT};
+use crate::runnable_load::RunnableLoad;
 
 /// What the kernel reads about a sched entity when it updates the entity's
 /// signal: the arguments of `___update_load_sum()` in `__update_load_avg_se()`.
@@ -159,6 +160,9 @@ pub struct CfsRqAvg {
     /// Not kernel state: what the kernel's 32-bit `max_t(u32, ...)` has cut from the u64
     /// sums so far, so that `--check` can tell this kernel behaviour from a bug.
     pub truncated: SumsTruncated,
+    /// `runnable_load_avg` / `runnable_load_sum` of the kernels before v5.7 (kept only
+    /// when its `form` says so; see [`RunnableLoad`]).
+    pub runnable_load: RunnableLoad,
 }
 
 /// The amounts by which `max_t(u32, sum, avg * PELT_MIN_DIVIDER)` left `load_sum` and
@@ -257,7 +261,18 @@ impl CfsRqAvg {
     /// Follows pelt.c: __update_load_avg_cfs_rq() (v6.6-v6.12): `load =
     /// scale_load_down(load.weight)`, `runnable = h_nr_running`, `running = curr
     /// != NULL`, averaged with weight 1.
+    ///
+    /// Before v5.7 the same update also accrues and decays the cfs_rq's
+    /// `runnable_load_sum` with the queued weight ([`RunnableLoad::accrue`], over the span
+    /// this update consumes, from the signal's position before it), when kept.
     pub fn update_load_avg_cfs_rq(&mut self, now: u64, load: &CfsRqLoad) -> bool {
+        if self.runnable_load.form.tracked() {
+            let delta = now.wrapping_sub(self.avg.last_update_time);
+            if (delta as i64) >= 0 && delta >> 10 != 0 {
+                self.runnable_load
+                    .accrue(delta >> 10, self.avg.period_contrib, load.load_weight);
+            }
+        }
         if self
             .avg
             .update_load_sum(now, load.load_weight, load.h_nr_running, load.curr)

@@ -62,6 +62,7 @@ mod group;
 mod init;
 mod pattern;
 mod rq_avg;
+mod runnable_load;
 mod sim;
 mod single;
 mod util_est;
@@ -95,6 +96,7 @@ pub use rq_avg::{
     scale_irq_capacity, scale_rt_capacity, update_dl_rq_load_avg, update_irq_load_avg,
     update_rt_rq_load_avg,
 };
+pub use runnable_load::{RunnableLoad, RunnableLoadForm};
 pub use sim::{MAX_SIM_WEIGHT, Sample, Samples, SimConfig, simulate};
 pub use single::{OneTaskCpu, OneTaskCpuConfig, TaskState};
 pub use util_est::{task_util_est, util_est_dequeue, util_est_enqueue, util_est_update};

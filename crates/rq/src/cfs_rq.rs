@@ -518,6 +518,37 @@ impl CfsRq {
         ents.pelt_update(self, id, now_pelt, flags, params.feat(RqFeat::UtilEst));
     }
 
+    /// Adds the entity's `load_avg` and weighted `load_sum` to the cfs_rq's pre-v5.7
+    /// `runnable_load_avg`/`runnable_load_sum`, when the cfs_rq keeps them (a no-op from v5.7).
+    ///
+    /// Follows fair.c: enqueue_entity_load_avg() (v4.6-v4.14) and
+    /// enqueue_runnable_load_avg() (v4.15-v5.6), both right after the entity's and the
+    /// cfs_rq's PELT update in enqueue_entity() and before account_entity_enqueue(). See
+    /// [`lbsim_pelt::RunnableLoad`] for what differs.
+    fn enqueue_runnable_load_avg<E: EntityStore>(&mut self, ents: &E, id: TaskId) {
+        if self.avg.runnable_load.form.tracked() {
+            let se = ents.se(id);
+            self.avg
+                .runnable_load
+                .enqueue(se.avg.load_avg, se.se_weight(), se.avg.load_sum);
+        }
+    }
+
+    /// Subtracts the entity's share from the pre-v5.7 `runnable_load_avg`/`runnable_load_sum`,
+    /// each clamped at 0, when the cfs_rq keeps them.
+    ///
+    /// Follows fair.c: dequeue_entity_load_avg() (v4.6-v4.14) and
+    /// dequeue_runnable_load_avg() (v4.15-v5.6), right after the PELT update in
+    /// dequeue_entity().
+    fn dequeue_runnable_load_avg<E: EntityStore>(&mut self, ents: &E, id: TaskId) {
+        if self.avg.runnable_load.form.tracked() {
+            let se = ents.se(id);
+            self.avg
+                .runnable_load
+                .dequeue(se.avg.load_avg, se.se_weight(), se.avg.load_sum);
+        }
+    }
+
     /// `rq->cfs_tasks` insertion of a task queued on a group cfs_rq (`list_add()` in its
     /// `account_entity_enqueue()`), done by the hierarchy walk on the root cfs_rq.
     pub(crate) fn cfs_tasks_add<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
@@ -646,6 +677,7 @@ impl CfsRq {
                     UpdateFlags::UPDATE_TG | UpdateFlags::DO_ATTACH,
                     params,
                 );
+                self.enqueue_runnable_load_avg(ents, id);
                 ents.se_update_runnable(id);
                 ents.update_cfs_group(self, id, clock, params);
                 if !is_curr {
@@ -672,6 +704,7 @@ impl CfsRq {
                     UpdateFlags::UPDATE_TG | UpdateFlags::DO_ATTACH,
                     params,
                 );
+                self.enqueue_runnable_load_avg(ents, id);
                 self.account_entity_enqueue(ents, id);
                 if flags.contains(EnqueueFlags::WAKEUP) {
                     self.place_entity_cfs(ents, id, false, clock.task, params);
@@ -730,6 +763,7 @@ impl CfsRq {
                     }
                 }
                 self.update_load_avg(ents, id, clock.pelt, action, params);
+                self.dequeue_runnable_load_avg(ents, id);
                 ents.se_update_runnable(id);
                 self.update_entity_lag(ents, id, params.tick_nsec);
                 if params.feat(RqFeat::PlaceRelDeadline) && !sleep {
@@ -758,6 +792,7 @@ impl CfsRq {
             FairPick::Cfs => {
                 self.update_curr(ents, clock, params);
                 self.update_load_avg(ents, id, clock.pelt, action, params);
+                self.dequeue_runnable_load_avg(ents, id);
                 self.clear_buddies(id);
                 if !is_curr {
                     self.__dequeue_entity(ents, id);

@@ -1,4 +1,5 @@
-//! The load the pre-v5.5 balancer reads from a runqueue: `runnable_load_avg`,
+//! The load the pre-v5.5 balancer reads from a runqueue: `runnable_load_avg` (kept by the
+//! runqueue's root cfs_rq per release, `lbsim_pelt::RunnableLoad`),
 //! cfs_rq_runnable_load_avg() (with seed 003's `LB_TIP_AVG_HIGH`), weighted_cpuload(),
 //! cpu_avg_load_per_task() and cpu_util(), following kernel/sched/fair.c of v4.6 (and
 //! KERNEL-HISTORY §2.1, §4).
@@ -8,25 +9,24 @@ use lbsim_rq::Tasks;
 
 use crate::lb::NICE_0_LOAD;
 
-/// `cfs_rq->runnable_load_avg` (v4.6-v5.6): the load average of the entities queued on the
-/// CPU's cfs_rq (the running one included).
+/// `cfs_rq->runnable_load_avg` (v4.6-v5.6) of the CPU's root cfs_rq.
 ///
-/// Deliberately differs from the kernel: v4.6 keeps a decayed sum of its own
-/// (`runnable_load_sum`, accrued and decayed inside the cfs_rq's own __update_load_avg()
-/// call, on the cfs_rq's 1024 us periods, with `runnable_load_avg` recomputed from it only
-/// when a period ends; enqueue_entity_load_avg() adds the entity's `load_avg`/`load_sum`,
-/// dequeue_entity_load_avg() subtracts them, each clamped at 0), which the runqueue crate of
-/// v6.x does not track. lbsim sums the queued entities' `se.avg.load_avg` when asked. The
-/// two are not the same: each entity's average decays on its own periods (its own
-/// `period_contrib`), so its share of the kernel's sum and its own average differ by up to
-/// one period's decay (about 2%), and the kernel's value is stale between period ends. A CPU
-/// a task left therefore keeps a residue of up to about 2% of that task's load in the
-/// kernel (or, below 0, the clamp hides part of the next task's), where lbsim's sum is
-/// exactly that of the tasks queued. Seed 003's message-thread CPU is where it would show:
-/// a residue keeps wake_affine()'s `this_load` off 0 (docs/experiments.md, "Why lbsim's
-/// base stacks in fewer runs"). Entities left queued by DELAY_DEQUEUE (v6.12, absent from
-/// these kernels) are not counted.
+/// Follows fair.c of v4.6-v5.6: the cfs_rq's own decayed sum, which the runqueue keeps
+/// when the run follows a kernel profile before v5.7 ([`lbsim_pelt::RunnableLoad`]:
+/// accrued with the queued weight on the cfs_rq's periods, the average recomputed only
+/// when a period ends, an entity's `load_avg`/`load_sum` added at enqueue and subtracted,
+/// clamped at 0, at dequeue). It therefore lags the queued tasks' own averages by up to a
+/// period's decay, and a CPU a task left keeps a residue until it decays (seed 003's
+/// message-thread CPU: docs/experiments.md, "Why lbsim's base stacks in fewer runs").
+///
+/// A runqueue that keeps no such sum (one built by hand for a unit test, without a kernel
+/// profile) reads lbsim's stand-in instead: the sum of the queued tasks' `se.avg.load_avg`
+/// (entities left queued by v6.12's DELAY_DEQUEUE, absent from these kernels, not counted).
 pub fn runnable_load_avg(rq: &Rq, tasks: &Tasks) -> u64 {
+    let kept = &rq.cfs.avg.runnable_load;
+    if kept.form.tracked() {
+        return kept.avg;
+    }
     rq.cfs
         .cfs_tasks()
         .filter(|&p| !tasks[p].se.sched_delayed)

@@ -176,6 +176,46 @@ fn source_and_target_load_over_the_load_index() {
 // ---------------------------------------------------------------------------------------
 // runnable_load_avg and LB_TIP_AVG_HIGH
 
+/// Rules (fair.c v4.6: weighted_cpuload() reads `cfs_rq->runnable_load_avg`, which
+/// __update_load_avg() recomputes from `runnable_load_sum` only when a period ends, and
+/// dequeue_entity_load_avg() lowers by the leaving entity's `load_avg`, clamped at 0): with
+/// the sum kept (as a 4.6 run keeps it), the balancer reads the cfs_rq's own value, not the
+/// tasks' sum; after one of two tasks leaves, what is left is not the other's average.
+#[test]
+fn runnable_load_avg_is_the_cfs_rqs_own() {
+    use lbsim_pelt::RunnableLoadForm;
+    use lbsim_rq::DequeueFlags;
+    let mut w = World::new("cores=2");
+    w.rqs[0].cfs.avg.runnable_load.form = RunnableLoadForm::V4_6;
+    let a = w.spawn(0, None);
+    let b = w.spawn(0, None);
+    w.run_ticks(40);
+    let rq = &w.rqs[0];
+    let kept = rq.cfs.avg.runnable_load;
+    assert_eq!(runnable_load_avg(rq, &w.tasks), kept.avg);
+    assert_eq!(super::load::weighted_cpuload(rq, &w.tasks, false), kept.avg);
+    // Two always-queued nice-0 tasks: the cfs_rq has accrued about 2048 of weight, divided
+    // by 47742, so it reads below the tasks' own (v6.x-divided) averages.
+    let tasks_sum = w.tasks[a].se.avg.load_avg + w.tasks[b].se.avg.load_avg;
+    assert!(
+        kept.avg > 0 && kept.avg < tasks_sum,
+        "{kept:?} vs {tasks_sum}"
+    );
+    // b leaves (a migration's dequeue, which is never delayed).
+    let not_running = if w.rqs[0].curr == Some(a) { b } else { a };
+    let left = if not_running == a { b } else { a };
+    let leaving = w.tasks[not_running].se.avg;
+    w.rqs[0].deactivate_task(
+        &mut w.tasks,
+        not_running,
+        DequeueFlags::SAVE | DequeueFlags::MOVE,
+    );
+    let after = w.rqs[0].cfs.avg.runnable_load;
+    assert_eq!(after.avg, kept.avg.saturating_sub(leaving.load_avg));
+    assert_ne!(after.avg, w.tasks[left].se.avg.load_avg);
+    assert_eq!(runnable_load_avg(&w.rqs[0], &w.tasks), after.avg);
+}
+
 /// Rules (fair.c v4.6, weighted_cpuload() = cfs_rq_runnable_load_avg(): the sum of the
 /// queued entities' load_avg; seed 003's patch: "if (sched_feat(LB_TIP_AVG_HIGH) &&
 /// cfs_rq->load.weight > cfs_rq->runnable_load_avg*2) return cfs_rq->runnable_load_avg +

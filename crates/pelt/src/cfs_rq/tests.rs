@@ -21,6 +21,7 @@ fn cfs_at(period_contrib: u32, util_avg: u64, runnable_avg: u64, load_avg: u64) 
         },
         removed: Removed::default(),
         truncated: SumsTruncated::default(),
+        runnable_load: RunnableLoad::default(),
     }
 }
 
