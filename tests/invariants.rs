@@ -1,4 +1,6 @@
 //! The invariant suites: random machines, workload mixes, affinity masks and feature sets,
+//! on a random kernel profile (none, or any of 4.6 to 6.12; built as `lbsim run` builds
+//! it, so the 4.x and 5.4 profiles run the pre-v5.5 `lbsim_balance::legacy`),
 //! run under the kernel balancer with every invariant check on (`SimConfig::check`, the
 //! engine's checks and the balancer's decision record), so a run stops at the first
 //! violation.
@@ -16,7 +18,8 @@
 //! 6. with PREFER_SIBLING_NR_DIFF, prefer_sibling never forces a balance for a task-count
 //!    difference of one or less;
 //! 7. detach_tasks examines at most loop_max tasks per pass and never empties the source
-//!    for an idle destination;
+//!    for an idle destination; the pre-v5.5 find_busiest_queue() picks a CPU of the
+//!    busiest group (rules 1, 5 and 6 are about v5.5+ code: see `check_case`);
 //! 8. simulated time never goes backwards; a waiting task runs within its bound;
 //! 9. determinism: same inputs and seed, same event hash (checks on or off); results
 //!    independent of the experiment runner's thread count;
@@ -846,8 +849,15 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
             "tasks the legacy balancer pulled (schedstat lb_gained)",
             t.legacy_gained,
         ),
+        (
+            "legacy find_busiest_queue() picks (rule checked)",
+            t.legacy.legacy_busiest_queues,
+        ),
         ("legacy detach_tasks() calls", t.legacy.detach_calls),
-        ("legacy balance passes that met a pinned task", t.legacy.some_pinned),
+        (
+            "legacy balance passes that met a pinned task",
+            t.legacy.some_pinned,
+        ),
     ];
     let missing: Vec<&str> = sometimes
         .iter()
@@ -934,9 +944,8 @@ fn experiment_results_do_not_depend_on_the_thread_count() {
     let result = runner.run(&case(), |case| {
         let cfg = case.config(false);
         let seeds = [case.seed, case.seed + 1, case.seed + 2];
-        let factory = |cfg: &SimConfig| -> Box<dyn Balancer> {
-            make_balancer(BalancerKind::Kernel, cfg)
-        };
+        let factory =
+            |cfg: &SimConfig| -> Box<dyn Balancer> { make_balancer(BalancerKind::Kernel, cfg) };
         let with = |jobs| {
             run_seeds(
                 &cfg,
