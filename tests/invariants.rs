@@ -1,4 +1,6 @@
 //! The invariant suites: random machines, workload mixes, affinity masks and feature sets,
+//! on a random kernel profile (none, or any of 4.6 to 6.12; built as `lbsim run` builds
+//! it, so the 4.x and 5.4 profiles run the pre-v5.5 `lbsim_balance::legacy`),
 //! run under the kernel balancer with every invariant check on (`SimConfig::check`, the
 //! engine's checks and the balancer's decision record), so a run stops at the first
 //! violation.
@@ -16,7 +18,8 @@
 //! 6. with PREFER_SIBLING_NR_DIFF, prefer_sibling never forces a balance for a task-count
 //!    difference of one or less;
 //! 7. detach_tasks examines at most loop_max tasks per pass and never empties the source
-//!    for an idle destination;
+//!    for an idle destination; the pre-v5.5 find_busiest_queue() picks a CPU of the
+//!    busiest group (rules 1, 5 and 6 are about v5.5+ code: see `check_case`);
 //! 8. simulated time never goes backwards; a waiting task runs within its bound;
 //! 9. determinism: same inputs and seed, same event hash (checks on or off); results
 //!    independent of the experiment runner's thread count;
@@ -38,11 +41,11 @@
 
 use std::cell::RefCell;
 use std::fmt;
-use std::sync::Arc;
 
+use lbsim::balancer::{BalancerKind, make_balancer};
+use lbsim::scenario::Scenario;
 use lbsim_balance::check::CheckCounts;
 use lbsim_balance::ctx::Balancer;
-use lbsim_balance::kernel::KernelBalancer;
 use lbsim_balance::lb::{GroupType, MigrationType};
 use lbsim_balance::params::LbFeat;
 use lbsim_kernel::params::{ParamDef, SchedFeature};
@@ -50,9 +53,7 @@ use lbsim_sim::engine::check::EngineCounts;
 use lbsim_sim::engine::{RunResult, Sim, SimConfig, SimError};
 use lbsim_sim::experiment::{Control, run_seeds};
 use lbsim_sim::params::{Settings, behaviour_switches};
-use lbsim_sim::profile::Profile;
-use lbsim_topology::{SdParams, Topology, parse_machine};
-use lbsim_workload::parse_workloads;
+use lbsim_sim::profile::{Profile, VERSIONS};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed, TestCaseError, TestRunner};
 
@@ -123,36 +124,23 @@ impl Case {
         settings
     }
 
+    /// The engine configuration `lbsim run` builds of the case (the CLI's own
+    /// [`Scenario::build`]: the profile's settings, its `SdParams` such as the 125
+    /// `imbalance_pct` before v5.10, and `SimConfig::kernel`), so the replay command replays.
     fn config(&self, check: bool) -> SimConfig {
-        let machine = parse_machine(&self.machine).expect("machine spec");
-        let topology = Arc::new(Topology::build(&machine, &SdParams::default()).expect("topology"));
-        let settings = self.settings(topology.nr_cpus() as u32);
-        let Settings {
-            features,
-            tunables,
-            cost,
-            engine,
-            machine,
-            ..
-        } = settings;
-        SimConfig {
-            topology,
-            workload: parse_workloads(&self.workloads).expect("workload"),
-            features,
-            tunables,
-            cost,
-            engine,
-            machine,
-            kernel: self.kernel.map(|k| {
-                let v = Profile::parse(k).expect("a profile").version();
-                (v.0, v.1)
-            }),
-            duration_ns: self.duration_ms * 1_000_000,
-            seed: self.seed,
-            check,
+        let scenario = Scenario {
+            topology: self.machine.clone(),
+            workloads: self.workloads.clone(),
+            features: vec![self.features.join(",")],
+            duration_ns: Some(self.duration_ms * 1_000_000),
+            kernel: self.kernel.map(str::to_owned),
             cgroups: self.cgroups.clone(),
-            autogroups: Vec::new(),
-        }
+            ..Scenario::default()
+        };
+        let mut cfg = scenario.build().expect("a valid case").config;
+        cfg.seed = self.seed;
+        cfg.check = check;
+        cfg
     }
 
     fn enabled(&self, f: impl SchedFeature) -> bool {
@@ -330,6 +318,14 @@ fn features() -> impl Strategy<Value = Vec<String>> {
         })
 }
 
+/// The case's kernel profile: none (lbsim's defaults) or any profile lbsim has
+/// (`lbsim_sim::profile::VERSIONS`, 4.6 to 6.12), each as likely, so that the pre-v5.5
+/// profiles run their own balancer and wake-up path (`lbsim_balance::legacy`) as
+/// `lbsim run --kernel 4.6` does.
+fn profile() -> impl Strategy<Value = Option<&'static str>> {
+    (0..=VERSIONS.len()).prop_map(|i| i.checked_sub(1).map(|i| VERSIONS[i]))
+}
+
 fn case() -> impl Strategy<Value = Case> {
     let (max_workloads, durations) = if full() {
         (5, 200..=600u64)
@@ -344,17 +340,7 @@ fn case() -> impl Strategy<Value = Case> {
                 features(),
                 durations.clone(),
                 0..10_000u64,
-                prop_oneof![
-                    Just(None),
-                    Just(Some("5.7")),
-                    Just(Some("5.9")),
-                    Just(Some("5.10")),
-                    Just(Some("5.15")),
-                    Just(Some("5.19")),
-                    Just(Some("6.1")),
-                    Just(Some("6.6")),
-                    Just(Some("6.12")),
-                ],
+                profile(),
             )
         })
         .prop_map(
@@ -475,9 +461,11 @@ fn config(cases: u32) -> Config {
 /// The suite's default proptest RNG seed.
 const SUITE_RNG_SEED: u64 = 0x6c62_7369_6d08;
 
+/// Runs `case` with the balancer `lbsim run` picks for its profile (`make_balancer`: the
+/// pre-v5.5 `LegacyBalancer` for 4.6 to 5.4, else `KernelBalancer`).
 fn run(case: &Case, check: bool) -> Result<RunResult, SimError> {
     let cfg = case.config(check);
-    let balancer = KernelBalancer::new(&cfg.topology, 0, cfg.tunables.hz);
+    let balancer = make_balancer(BalancerKind::Kernel, &cfg);
     Sim::new(cfg, balancer)?.run()
 }
 
@@ -492,7 +480,17 @@ struct Totals {
     /// Cases with a group three deep or two sibling groups below a group.
     cases_with_deep_groups: u64,
     engine: EngineCounts,
+    /// The v5.5+ balancer's decision record (cases on no profile or 5.7 to 6.12).
     balancer: CheckCounts,
+    /// Cases on a pre-v5.5 profile (4.6 to 5.4: `lbsim_balance::legacy`).
+    legacy_cases: u64,
+    /// The legacy balancer's decision record, kept apart: it records fewer decisions than
+    /// the v5.5+ one and classifies its groups by its own types (see `check_case`).
+    legacy: CheckCounts,
+    /// Tasks the legacy balancer pulled (schedstat `lb_gained`, over idle types and
+    /// domains) and pushed by active balance (`alb_pushed`).
+    legacy_gained: u64,
+    legacy_pushed: u64,
     /// Cases with the feature on, and the counter of the situation it rules on.
     util_skip_on_util_passes: u64,
     util_skip_off_single: u64,
@@ -526,6 +524,12 @@ const GROUP_TYPES: [GroupType; 7] = [
     GroupType::Overloaded,
 ];
 
+/// Whether `case` runs on a pre-v5.5 profile, and so under `lbsim_balance::legacy`.
+fn legacy(case: &Case) -> bool {
+    case.kernel
+        .is_some_and(|k| Profile::parse(k).expect("a profile").pre_rework())
+}
+
 /// Runs `case` with every check on and adds what the checks saw to `t`; a broken invariant
 /// is an error naming the seed and the command that replays it.
 fn check_case(case: &Case, t: &mut Totals) -> Result<(), String> {
@@ -539,7 +543,7 @@ fn check_case(case: &Case, t: &mut Totals) -> Result<(), String> {
     let checks = r.checks.as_ref().expect("check report");
     let b = checks
         .balancer
-        .expect("the kernel balancer keeps a decision record");
+        .expect("both kernel balancers keep a decision record");
     if std::env::var_os("LBSIM_SUITE_TRACE").is_some() {
         eprintln!("{case:?}\n  engine {:?}\n  balancer {b:?}", checks.engine);
     }
@@ -551,7 +555,23 @@ fn check_case(case: &Case, t: &mut Totals) -> Result<(), String> {
             .any(|(p, _)| p == "/g0/sub/leaf" || p == "/g0/sib"),
     );
     t.cases_with_autogroups += u64::from(case.workloads.iter().any(|w| w.contains(",session=")));
+    // The engine's invariants (2, 3, 4, 8, 10) hold under either balancer.
     t.engine.add(&checks.engine);
+    let (counters, _) = r.schedstat_counters.as_ref().expect("schedstat");
+    let (imb, pushed) = schedstat_sums(counters);
+    if legacy(case) {
+        // The pre-v5.5 balancer checks rule 7 (detach_tasks(), the same in v4.6-v5.4) and
+        // its own find_busiest_queue() rule in its decision record. Rules 1, 5 and 6 are
+        // about v5.5+ code it does not have: migrate_util (v5.5's migration types), the
+        // v6.1 newly idle bail-out (its idle_balance() runs in one step) and the v5.5
+        // prefer_sibling decision it does not record; so their counters, the migration
+        // types and the v5.5+ group types are summed over the v5.5+ cases only.
+        t.legacy_cases += 1;
+        t.legacy.add(&b);
+        t.legacy_gained += counters.total(|d| d.lb.iter().map(|l| u64::from(l.lb_gained)).sum());
+        t.legacy_pushed += pushed;
+        return Ok(());
+    }
     t.balancer.add(&b);
     if case.enabled(LbFeat::LbUtilSkipSingle) {
         t.util_skip_on_util_passes += b.migrate_util_passes;
@@ -568,8 +588,6 @@ fn check_case(case: &Case, t: &mut Totals) -> Result<(), String> {
     } else {
         t.nr_diff_off_small_forced += b.prefer_sibling_small_forced;
     }
-    let (counters, _) = r.schedstat_counters.as_ref().expect("schedstat");
-    let (imb, pushed) = schedstat_sums(counters);
     for (a, b) in t.lb_imbalance.iter_mut().zip(imb) {
         *a += b;
     }
@@ -749,8 +767,15 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
     let (e, b) = (&t.engine, &t.balancer);
     eprintln!(
         "invariant suite: {} cases; engine {e:?}; balancer {b:?}; schedstat lb_imbalance {:?}, \
+         alb_pushed {}; {} cases on pre-v5.5 profiles: legacy balancer {:?}, lb_gained {}, \
          alb_pushed {}",
-        t.cases, t.lb_imbalance, t.alb_pushed
+        t.cases,
+        t.lb_imbalance,
+        t.alb_pushed,
+        t.legacy_cases,
+        t.legacy,
+        t.legacy_gained,
+        t.legacy_pushed
     );
     // The "sometimes" side, over the whole suite. With few cases (a PROPTEST_CASES below
     // the default used by `cargo xtask verify`) some states may not be reached; the
@@ -844,6 +869,23 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
             "active balances that pushed a task (schedstat alb_pushed)",
             t.alb_pushed,
         ),
+        // The pre-v5.5 balancer (profiles 4.6 to 5.4) runs, balances and migrates, and
+        // its detach_tasks() meets rule 7's states.
+        ("cases on a pre-v5.5 profile", t.legacy_cases),
+        ("legacy load_balance() passes", t.legacy.lb_passes),
+        (
+            "tasks the legacy balancer pulled (schedstat lb_gained)",
+            t.legacy_gained,
+        ),
+        (
+            "legacy find_busiest_queue() picks (rule checked)",
+            t.legacy.legacy_busiest_queues,
+        ),
+        ("legacy detach_tasks() calls", t.legacy.detach_calls),
+        (
+            "legacy balance passes that met a pinned task",
+            t.legacy.some_pinned,
+        ),
     ];
     let missing: Vec<&str> = sometimes
         .iter()
@@ -930,9 +972,8 @@ fn experiment_results_do_not_depend_on_the_thread_count() {
     let result = runner.run(&case(), |case| {
         let cfg = case.config(false);
         let seeds = [case.seed, case.seed + 1, case.seed + 2];
-        let factory = |cfg: &SimConfig| -> Box<dyn Balancer> {
-            Box::new(KernelBalancer::new(&cfg.topology, 0, cfg.tunables.hz))
-        };
+        let factory =
+            |cfg: &SimConfig| -> Box<dyn Balancer> { make_balancer(BalancerKind::Kernel, cfg) };
         let with = |jobs| {
             run_seeds(
                 &cfg,

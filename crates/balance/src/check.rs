@@ -57,16 +57,21 @@ pub enum Rule {
     DetachLoopMax,
     /// detach_tasks() never empties the source runqueue for an idle destination.
     DetachEmptiesSource,
+    /// The pre-v5.5 balancer (`crate::legacy`): find_busiest_queue() picks a CPU of the
+    /// busiest group within `env->cpus`, other than the destination, and the imbalance
+    /// find_busiest_group() handed it is not negative.
+    LegacyBusiestQueue,
 }
 
 impl Rule {
     /// Every rule, in the order of the invariant list.
-    pub const ALL: [Rule; 5] = [
+    pub const ALL: [Rule; 6] = [
         Rule::UtilSkipSingle,
         Rule::NewidleBailOnPending,
         Rule::PreferSiblingNrDiff,
         Rule::DetachLoopMax,
         Rule::DetachEmptiesSource,
+        Rule::LegacyBusiestQueue,
     ];
 
     /// A short name for reports.
@@ -77,6 +82,7 @@ impl Rule {
             Rule::PreferSiblingNrDiff => "PREFER_SIBLING_NR_DIFF",
             Rule::DetachLoopMax => "detach_tasks loop_max",
             Rule::DetachEmptiesSource => "detach_tasks keeps the source's last task",
+            Rule::LegacyBusiestQueue => "legacy find_busiest_queue picks from the busiest group",
         }
     }
 }
@@ -161,6 +167,8 @@ pub struct CheckCounts {
     pub all_pinned: u64,
     /// Active balances requested (stopper requests).
     pub active_balance_requests: u64,
+    /// Runqueues the pre-v5.5 find_busiest_queue() picked ([`Rule::LegacyBusiestQueue`]).
+    pub legacy_busiest_queues: u64,
 }
 
 impl CheckCounts {
@@ -186,6 +194,7 @@ impl CheckCounts {
         self.some_pinned += other.some_pinned;
         self.all_pinned += other.all_pinned;
         self.active_balance_requests += other.active_balance_requests;
+        self.legacy_busiest_queues += other.legacy_busiest_queues;
     }
 }
 
@@ -421,6 +430,45 @@ impl Checks {
                 ),
             });
         }
+    }
+
+    /// The pre-v5.5 find_busiest_queue() (fair.c v4.6-v5.4) chose `busiest` from the group
+    /// spanning `group_span`. Checks [`Rule::LegacyBusiestQueue`], from the definitions
+    /// rather than the code that applied them: v4.6-v5.4 find_busiest_queue() walks
+    /// `for_each_cpu_and(i, sched_group_cpus(group), env->cpus)` (`sched_group_span()` from
+    /// v4.13); the destination is in
+    /// the local group, never the busiest (load_balance()'s `BUG_ON(busiest ==
+    /// env->dst_cpu)`); and calculate_imbalance() takes its amount as a minimum of
+    /// excesses over averages that its early exit has made positive, or as
+    /// fix_small_imbalance()'s `busiest->load_per_task`, so it is never negative.
+    pub fn legacy_busiest_queue(
+        &mut self,
+        ctx: &BalanceCtx<'_>,
+        env: &LbEnv,
+        group_span: lbsim_topology::SpanId,
+        busiest: CpuId,
+        at_ns: u64,
+    ) {
+        if !self.active() {
+            return;
+        }
+        self.count(|c| c.legacy_busiest_queues += 1);
+        let in_group = ctx.topo.span(group_span).test(busiest);
+        let allowed = env.cpus.test(busiest);
+        if in_group && allowed && busiest != env.dst_cpu && env.imbalance >= 0 {
+            return;
+        }
+        self.violate(Violation {
+            time_ns: at_ns,
+            cpu: env.dst_cpu,
+            task: None,
+            rule: Rule::LegacyBusiestQueue,
+            decision: format!(
+                "find_busiest_queue at level {} picked cpu {} (in the busiest group: {in_group}, \
+                 in env->cpus: {allowed}) for destination cpu {} with imbalance {}",
+                env.level, busiest.0, env.dst_cpu.0, env.imbalance
+            ),
+        });
     }
 
     /// detach_tasks() returned `detached`; `start.examined_base` and `examined` are

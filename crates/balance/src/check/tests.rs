@@ -75,3 +75,53 @@ fn an_idle_destination_leaves_the_source_its_last_task() {
     assert_eq!(w.rqs[0].nr_running, 1, "CPU 0 keeps its last task");
     assert_eq!(checks.counts.detach_kept_last, 1);
 }
+
+/// [`Rule::LegacyBusiestQueue`], directed: the rule holds for a CPU of the busiest group
+/// and is broken by the destination itself, by a CPU of another group, by a CPU outside
+/// `env->cpus` and by a negative imbalance (the random suites only see the first).
+#[test]
+fn the_legacy_busiest_queue_is_a_cpu_of_the_busiest_group() {
+    use crate::lb::harness::World;
+    use lbsim_topology::SpanId;
+
+    let mut w = World::new("nodes=2,cores=2");
+    let level = w.level(2, "NUMA");
+    let (ctx, _) = w.split();
+    let sd = &ctx.topo.domains(CpuId(2))[level];
+    // The NUMA level's groups of CPU 2: node 1 (local, CPUs 2-3) and node 0 (CPUs 0-1).
+    let remote: SpanId = ctx
+        .topo
+        .groups(sd)
+        .map(|g| g.span)
+        .find(|&s| ctx.topo.span(s).test(CpuId(0)))
+        .expect("node 0's group");
+    let local = ctx.topo.local_group(sd).span;
+    let env = LbEnv::new(ctx.topo, CpuId(2), level, CpuIdleType::Idle);
+    let check = |env: &LbEnv, span, busiest| {
+        let mut c = Checks {
+            enabled: true,
+            ..Checks::default()
+        };
+        c.legacy_busiest_queue(&ctx, env, span, busiest, 0);
+        assert_eq!(c.counts.legacy_busiest_queues, 1);
+        c.first_violation.map(|v| v.rule)
+    };
+    assert_eq!(check(&env, remote, CpuId(1)), None);
+    let broken = Some(Rule::LegacyBusiestQueue);
+    assert_eq!(check(&env, remote, CpuId(3)), broken, "outside the group");
+    assert_eq!(check(&env, local, CpuId(2)), broken, "the destination");
+    let mut narrow = env.clone();
+    narrow.cpus.clear(CpuId(1));
+    assert_eq!(
+        check(&narrow, remote, CpuId(1)),
+        broken,
+        "outside env->cpus"
+    );
+    let mut negative = env.clone();
+    negative.imbalance = -1;
+    assert_eq!(
+        check(&negative, remote, CpuId(1)),
+        broken,
+        "negative imbalance"
+    );
+}

@@ -157,6 +157,9 @@ pub fn load_balance(
         if let Some(f) = &mut found {
             f.3 = Some(busiest);
         }
+        let at = pass.now_ns(ctx);
+        st.checks
+            .legacy_busiest_queue(ctx, &env, topo.group(group).span, busiest, at);
         debug_assert_ne!(busiest, env.dst_cpu);
         st.schedstat
             .sd_mut(this_cpu, level)
