@@ -888,16 +888,19 @@ impl<B: Balancer> Core<B> {
             // longer does. In runnable_sum one runnable unit over PELT time t is t (scaled
             // by 1024, over 1024 ns), so between this cfs_rq's updates seen at two checks the
             // sums may part by at most (the staleness of its group entities at the first,
-            // plus twice the walks since: each can leave one entity behind and shift this
-            // cfs_rq's count back to its previous update) times that time, over the
-            // divider; plus a unit for rounding. The walks that happen while the cfs_rq is
-            // not updated fall in the stretch that ends at its next update.
+            // plus the walks since) times that time, over the divider. A walk at t1 inside
+            // the stretch [t0, t2] shifts this cfs_rq's count over [t0, t1] and leaves an
+            // entity's runnable_weight behind over [t1, t2] at most (refreshing it takes
+            // update_load_avg() of the entity, which updates this cfs_rq too and so ends the
+            // stretch): one unit over the stretch per walk. Rounding is the per-entity part
+            // of pelt_bound(). The walks that happen while the cfs_rq is not updated fall in
+            // the stretch that ends at its next update.
             if lut > slack.stale_from_pelt_ns {
                 let walks = cfs_rq.delayed_walks - slack.stale_walks_seen;
-                let d = slack.stale_from + 2 * walks;
+                let d = slack.stale_from + walks;
                 if d > 0 {
                     slack.runnable_stale +=
-                        d as f64 * (lut - slack.stale_from_pelt_ns) as f64 / divider_f + 1.0;
+                        d as f64 * (lut - slack.stale_from_pelt_ns) as f64 / divider_f;
                     self.checker.counts.pelt_runnable_stale += 1;
                 }
                 slack.stale_from_pelt_ns = lut;

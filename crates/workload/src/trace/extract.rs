@@ -271,7 +271,7 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
         .any(|r| matches!(r.ev, Ev::Charge { .. }))
         .then(|| {
             recs.iter().fold((0, 0), |(n, ns), r| match r.ev {
-                Ev::Charge { cost_ns, .. } => (n + 1, ns + cost_ns),
+                Ev::Charge { cost_ns, .. } => (n + 1, u64::saturating_add(ns, cost_ns)),
                 _ => (n, ns),
             })
         });
@@ -373,7 +373,7 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                 let spill = busy.get(&r.cpu).map_or(0, |b| b.saturating_sub(t));
                 if recorded {
                     let b = busy.entry(r.cpu).or_default();
-                    *b = (*b).max(t) + o.switch_cost_ns;
+                    *b = (*b).max(t).saturating_add(o.switch_cost_ns);
                 }
                 if let Some(l) = prev_pid.filter(|&p| p != 0).and_then(|p| live.get_mut(&p)) {
                     l.note(prev_comm.as_deref().unwrap_or(""), *prev_prio);
@@ -422,7 +422,9 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                         l.steps.push(Step::Sleep(t - b));
                     }
                     l.run_since = Some(t);
-                    l.owed += o.switch_cost_ns + spill;
+                    l.owed = l
+                        .owed
+                        .saturating_add(o.switch_cost_ns.saturating_add(spill));
                     l.cpus.insert(r.cpu);
                 }
             }
@@ -481,7 +483,7 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                     wl.flush(t);
                     wl.last_wake = Some((t, wl.steps.len()));
                     wl.steps.push(Step::Wake(*pid));
-                    wl.owed += wake_cost_ns;
+                    wl.owed = wl.owed.saturating_add(wake_cost_ns);
                 }
                 let l = live.get_mut(pid).expect("kept");
                 if first {
@@ -539,7 +541,7 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
             } => {
                 if !*newidle {
                     let b = busy.entry(r.cpu).or_default();
-                    *b = (*b).max(t) + cost_ns;
+                    *b = (*b).max(t).saturating_add(*cost_ns);
                 }
                 // Charged to the task current on the CPU, paid from this point of its run
                 // (a newly idle balance: before the switch that ends the burst); what it
@@ -552,7 +554,7 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                 {
                     let mut owed = *cost_ns;
                     if *newidle {
-                        l.newidle += cost_ns;
+                        l.newidle = l.newidle.saturating_add(*cost_ns);
                         // Woken on its CPU during this balance: its wait is where it blocked,
                         // when the balance began, not at the waking; the balance's part
                         // before the waking comes off the run before the wait.
@@ -560,22 +562,28 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                             let pre = tw.saturating_sub(t.saturating_sub(*cost_ns)).min(owed);
                             owed -= pre;
                             if let Some(i) = run
-                                && let Step::Run(n) = l.steps[i]
+                                && let Some(&Step::Run(n)) = l.steps.get(i)
                             {
                                 if n > pre {
                                     l.steps[i] = Step::Run(n - pre);
                                 } else {
                                     l.steps.remove(i);
+                                    // The steps after it moved down by one.
+                                    l.last_wake = match l.last_wake {
+                                        Some((_, j)) if j == i => None,
+                                        Some((at, j)) if j > i => Some((at, j - 1)),
+                                        w => w,
+                                    };
                                 }
                             }
                         }
                     }
-                    l.owed += owed;
+                    l.owed = l.owed.saturating_add(owed);
                     // The wake-up just traced passed WF_SYNC.
                     if *sync
                         && let Some((at, i)) = l.last_wake
                         && at == t
-                        && let Step::Wake(p) = l.steps[i]
+                        && let Some(&Step::Wake(p)) = l.steps.get(i)
                     {
                         l.steps[i] = Step::WakeSync(p);
                     }

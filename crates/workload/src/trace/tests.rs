@@ -482,6 +482,31 @@ fn recorded_charges_come_off_the_runs_that_paid_them() {
     assert_eq!(steps(&x, 2), vec![Run(2_500), Wait, Run(7_600), Exit]);
 }
 
+/// A charge no machine could make (`cost=` at u64's maximum, which a hand-edited or corrupt
+/// trace may hold) is taken off as far as there is run to take it from: no overflow (tests
+/// build with overflow checks, so an unchecked sum panics here), every burst still there.
+#[test]
+fn an_absurd_recorded_charge_does_not_overflow() {
+    let text = std::fs::read_to_string(data("lbsim-charges.txt")).unwrap();
+    let huge: String = text
+        .lines()
+        .map(|l| {
+            if l.contains("lbsim_charge") {
+                let at = l.find("cost=").unwrap() + "cost=".len();
+                let end = l[at..].find(' ').map_or(l.len(), |e| at + e);
+                format!("{}{}{}\n", &l[..at], u64::MAX, &l[end..])
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let p = parse_bytes("huge.txt", huge.as_bytes()).unwrap();
+    let x = extract::extract(&p, &Options::default());
+    assert_eq!(x.recorded_charges, Some((2, u64::MAX)));
+    assert_eq!(x.tasks.len(), 2);
+    assert!(x.tasks.iter().all(|t| t.received_ns <= 21_200));
+}
+
 /// An `lbsim_charge` in a Perfetto trace is a `GenericFtraceEvent`; other generic events are
 /// skipped.
 #[test]
