@@ -8,6 +8,13 @@ use crate::prelude::*;
 /// have changed ([`IwoSummary::mark`]), so that the idle-while-overloaded test costs O(1)
 /// per event when no CPU is idle or none has a waiting task. Under `SimConfig::check` the
 /// summary is compared with a full scan after every event.
+///
+/// When some CPU is idle and some has a waiting task, the test also needs the waiting tasks'
+/// affinities. Those are summarised per waiting CPU too, recomputed only for the CPUs marked
+/// since the summary was last needed: whether one of its waiting tasks may run anywhere
+/// (`free`), else the union of their `cpus_mask`s (`reach`), and over all CPUs how many
+/// reaches hold each CPU, so that the test is a word-wise intersection with the idle mask
+/// instead of a walk over every waiting CPU's tasks at every event.
 #[derive(Clone, Debug)]
 pub(crate) struct IwoSummary {
     idle: Cpumask,
@@ -16,11 +23,30 @@ pub(crate) struct IwoSummary {
     nr_waiting: usize,
     dirty: Vec<u32>,
     is_dirty: Vec<bool>,
+    /// CPUs whose task summary (`free`, `reach`) is out of date.
+    tasks_dirty: Vec<u32>,
+    is_tasks_dirty: Vec<bool>,
+    /// Per CPU: it is waiting and one of its waiting tasks may run on every CPU.
+    free: Vec<bool>,
+    /// How many CPUs are `free`.
+    nr_free: usize,
+    /// Per CPU, `words` words: the union of the `cpus_mask`s of its waiting tasks (empty
+    /// when the CPU is not waiting or is `free`).
+    reach: Vec<u64>,
+    /// Per CPU: how many CPUs' `reach` hold it.
+    reach_count: Vec<u32>,
+    /// The CPUs whose `reach_count` is not zero, as mask words.
+    reachable: Vec<u64>,
+    /// Words per mask.
+    words: usize,
+    /// A reach being computed.
+    scratch: Vec<u64>,
 }
 
 impl IwoSummary {
     /// Every CPU is dirty at first.
     pub(crate) fn new(nr_cpus: usize) -> IwoSummary {
+        let words = nr_cpus.div_ceil(64);
         IwoSummary {
             idle: Cpumask::new(nr_cpus),
             waiting: Cpumask::new(nr_cpus),
@@ -28,6 +54,15 @@ impl IwoSummary {
             nr_waiting: 0,
             dirty: (0..nr_cpus as u32).collect(),
             is_dirty: vec![true; nr_cpus],
+            tasks_dirty: (0..nr_cpus as u32).collect(),
+            is_tasks_dirty: vec![true; nr_cpus],
+            free: vec![false; nr_cpus],
+            nr_free: 0,
+            reach: vec![0; nr_cpus * words],
+            reach_count: vec![0; nr_cpus],
+            reachable: vec![0; words],
+            words,
+            scratch: vec![0; words],
         }
     }
 
@@ -46,11 +81,17 @@ impl IwoSummary {
         (idle, rq.nr_running > u32::from(!idle))
     }
 
-    /// Re-reads the dirty CPUs.
+    /// Re-reads the dirty CPUs (their task summaries wait until [`IwoSummary::hit`] needs
+    /// them).
     pub(crate) fn refresh(&mut self, rqs: &[Rq]) {
         while let Some(c) = self.dirty.pop() {
             let cpu = CpuId(c);
             self.is_dirty[cpu.index()] = false;
+            let td = &mut self.is_tasks_dirty[cpu.index()];
+            if !*td {
+                *td = true;
+                self.tasks_dirty.push(c);
+            }
             let (idle, waiting) = Self::status(&rqs[cpu.index()]);
             if idle != self.idle.test(cpu) {
                 if idle {
@@ -71,6 +112,81 @@ impl IwoSummary {
                 }
             }
         }
+    }
+
+    /// Whether a waiting task may run on an idle CPU, after [`IwoSummary::refresh`]: the
+    /// task summaries of the CPUs changed since the last call are recomputed first.
+    pub(crate) fn hit(&mut self, rqs: &[Rq], tasks: &Tasks) -> bool {
+        if self.nr_idle == 0 || self.nr_waiting == 0 {
+            return false;
+        }
+        let nr = rqs.len();
+        let w = self.words;
+        while let Some(c) = self.tasks_dirty.pop() {
+            let ci = c as usize;
+            self.is_tasks_dirty[ci] = false;
+            let rq = &rqs[ci];
+            let scratch = &mut self.scratch;
+            scratch.fill(0);
+            let mut free = false;
+            if self.waiting.test(CpuId(c)) {
+                for p in rq.cfs.cfs_tasks() {
+                    let t = &tasks[p];
+                    if Some(p) == rq.curr || t.se.sched_delayed || t.state != TaskState::Queued
+                    {
+                        continue;
+                    }
+                    if t.nr_cpus_allowed as usize == nr {
+                        free = true;
+                        break;
+                    }
+                    for (s, m) in scratch.iter_mut().zip(t.cpus_mask.as_words()) {
+                        *s |= *m;
+                    }
+                }
+            }
+            if free {
+                // A free CPU's reach does not matter while it is free, and it is recomputed
+                // when it stops being.
+                scratch.fill(0);
+            }
+            if free != self.free[ci] {
+                self.free[ci] = free;
+                if free {
+                    self.nr_free += 1;
+                } else {
+                    self.nr_free -= 1;
+                }
+            }
+            let old = &mut self.reach[ci * w..(ci + 1) * w];
+            for (k, (o, &n)) in old.iter_mut().zip(scratch.iter()).enumerate() {
+                let mut x = *o ^ n;
+                while x != 0 {
+                    let b = x.trailing_zeros();
+                    x &= x - 1;
+                    let i = k * 64 + b as usize;
+                    let count = &mut self.reach_count[i];
+                    if (n >> b) & 1 == 1 {
+                        *count += 1;
+                        if *count == 1 {
+                            self.reachable[k] |= 1 << b;
+                        }
+                    } else {
+                        *count -= 1;
+                        if *count == 0 {
+                            self.reachable[k] &= !(1 << b);
+                        }
+                    }
+                }
+                *o = n;
+            }
+        }
+        self.nr_free > 0
+            || self
+                .reachable
+                .iter()
+                .zip(self.idle.as_words())
+                .any(|(r, i)| r & i != 0)
     }
 
     /// The first CPU whose summary disagrees with its runqueue.
@@ -164,10 +280,11 @@ impl<B: Balancer> Core<B> {
 
     /// Whether some CPU is idle while another has a waiting task allowed to run on it.
     ///
-    /// The summary of idle and waiting CPUs is refreshed for the CPUs the event touched; a
-    /// waiting task allowed everywhere can run on any idle CPU, one with a restricted
-    /// affinity needs an idle CPU in it. Under `SimConfig::check` the summary is compared
-    /// with every runqueue.
+    /// The summary of idle and waiting CPUs, and of the waiting tasks' affinities, is
+    /// refreshed for the CPUs the event touched; a waiting task allowed everywhere can run on
+    /// any idle CPU, one with a restricted affinity needs an idle CPU in it. Under
+    /// `SimConfig::check` the summary is compared with every runqueue and the answer with a
+    /// walk over the waiting tasks.
     pub(crate) fn idle_while_overloaded(&mut self) -> bool {
         self.iwo.refresh(&self.rqs);
         if self.cfg.check
@@ -182,6 +299,25 @@ impl<B: Balancer> Core<B> {
                     .to_owned(),
             });
         }
+        let hit = self.iwo.hit(&self.rqs, &self.tasks);
+        if self.cfg.check && hit != self.idle_while_overloaded_scan() {
+            self.error.get_or_insert(SimError::Invariant {
+                time_ns: self.now,
+                cpu: 0,
+                task: String::new(),
+                detail: format!(
+                    "the idle-while-overloaded summary says {hit}, the waiting tasks' \
+                     affinities say {}",
+                    !hit
+                ),
+            });
+        }
+        hit
+    }
+
+    /// [`Core::idle_while_overloaded`] by a walk over every waiting CPU's tasks (the check of
+    /// the summary).
+    fn idle_while_overloaded_scan(&self) -> bool {
         if self.iwo.nr_idle == 0 || self.iwo.nr_waiting == 0 {
             return false;
         }

@@ -261,6 +261,8 @@ impl<B: Balancer> Core<B> {
         }
         let max_cap = max_cap.unwrap_or(1024);
         let t = &mut self.tasks[id];
+        // The idle-while-overloaded summary keeps the waiting tasks' affinities per CPU.
+        self.iwo.mark(t.cpu);
         t.nr_cpus_allowed = mask.weight() as u32;
         t.cpus_mask = mask;
         t.max_allowed_capacity = max_cap;
