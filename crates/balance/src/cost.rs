@@ -103,6 +103,7 @@ lbsim_kernel::int_params! {
 impl CostModel {
     /// The simulated time `work` takes (saturating: with every cost at its largest,
     /// [`MAX_COST_NS`], and every count at `u32::MAX` the exact sum would pass `u64`).
+    #[inline]
     pub fn charge(&self, work: &WorkAccount) -> u64 {
         [
             (self.lb_domain_ns, work.domains),

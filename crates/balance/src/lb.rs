@@ -141,9 +141,22 @@ impl LbEnv {
     /// The env sched_balance_rq() sets up for `this_cpu` at `level`.
     pub fn new(topo: &Topology, this_cpu: CpuId, level: usize, idle: CpuIdleType) -> LbEnv {
         let sd = &topo.domains(this_cpu)[level];
-        let local = topo.local_group(sd);
         let mut cpus = topo.span(sd.span).clone();
         cpus.and_assign(topo.machine().all_cpus());
+        LbEnv::with_cpus(topo, this_cpu, level, idle, cpus)
+    }
+
+    /// [`LbEnv::new`] with `env->cpus` given (the pre-v5.4 balancer's every active CPU),
+    /// so that the caller builds the one mask it needs.
+    pub fn with_cpus(
+        topo: &Topology,
+        this_cpu: CpuId,
+        level: usize,
+        idle: CpuIdleType,
+        cpus: Cpumask,
+    ) -> LbEnv {
+        let sd = &topo.domains(this_cpu)[level];
+        let local = topo.local_group(sd);
         LbEnv {
             sd_cpu: this_cpu,
             level,
@@ -166,6 +179,7 @@ impl LbEnv {
     }
 
     /// `env->sd`.
+    #[inline]
     pub fn sd<'t>(&self, topo: &'t Topology) -> &'t SchedDomain {
         &topo.domains(self.sd_cpu)[self.level]
     }
@@ -195,6 +209,7 @@ impl Pass {
     }
 
     /// The pass's clock: when the work done so far is finished.
+    #[inline]
     pub fn now_ns(&self, ctx: &BalanceCtx<'_>) -> u64 {
         self.start_ns.saturating_add(ctx.cost.charge(&self.work))
     }

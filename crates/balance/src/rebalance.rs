@@ -23,6 +23,7 @@ use crate::state::{BalanceState, DomainState, msecs_to_jiffies};
 /// `busy_factor` when busy, in jiffies, minus one jiffy when busy (with
 /// `LB_BUSY_INTERVAL_SKEW`; without it, the pre-v5.10 interval), clamped to
 /// `[1, max_load_balance_interval]`.
+#[inline]
 pub fn get_sd_balance_interval(
     sd: &SchedDomain,
     sd_state: &DomainState,

@@ -281,6 +281,7 @@ impl Rqs {
             .is_some_and(|s| s.overloaded_cpus > 0)
     }
 
+    #[inline]
     fn mark(&mut self, i: usize) {
         let t = self.tracker.get_mut();
         if !t.is_marked[i] {
@@ -293,6 +294,7 @@ impl Rqs {
 impl Deref for Rqs {
     type Target = [Rq];
 
+    #[inline]
     fn deref(&self) -> &[Rq] {
         &self.rqs
     }
@@ -301,12 +303,14 @@ impl Deref for Rqs {
 impl Index<usize> for Rqs {
     type Output = Rq;
 
+    #[inline]
     fn index(&self, i: usize) -> &Rq {
         &self.rqs[i]
     }
 }
 
 impl IndexMut<usize> for Rqs {
+    #[inline]
     fn index_mut(&mut self, i: usize) -> &mut Rq {
         self.mark(i);
         &mut self.rqs[i]

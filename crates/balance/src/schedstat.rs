@@ -193,11 +193,13 @@ impl Schedstat {
     }
 
     /// The counters of `cpu`'s domain at `level`, mutable.
+    #[inline]
     pub fn sd_mut(&mut self, cpu: CpuId, level: usize) -> &mut DomainSchedstat {
         let i = self.index(cpu, level);
         &mut self.domains[i]
     }
 
+    #[inline]
     fn index(&self, cpu: CpuId, level: usize) -> usize {
         let i = self.dom_base[cpu.index()] + level;
         assert!(

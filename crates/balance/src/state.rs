@@ -244,6 +244,7 @@ impl BalanceState {
     ///
     /// # Panics
     /// If `cpu` has no domain at `level` (a caller bug).
+    #[inline]
     pub fn domain_index(&self, cpu: CpuId, level: usize) -> usize {
         let i = self.dom_base[cpu.index()] + level;
         assert!(
@@ -254,11 +255,13 @@ impl BalanceState {
     }
 
     /// The state of `cpu`'s domain at `level`.
+    #[inline]
     pub fn sd(&self, cpu: CpuId, level: usize) -> &DomainState {
         &self.domains[self.domain_index(cpu, level)]
     }
 
     /// The state of `cpu`'s domain at `level`, mutable.
+    #[inline]
     pub fn sd_mut(&mut self, cpu: CpuId, level: usize) -> &mut DomainState {
         let i = self.domain_index(cpu, level);
         &mut self.domains[i]
@@ -270,11 +273,13 @@ impl BalanceState {
     }
 
     /// A group capacity's state.
+    #[inline]
     pub fn sgc(&self, id: SgcId) -> &SgcState {
         &self.sgcs[id.index()]
     }
 
     /// A group capacity's state, mutable.
+    #[inline]
     pub fn sgc_mut(&mut self, id: SgcId) -> &mut SgcState {
         &mut self.sgcs[id.index()]
     }

@@ -14,8 +14,8 @@ use crate::params::LbFeat;
 use crate::state::{BalanceState, msecs_to_jiffies};
 
 use super::LegacyState;
-use super::cpu_load::get_sd_load_idx;
-use super::load::cpu_util;
+use super::cpu_load::{get_sd_load_idx, source_load, target_load};
+use super::load::{cpu_util, weighted_cpuload};
 use super::types::{LegacyGroupType, SdLbStats, SgLbStats};
 use super::version::LegacyVersion;
 
@@ -180,16 +180,23 @@ pub fn update_sg_lb_stats(
     let load_idx = get_sd_load_idx(&lg.load_idx(sd), env.idle);
     let at = pass.now_ns(ctx);
     let mut sgs = SgLbStats::default();
+    // Loop invariants, read once: the switches, and whether misfit loads count here.
+    let tip_avg_high = lg.tip_avg_high(ctx);
+    let lb_bias = lg.lb_bias_on();
+    let misfit = lg.version.group_misfit_task() && sd.flags.contains(SdFlag::AsymCpucapacity);
     for &i in topo.span_cpus(group.span) {
         if !env.cpus.test(i) {
             continue;
         }
         pass.work.cpus_scanned += 1;
         let r = &ctx.rqs[i.index()];
+        // weighted_cpuload(), which source_load()/target_load() start from, read once.
+        let weighted = weighted_cpuload(r, ctx.tasks, tip_avg_high);
+        let cpu_load = &lg.cpu_load[i.index()];
         let load = if local_group {
-            lg.target_load(ctx, i, load_idx)
+            target_load(cpu_load, weighted, load_idx, lb_bias)
         } else {
-            lg.source_load(ctx, i, load_idx)
+            source_load(cpu_load, weighted, load_idx, lb_bias)
         };
         sgs.group_load += load;
         sgs.group_util += cpu_util(r, ctx.tasks, lg.capacity_orig[i.index()]);
@@ -197,14 +204,11 @@ pub fn update_sg_lb_stats(
         if r.nr_running > 1 {
             *overload = true;
         }
-        sgs.sum_weighted_load += lg.weighted_cpuload(ctx, i);
+        sgs.sum_weighted_load += weighted;
         if r.nr_running == 0 && idle_cpu(ctx, i, at) {
             sgs.idle_cpus += 1;
         }
-        if lg.version.group_misfit_task()
-            && sd.flags.contains(SdFlag::AsymCpucapacity)
-            && sgs.group_misfit_task_load < r.misfit_task_load
-        {
+        if misfit && sgs.group_misfit_task_load < r.misfit_task_load {
             sgs.group_misfit_task_load = r.misfit_task_load;
         }
     }

@@ -39,6 +39,7 @@ pub fn runnable_load_avg(rq: &Rq, tasks: &Tasks) -> u64 {
 /// `cfs_rq->load.weight > 2 * runnable_load_avg`, the average is tipped up by
 /// `min(NICE_0_LOAD, load.weight / 2)`, so a runqueue that just received tasks looks loaded
 /// at once. Weights are in v4.6's unscaled units (nice 0 = 1024), as the seed ran.
+#[inline]
 pub fn cfs_rq_runnable_load_avg(rq: &Rq, tasks: &Tasks, tip_avg_high: bool) -> u64 {
     let avg = runnable_load_avg(rq, tasks);
     let weight = rq.cfs.load.weight;
@@ -50,6 +51,7 @@ pub fn cfs_rq_runnable_load_avg(rq: &Rq, tasks: &Tasks, tip_avg_high: bool) -> u
 
 /// Follows fair.c: weighted_cpuload() (v4.6; cpu_runnable_load() from v5.3):
 /// `cfs_rq_runnable_load_avg(&rq->cfs)`.
+#[inline]
 pub fn weighted_cpuload(rq: &Rq, tasks: &Tasks, tip_avg_high: bool) -> u64 {
     cfs_rq_runnable_load_avg(rq, tasks, tip_avg_high)
 }

@@ -112,10 +112,17 @@ pub fn load_balance(
         .domains(this_cpu)
         .get(level + 1)
         .map(|p| topo.local_group(p).sgc);
-    let mut env = LbEnv::new(topo, this_cpu, level, idle);
-    if !version.v5_4_load_balance_tail() {
-        env.cpus = topo.machine().all_cpus().clone();
-    }
+    let mut env = if version.v5_4_load_balance_tail() {
+        LbEnv::new(topo, this_cpu, level, idle)
+    } else {
+        LbEnv::with_cpus(
+            topo,
+            this_cpu,
+            level,
+            idle,
+            topo.machine().all_cpus().clone(),
+        )
+    };
     if idle == CpuIdleType::NewlyIdle {
         env.dst_grpmask = None;
     }

@@ -24,6 +24,7 @@ use super::load_balance::load_balance;
 
 /// Follows fair.c: get_sd_balance_interval() (v4.6-v5.9): [`get_sd_balance_interval`]
 /// without the one-jiffy busy skew of v5.10.
+#[inline]
 pub fn balance_interval(
     ctx: &BalanceCtx<'_>,
     st: &BalanceState,

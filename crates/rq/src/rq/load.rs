@@ -107,6 +107,7 @@ impl Rq {
     }
 
     /// `cpu_util_cfs(cpu)`: `cpu_util(cpu, NULL, -1, 0)`.
+    #[inline]
     pub fn cpu_util_cfs(&self, tasks: &Tasks) -> u64 {
         self.cpu_util(tasks, None, None, false)
     }
