@@ -7,7 +7,7 @@
 //! commas, the first word printed only as wide as the mask needs: `0f` for an
 //! 8-CPU mask holding CPUs 0-3).
 //!
-//! Masks are stored in `u64` words on a [`BitVec`]; the bits above
+//! Masks are stored in `u64` words (with their width beside them); the bits above
 //! `nr_cpu_ids` in the last word are always zero, so whole-word operations
 //! (weight, equality, and/or/andnot) never see stale bits.
 //!
@@ -17,7 +17,6 @@
 
 use std::fmt;
 
-use bitvec::prelude::{BitVec, Lsb0};
 
 /// A CPU number (the kernel's `int cpu`), `0..nr_cpu_ids`.
 #[derive(
@@ -102,7 +101,10 @@ pub enum CpumaskParseError {
 /// A set of CPUs, `nr_cpu_ids` bits wide (the kernel's `struct cpumask`).
 #[derive(Clone)]
 pub struct Cpumask {
-    bits: BitVec<u64, Lsb0>,
+    /// The bits, least significant word first (`nr_cpu_ids.div_ceil(64)` words).
+    words: Vec<u64>,
+    /// `nr_cpu_ids`.
+    nr_bits: usize,
 }
 
 const WORD: usize = 64;
@@ -111,14 +113,15 @@ impl Cpumask {
     /// An empty mask of `nr_cpu_ids` bits.
     pub fn new(nr_cpu_ids: usize) -> Cpumask {
         Cpumask {
-            bits: BitVec::repeat(false, nr_cpu_ids),
+            words: vec![0; nr_cpu_ids.div_ceil(WORD)],
+            nr_bits: nr_cpu_ids,
         }
     }
 
     /// A mask with all `nr_cpu_ids` CPUs set.
     pub fn full(nr_cpu_ids: usize) -> Cpumask {
         let mut m = Cpumask::new(nr_cpu_ids);
-        for w in m.bits.as_raw_mut_slice() {
+        for w in m.words_mut() {
             *w = u64::MAX;
         }
         m.clear_tail();
@@ -140,17 +143,18 @@ impl Cpumask {
     /// The mask's width (the kernel's `nr_cpu_ids`).
     #[inline]
     pub fn nr_cpu_ids(&self) -> usize {
-        self.bits.len()
+        self.nr_bits
     }
 
     /// The raw 64-bit words, least significant first; bits above `nr_cpu_ids` are zero.
     #[inline]
     pub fn as_words(&self) -> &[u64] {
-        self.bits.as_raw_slice()
+        &self.words
     }
 
+    #[inline]
     fn words_mut(&mut self) -> &mut [u64] {
-        self.bits.as_raw_mut_slice()
+        &mut self.words
     }
 
     fn clear_tail(&mut self) {
@@ -167,19 +171,23 @@ impl Cpumask {
     ///
     /// # Panics
     /// If `cpu` is at or above `nr_cpu_ids` (a caller bug).
+    #[inline]
     pub fn set(&mut self, cpu: CpuId) {
         assert!(
             cpu.index() < self.nr_cpu_ids(),
             "cpu {cpu} out of range of a {}-cpu mask",
             self.nr_cpu_ids()
         );
-        self.bits.set(cpu.index(), true);
+        let i = cpu.index();
+        self.words[i / WORD] |= 1 << (i % WORD);
     }
 
     /// Removes `cpu` (`cpumask_clear_cpu`); a CPU out of range is ignored.
+    #[inline]
     pub fn clear(&mut self, cpu: CpuId) {
-        if cpu.index() < self.nr_cpu_ids() {
-            self.bits.set(cpu.index(), false);
+        let i = cpu.index();
+        if i < self.nr_cpu_ids() {
+            self.words[i / WORD] &= !(1 << (i % WORD));
         }
     }
 
@@ -195,7 +203,7 @@ impl Cpumask {
     pub fn test(&self, cpu: CpuId) -> bool {
         // One word read: the balancer's scans call this for every CPU of every group.
         let i = cpu.index();
-        i < self.bits.len() && (self.as_words()[i / WORD] >> (i % WORD)) & 1 == 1
+        i < self.nr_bits && (self.words[i / WORD] >> (i % WORD)) & 1 == 1
     }
 
     /// Number of CPUs in the mask (`cpumask_weight`).
@@ -228,6 +236,7 @@ impl Cpumask {
     }
 
     /// The first set bit at index `from` or above.
+    #[inline]
     fn find_from(&self, from: usize) -> Option<usize> {
         let words = self.as_words();
         let mut wi = from / WORD;
@@ -362,6 +371,7 @@ impl Cpumask {
         })
     }
 
+    #[inline]
     fn check_width(&self, other: &Cpumask) {
         assert_eq!(
             self.nr_cpu_ids(),
@@ -488,7 +498,7 @@ impl Cpumask {
                 });
             }
             for cpu in start..=end {
-                m.bits.set(cpu as usize, true);
+                m.set(CpuId(cpu as u32));
             }
         }
         Ok(m)
@@ -530,7 +540,7 @@ impl Cpumask {
                             nr_cpu_ids,
                         });
                     }
-                    m.bits.set(cpu, true);
+                    m.set(CpuId(cpu as u32));
                 }
             }
         }

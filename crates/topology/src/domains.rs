@@ -418,29 +418,34 @@ impl Topology {
     }
 
     /// `cpu`'s domains, bottom-up (`for_each_domain`); empty on a 1-CPU machine.
+    #[inline]
     pub fn domains(&self, cpu: CpuId) -> &[SchedDomain] {
         let i = cpu.index();
         &self.domains[self.cpu_domains[i] as usize..self.cpu_domains[i + 1] as usize]
     }
 
     /// `cpu`'s domain at position `level`, if it has that many.
+    #[inline]
     pub fn domain(&self, cpu: CpuId, level: usize) -> Option<&SchedDomain> {
         self.domains(cpu).get(level)
     }
 
     /// The CPU mask of an interned span.
+    #[inline]
     pub fn span(&self, id: SpanId) -> &Cpumask {
         &self.spans[id.index()]
     }
 
     /// The CPUs of an interned span, in order (what `for_each_cpu()` over
     /// [`Topology::span`] visits, without scanning the mask's empty words).
+    #[inline]
     pub fn span_cpus(&self, id: SpanId) -> &[CpuId] {
         let i = id.index();
         &self.span_cpus[self.span_starts[i] as usize..self.span_starts[i + 1] as usize]
     }
 
     /// A group.
+    #[inline]
     pub fn group(&self, id: GroupId) -> &SchedGroup {
         &self.groups[id.index()]
     }
@@ -469,12 +474,14 @@ impl Topology {
     }
 
     /// The domain's local group (`sd->groups`).
+    #[inline]
     pub fn local_group(&self, sd: &SchedDomain) -> &SchedGroup {
         let pos = sd.groups.offset + sd.groups.start;
         &self.groups[self.group_lists[pos as usize].index()]
     }
 
     /// A sched_group_capacity.
+    #[inline]
     pub fn sgc(&self, id: SgcId) -> &SchedGroupCapacity {
         &self.sgcs[id.index()]
     }
