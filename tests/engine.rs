@@ -353,3 +353,21 @@ fn wakeups_within_an_llc_go_through_the_wake_list_from_v6_0_only() {
         "v5.19: {v5_19} of {n} enqueued by their CPU"
     );
 }
+
+#[test]
+fn a_waiting_task_pinned_away_from_the_idle_cpus_is_not_idle_while_overloaded() {
+    // Once the start-up is over, every waiting thread here may run only on CPUs that are
+    // busy, while the other CPUs of hikey sit idle: the idle-while-overloaded time stops
+    // growing after the start-up (the forks and wake-ups of the first millisecond). With
+    // `check: true` the per-CPU summary of the waiting tasks' affinities is also compared
+    // with a walk over every waiting task at every event.
+    for w in ["hogs:cpus=0,per_cpu=2", "busy:threads=3,cpus=0-1"] {
+        let short = run_kernel(config("hikey", &[w], 200, 1));
+        let long = run_kernel(config("hikey", &[w], 1000, 1));
+        assert!(short.idle_while_overloaded_ns > 0, "{w}: the start-up counts");
+        assert_eq!(
+            short.idle_while_overloaded_ns, long.idle_while_overloaded_ns,
+            "{w}: nothing after the start-up"
+        );
+    }
+}

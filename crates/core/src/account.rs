@@ -132,8 +132,7 @@ impl IwoSummary {
             if self.waiting.test(CpuId(c)) {
                 for p in rq.cfs.cfs_tasks() {
                     let t = &tasks[p];
-                    if Some(p) == rq.curr || t.se.sched_delayed || t.state != TaskState::Queued
-                    {
+                    if Some(p) == rq.curr || t.se.sched_delayed || t.state != TaskState::Queued {
                         continue;
                     }
                     if t.nr_cpus_allowed as usize == nr {

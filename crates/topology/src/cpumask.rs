@@ -17,7 +17,6 @@
 
 use std::fmt;
 
-
 /// A CPU number (the kernel's `int cpu`), `0..nr_cpu_ids`.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
