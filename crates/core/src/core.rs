@@ -25,6 +25,9 @@ pub struct Core<B: Balancer> {
     pub(crate) cpus: Vec<CpuState>,
     pub(crate) runs: Vec<TaskRun>,
     pub(crate) run_of: SecondaryMap<TaskId, u32>,
+    /// The affinity masks handed out so far, by the workload's cpuset (`None`: every CPU):
+    /// the tasks of one cpuset share one mask.
+    pub(crate) masks: std::collections::BTreeMap<Option<u32>, Arc<Cpumask>>,
     /// Workload TaskRef index -> run index ([`NOT_CREATED`] for a task of the spec not
     /// created yet).
     pub(crate) by_ref: Vec<u32>,
@@ -167,6 +170,7 @@ impl<B: Balancer> Core<B> {
             cpus,
             runs: Vec::new(),
             run_of: SecondaryMap::new(),
+            masks: std::collections::BTreeMap::new(),
             by_ref: Vec::new(),
             not_created: 0,
             workload_exited: 0,

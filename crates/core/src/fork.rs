@@ -37,6 +37,20 @@ impl<B: Balancer> Core<B> {
         self.create_workload_task(spec, cpu, Some(r));
     }
 
+    /// The mask of the workload's cpuset `set` (`None`: every CPU), shared by every task
+    /// given it.
+    pub(crate) fn affinity_mask(&mut self, set: Option<lbsim_workload::CpusetId>) -> Arc<Cpumask> {
+        let nr = self.rqs.len();
+        let workload = &self.cfg.workload;
+        let m = self.masks.entry(set.map(|id| id.0)).or_insert_with(|| {
+            Arc::new(match set {
+                None => Cpumask::full(nr),
+                Some(id) => Cpumask::from_cpus(nr, workload.cpuset(id).iter().map(|&c| CpuId(c))),
+            })
+        });
+        Arc::clone(m)
+    }
+
     /// `fork()` + `wake_up_new_task()` from `parent_cpu` of a task of the spec (`Some(its
     /// TaskRef)`) or of a fork template's new instance (`None`: the next TaskRef).
     pub(crate) fn create_workload_task(
@@ -45,14 +59,8 @@ impl<B: Balancer> Core<B> {
         parent_cpu: CpuId,
         of_spec: Option<TaskRef>,
     ) {
-        let nr = self.rqs.len();
         let wref = of_spec.unwrap_or(TaskRef(self.obs.tasks.len() as u32));
-        let mask = match spec.affinity {
-            None => Cpumask::full(nr),
-            Some(id) => {
-                Cpumask::from_cpus(nr, self.cfg.workload.cpuset(id).iter().map(|&c| CpuId(c)))
-            }
-        };
+        let mask = self.affinity_mask(spec.affinity);
         if mask.is_empty() {
             self.error.get_or_insert(SimError::Workload(format!(
                 "task {} has an empty affinity",
@@ -65,7 +73,7 @@ impl<B: Balancer> Core<B> {
             spec.name.clone(),
             policy,
             spec.nice,
-            mask.clone(),
+            Arc::clone(&mask),
             parent_cpu,
             self.cfg.tunables.base_slice_ns,
         );

@@ -89,6 +89,7 @@ mod prelude {
     };
     pub(crate) use rand_pcg::Pcg64Mcg;
     pub(crate) use slotmap::SecondaryMap;
+    pub(crate) use std::sync::Arc;
 
     pub(crate) use crate::account::IwoSummary;
     pub(crate) use crate::check;

@@ -109,14 +109,7 @@ impl<B: Balancer> Core<B> {
                     }
                 }
                 Action::SetAffinity(set) => {
-                    let nr = self.rqs.len();
-                    let mask = match set {
-                        None => Cpumask::full(nr),
-                        Some(id) => Cpumask::from_cpus(
-                            nr,
-                            self.cfg.workload.cpuset(id).iter().map(|&c| CpuId(c)),
-                        ),
-                    };
+                    let mask = self.affinity_mask(set);
                     self.set_affinity(ri, mask);
                     if !self.tasks[self.runs[ri].id].cpus_mask.test(cpu) {
                         // The task must leave this CPU: it blocks here and is woken at once
@@ -246,7 +239,7 @@ impl<B: Balancer> Core<B> {
         }
     }
 
-    pub(crate) fn set_affinity(&mut self, ri: usize, mask: Cpumask) {
+    pub(crate) fn set_affinity(&mut self, ri: usize, mask: Arc<Cpumask>) {
         let id = self.runs[ri].id;
         let machine = self.cfg.topology.machine();
         // The largest capacity among the allowed CPUs; no CPU has more than the machine's

@@ -202,8 +202,8 @@ pub fn run(spec: &WorkloadSpec, opts: RunOptions) -> Result<RealRun, RealError> 
         observations: RunObservations {
             sim_time_ns,
             tasks,
-            probes,
-            wakeups: Vec::new(),
+            probes: probes.into(),
+            wakeups: Default::default(),
         },
         machine_cpu_ns: machine_before
             .zip(machine_after)

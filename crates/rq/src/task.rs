@@ -3,6 +3,8 @@
 //! Follows include/linux/sched.h and core.c: `__sched_fork()`, `set_load_weight()`,
 //! `sched_info` (kernel/sched/stats.h) of v6.12.
 
+use std::sync::Arc;
+
 use lbsim_topology::{CpuId, Cpumask};
 use slotmap::SlotMap;
 
@@ -66,8 +68,10 @@ pub struct Task {
     pub policy: Policy,
     /// `PRIO_TO_NICE(static_prio)`.
     pub nice: i32,
-    /// `cpus_mask`: the CPUs the task may run on.
-    pub cpus_mask: Cpumask,
+    /// `cpus_mask`: the CPUs the task may run on. Shared: the tasks of one affinity point to
+    /// one mask (a 4096-CPU mask is 512 bytes; the kernel's is in each task_struct, but
+    /// nothing changes a task's mask in place, only `set_cpus_allowed_ptr()` replaces it).
+    pub cpus_mask: Arc<Cpumask>,
     /// `nr_cpus_allowed`.
     pub nr_cpus_allowed: u32,
     /// `se`.
@@ -112,12 +116,13 @@ impl Task {
         name: impl Into<String>,
         policy: Policy,
         nice: i32,
-        cpus_mask: Cpumask,
+        cpus_mask: impl Into<Arc<Cpumask>>,
         cpu: CpuId,
         base_slice_ns: u64,
     ) -> Task {
         let idle = policy == Policy::Idle;
         let load = LoadWeight::for_task(nice, idle);
+        let cpus_mask = cpus_mask.into();
         let nr_cpus_allowed = cpus_mask.weight() as u32;
         Task {
             name: name.into(),

@@ -108,3 +108,21 @@ pub enum ProbeTag {
     /// Emitted right after the matching [`ProbeTag::TallyCount`].
     TallyMaxLatency,
 }
+
+impl ProbeTag {
+    /// Every tag, in declaration order: `ALL[tag as usize] == tag` (how a
+    /// [`crate::obs::ProbeLog`] stores a tag in a byte).
+    pub const ALL: [ProbeTag; 11] = [
+        ProbeTag::Start,
+        ProbeTag::Request,
+        ProbeTag::Wakeup,
+        ProbeTag::RtappPhaseStart,
+        ProbeTag::RtappRun,
+        ProbeTag::RtappPerf,
+        ProbeTag::RtappWuLat,
+        ProbeTag::RtappSlack,
+        ProbeTag::RtappPhaseEnd,
+        ProbeTag::TallyCount,
+        ProbeTag::TallyMaxLatency,
+    ];
+}

@@ -1,6 +1,5 @@
 //! The program interpreter: turns a [`Program`] into a stream of [`Action`]s.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use rand_core::Rng;
@@ -67,7 +66,9 @@ struct Cursor {
     phase_loop: u64,
     ev: usize,
     in_iteration: bool,
-    queue: VecDeque<(Action, Meas)>,
+    /// The actions an event expanded to, still to return (inline: an event expands to one or
+    /// two, and a heap block per task would cost a cache miss per action).
+    queue: smallvec::SmallVec<[(Action, Meas); 2]>,
     pending: Option<Pending>,
     local_timers: Vec<TimerState>,
     mark_ns: u64,
@@ -130,7 +131,7 @@ impl ProgramState {
                 phase_loop: 0,
                 ev: 0,
                 in_iteration: false,
-                queue: VecDeque::new(),
+                queue: smallvec::SmallVec::new(),
                 pending: None,
                 local_timers: spec
                     .program
@@ -204,7 +205,8 @@ impl Cursor {
         self.settle(now_ns);
         let mut silent = 0u32;
         loop {
-            if let Some((action, meas)) = self.queue.pop_front() {
+            if !self.queue.is_empty() {
+                let (action, meas) = self.queue.remove(0);
                 self.pending = match meas {
                     Meas::None => None,
                     Meas::Run => Some(Pending::Run { start_ns: now_ns }),
@@ -254,7 +256,7 @@ impl Cursor {
     }
 
     fn push(&mut self, a: Action) {
-        self.queue.push_back((a, Meas::None));
+        self.queue.push((a, Meas::None));
     }
 
     fn probe(&mut self, tag: ProbeTag, value: u64) {
@@ -356,11 +358,10 @@ impl Cursor {
             Event::Run { work_ns } => {
                 let w = jitter_work(work_ns, self.jitter_pct, rng);
                 self.iter.perf_ns += w;
-                self.queue
-                    .push_back((Action::Run { work_ns: w }, Meas::Run));
+                self.queue.push((Action::Run { work_ns: w }, Meas::Run));
             }
             Event::RunWall { ns } => {
-                self.queue.push_back((Action::RunWall { ns }, Meas::Run));
+                self.queue.push((Action::RunWall { ns }, Meas::Run));
             }
             Event::Sleep { ns } => self.push(Action::Sleep { ns }),
             Event::SleepRandom { min_ns, spread_ns } => {
@@ -472,7 +473,7 @@ impl Cursor {
         }
         if now < next {
             self.queue
-                .push_back((Action::SleepUntil { abs_ns: next }, Meas::Timer(next)));
+                .push((Action::SleepUntil { abs_ns: next }, Meas::Timer(next)));
         } else {
             if st.relative {
                 st.next_ns = Some(now);

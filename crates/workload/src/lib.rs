@@ -104,7 +104,10 @@ pub use ids::{
 pub use interp::ProgramState;
 pub use length::{COUNTED_LIMIT_NS, CutShort, OPEN_ENDED_NS};
 pub use limits::{LimitError, Limits, Resource, Room, Size};
-pub use obs::{ProbeRecord, RunObservations, TaskObservation, WakeupSample};
+pub use obs::{
+    ProbeIter, ProbeLog, ProbeRecord, RunObservations, TaskObservation, WakeupIter, WakeupLog,
+    WakeupSample,
+};
 pub use program::{Event, Loops, Phase, Policy, Program, SchedAttr, SchedChange};
 pub use report::{Metric, PartReport, Report};
 pub use rtapp::RtappError;

@@ -114,9 +114,9 @@ pub struct RunObservations {
     /// Every task of the run, indexed by [`TaskRef`] (initial tasks, then forked ones).
     pub tasks: Vec<TaskObservation>,
     /// Every probe, in the order executed (non-decreasing time).
-    pub probes: Vec<ProbeRecord>,
+    pub probes: ProbeLog,
     /// Every wake-up, in the order the woken tasks ran.
-    pub wakeups: Vec<WakeupSample>,
+    pub wakeups: WakeupLog,
 }
 
 impl RunObservations {
@@ -130,7 +130,7 @@ impl RunObservations {
     }
 
     /// The probes of part `part` with the given tag.
-    pub fn part_probes(&self, part: u16, tag: ProbeTag) -> impl Iterator<Item = &ProbeRecord> {
+    pub fn part_probes(&self, part: u16, tag: ProbeTag) -> impl Iterator<Item = ProbeRecord> {
         self.probes.iter().filter(move |p| {
             p.tag == tag
                 && self
@@ -138,5 +138,363 @@ impl RunObservations {
                     .get(p.task.index())
                     .is_some_and(|t| t.part == part)
         })
+    }
+}
+
+/// Appends `v` as LEB128: seven bits a byte, low bits first, the high bit set on all bytes
+/// but the last.
+fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+/// Reads a [`put_varint`] value at `*pos` and moves past it.
+fn get_varint(buf: &[u8], pos: &mut usize) -> u64 {
+    let mut v = 0u64;
+    let mut shift = 0;
+    loop {
+        let b = buf[*pos];
+        *pos += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return v;
+        }
+        shift += 7;
+    }
+}
+
+/// The change from `prev` to `next` as a zigzag-coded integer (small either way), exact for
+/// any two `u64`s (the difference wraps, and [`undelta`] wraps it back).
+fn delta(prev: u64, next: u64) -> u64 {
+    let d = next.wrapping_sub(prev) as i64;
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+/// The inverse of [`delta`].
+fn undelta(prev: u64, z: u64) -> u64 {
+    let d = ((z >> 1) as i64) ^ -((z & 1) as i64);
+    prev.wrapping_add(d as u64)
+}
+
+/// [`RunObservations::probes`]: the records in the order pushed, stored compactly (a run
+/// keeps one per probe executed, millions in a long run of a benchmark): each as the task,
+/// the time since the previous record, the tag and the value, as variable-length integers,
+/// 8 to 10 bytes a record where a [`ProbeRecord`] is 24. Reading gives back exactly what was
+/// pushed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProbeLog {
+    bytes: Vec<u8>,
+    len: usize,
+    last_time_ns: u64,
+}
+
+impl ProbeLog {
+    /// Appends a record.
+    pub fn push(&mut self, r: ProbeRecord) {
+        put_varint(&mut self.bytes, u64::from(r.task.0));
+        put_varint(&mut self.bytes, delta(self.last_time_ns, r.time_ns));
+        self.bytes.push(r.tag as u8);
+        put_varint(&mut self.bytes, r.value);
+        self.last_time_ns = r.time_ns;
+        self.len += 1;
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there is no record.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The records in the order pushed.
+    pub fn iter(&self) -> ProbeIter<'_> {
+        ProbeIter {
+            bytes: &self.bytes,
+            pos: 0,
+            left: self.len,
+            time_ns: 0,
+        }
+    }
+}
+
+/// The records of a [`ProbeLog`], by value.
+#[derive(Clone, Debug)]
+pub struct ProbeIter<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    left: usize,
+    time_ns: u64,
+}
+
+impl Iterator for ProbeIter<'_> {
+    type Item = ProbeRecord;
+
+    fn next(&mut self) -> Option<ProbeRecord> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let task = TaskRef(get_varint(self.bytes, &mut self.pos) as u32);
+        self.time_ns = undelta(self.time_ns, get_varint(self.bytes, &mut self.pos));
+        let tag = ProbeTag::ALL[usize::from(self.bytes[self.pos])];
+        self.pos += 1;
+        let value = get_varint(self.bytes, &mut self.pos);
+        Some(ProbeRecord {
+            task,
+            time_ns: self.time_ns,
+            tag,
+            value,
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for ProbeIter<'_> {}
+
+impl<'a> IntoIterator for &'a ProbeLog {
+    type Item = ProbeRecord;
+    type IntoIter = ProbeIter<'a>;
+
+    fn into_iter(self) -> ProbeIter<'a> {
+        self.iter()
+    }
+}
+
+impl FromIterator<ProbeRecord> for ProbeLog {
+    fn from_iter<I: IntoIterator<Item = ProbeRecord>>(iter: I) -> ProbeLog {
+        let mut log = ProbeLog::default();
+        log.extend(iter);
+        log
+    }
+}
+
+impl Extend<ProbeRecord> for ProbeLog {
+    fn extend<I: IntoIterator<Item = ProbeRecord>>(&mut self, iter: I) {
+        for r in iter {
+            self.push(r);
+        }
+    }
+}
+
+impl From<Vec<ProbeRecord>> for ProbeLog {
+    fn from(v: Vec<ProbeRecord>) -> ProbeLog {
+        v.into_iter().collect()
+    }
+}
+
+impl Serialize for ProbeLog {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for ProbeLog {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ProbeLog, D::Error> {
+        Vec::<ProbeRecord>::deserialize(d).map(ProbeLog::from)
+    }
+}
+
+/// [`RunObservations::wakeups`]: the samples in the order pushed, stored compactly (one per
+/// wake-up of a run): each as the task, the change of the wake-up time from the previous
+/// sample's and the latency, as variable-length integers, 6 to 9 bytes a sample where a
+/// [`WakeupSample`] is 24. Reading gives back exactly what was pushed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WakeupLog {
+    bytes: Vec<u8>,
+    len: usize,
+    last_wake_ns: u64,
+}
+
+impl WakeupLog {
+    /// Appends a sample.
+    pub fn push(&mut self, w: WakeupSample) {
+        put_varint(&mut self.bytes, u64::from(w.task.0));
+        put_varint(&mut self.bytes, delta(self.last_wake_ns, w.wake_ns));
+        put_varint(&mut self.bytes, w.latency_ns);
+        self.last_wake_ns = w.wake_ns;
+        self.len += 1;
+    }
+
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there is no sample.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The samples in the order pushed.
+    pub fn iter(&self) -> WakeupIter<'_> {
+        WakeupIter {
+            bytes: &self.bytes,
+            pos: 0,
+            left: self.len,
+            wake_ns: 0,
+        }
+    }
+}
+
+/// The samples of a [`WakeupLog`], by value.
+#[derive(Clone, Debug)]
+pub struct WakeupIter<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    left: usize,
+    wake_ns: u64,
+}
+
+impl Iterator for WakeupIter<'_> {
+    type Item = WakeupSample;
+
+    fn next(&mut self) -> Option<WakeupSample> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let task = TaskRef(get_varint(self.bytes, &mut self.pos) as u32);
+        self.wake_ns = undelta(self.wake_ns, get_varint(self.bytes, &mut self.pos));
+        let latency_ns = get_varint(self.bytes, &mut self.pos);
+        Some(WakeupSample {
+            task,
+            wake_ns: self.wake_ns,
+            latency_ns,
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for WakeupIter<'_> {}
+
+impl<'a> IntoIterator for &'a WakeupLog {
+    type Item = WakeupSample;
+    type IntoIter = WakeupIter<'a>;
+
+    fn into_iter(self) -> WakeupIter<'a> {
+        self.iter()
+    }
+}
+
+impl FromIterator<WakeupSample> for WakeupLog {
+    fn from_iter<I: IntoIterator<Item = WakeupSample>>(iter: I) -> WakeupLog {
+        let mut log = WakeupLog::default();
+        log.extend(iter);
+        log
+    }
+}
+
+impl Extend<WakeupSample> for WakeupLog {
+    fn extend<I: IntoIterator<Item = WakeupSample>>(&mut self, iter: I) {
+        for w in iter {
+            self.push(w);
+        }
+    }
+}
+
+impl From<Vec<WakeupSample>> for WakeupLog {
+    fn from(v: Vec<WakeupSample>) -> WakeupLog {
+        v.into_iter().collect()
+    }
+}
+
+impl Serialize for WakeupLog {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for WakeupLog {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<WakeupLog, D::Error> {
+        Vec::<WakeupSample>::deserialize(d).map(WakeupLog::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logs_give_back_what_was_pushed() {
+        // Extremes of every field, times going backwards and forwards, every tag.
+        let values = [
+            0,
+            1,
+            127,
+            128,
+            300,
+            u64::from(u32::MAX) + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let mut probes = Vec::new();
+        let mut wakeups = Vec::new();
+        for (i, &v) in values.iter().enumerate() {
+            for (j, &tag) in ProbeTag::ALL.iter().enumerate() {
+                let t = values[(i + j) % values.len()];
+                probes.push(ProbeRecord {
+                    task: TaskRef([0, 1, 200, u32::MAX][j % 4]),
+                    time_ns: t,
+                    tag,
+                    value: v,
+                });
+                wakeups.push(WakeupSample {
+                    task: TaskRef([u32::MAX, 5, 0][j % 3]),
+                    wake_ns: v,
+                    latency_ns: t,
+                });
+            }
+        }
+        for (i, &tag) in ProbeTag::ALL.iter().enumerate() {
+            assert_eq!(tag as usize, i);
+        }
+        let p = ProbeLog::from(probes.clone());
+        assert_eq!(p.len(), probes.len());
+        assert_eq!(p.iter().collect::<Vec<_>>(), probes);
+        let w = WakeupLog::from(wakeups.clone());
+        assert_eq!(w.len(), wakeups.len());
+        assert_eq!(w.iter().collect::<Vec<_>>(), wakeups);
+        // Serialized as the plain vectors were.
+        assert_eq!(
+            serde_json::to_string(&p).unwrap(),
+            serde_json::to_string(&probes).unwrap()
+        );
+        let back: WakeupLog =
+            serde_json::from_str(&serde_json::to_string(&wakeups).unwrap()).unwrap();
+        assert_eq!(back, w);
+    }
+
+    #[test]
+    fn a_typical_record_takes_a_few_bytes() {
+        // schbench's: a task index in the thousands, microseconds apart, a latency in us.
+        let mut p = ProbeLog::default();
+        let mut w = WakeupLog::default();
+        for i in 0..1000u64 {
+            p.push(ProbeRecord {
+                task: TaskRef(10_000 + i as u32),
+                time_ns: 1_000_000_000 + i * 5_000,
+                tag: ProbeTag::Request,
+                value: 1_500_000 + i,
+            });
+            w.push(WakeupSample {
+                task: TaskRef(10_000 + i as u32),
+                wake_ns: 1_000_000_000 + i * 5_000 - (i % 7) * 3_000,
+                latency_ns: 20_000 + i,
+            });
+        }
+        assert!(p.bytes.len() <= 9 * 1000, "{}", p.bytes.len());
+        assert!(w.bytes.len() <= 8 * 1000, "{}", w.bytes.len());
     }
 }

@@ -315,11 +315,25 @@ fn remap_program(p: &Program, o: &Offsets) -> Program {
     q
 }
 
-fn remap_task(t: &TaskSpec, o: &Offsets) -> TaskSpec {
+/// The last program [`remap_task`] renumbered and its renumbered copy.
+type RemapMemo = Option<(Arc<Program>, Arc<Program>)>;
+
+/// `t` with its ids renumbered by `o`. Tasks that share a program (a generator's threads:
+/// ten thousand `busy` threads, one program) share its renumbered copy too: `memo` holds the
+/// last one made, for the next task of the same program.
+fn remap_task(t: &TaskSpec, o: &Offsets, memo: &mut RemapMemo) -> TaskSpec {
     let mut t = t.clone();
     t.affinity = t.affinity.map(|c| CpusetId(c.0 + o.cpuset));
     t.part += o.part;
-    t.program = Arc::new(remap_program(&t.program, o));
+    let program = match memo {
+        Some((from, to)) if Arc::ptr_eq(from, &t.program) => Arc::clone(to),
+        _ => {
+            let to = Arc::new(remap_program(&t.program, o));
+            *memo = Some((Arc::clone(&t.program), Arc::clone(&to)));
+            to
+        }
+    };
+    t.program = program;
     t
 }
 
@@ -405,9 +419,11 @@ impl WorkloadSpec {
                 timer: len32(&out.sync.timers),
                 part: u16::try_from(out.parts.len()).expect("fewer than 65536 workloads"),
             };
-            out.tasks.extend(s.tasks.iter().map(|t| remap_task(t, &o)));
+            let mut memo = None;
+            out.tasks
+                .extend(s.tasks.iter().map(|t| remap_task(t, &o, &mut memo)));
             out.templates
-                .extend(s.templates.iter().map(|t| remap_task(t, &o)));
+                .extend(s.templates.iter().map(|t| remap_task(t, &o, &mut memo)));
             out.cpusets.extend(s.cpusets);
             out.sync.mutexes.extend(s.sync.mutexes);
             out.sync.conds.extend(s.sync.conds);

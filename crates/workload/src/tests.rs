@@ -238,7 +238,7 @@ impl RefExec {
         }
     }
 
-    pub(crate) fn probes(&self, tag: ProbeTag) -> impl Iterator<Item = &ProbeRecord> {
+    pub(crate) fn probes(&self, tag: ProbeTag) -> impl Iterator<Item = ProbeRecord> {
         self.obs.probes.iter().filter(move |p| p.tag == tag)
     }
 

@@ -704,8 +704,9 @@ mod tests {
                 time_ns: 1,
                 tag: ProbeTag::Wakeup,
                 value: 4_000,
-            }],
-            wakeups: Vec::new(),
+            }]
+            .into(),
+            wakeups: Default::default(),
         };
         let m = metrics(&obs, 2);
         assert_eq!(value(&m, "runtime_min_max"), 0.5);

@@ -616,7 +616,7 @@ fn misfit_status() {
     h.rq.cpu_capacity = 512;
     let a = h.spawn("a", 0);
     // May also run on a (bigger) CPU 1; with a single allowed CPU it could never be misfit.
-    h.tasks[a].cpus_mask = Cpumask::full(2);
+    h.tasks[a].cpus_mask = Cpumask::full(2).into();
     h.tasks[a].nr_cpus_allowed = 2;
     h.run_until(400_000_000);
     assert_eq!(h.rq.misfit_task_load, 0, "no asymmetry: never misfit");

@@ -18,8 +18,8 @@ fn blank(spec: &WorkloadSpec) -> RunObservations {
             .iter()
             .map(|t| TaskObservation::new(t, 0))
             .collect(),
-        probes: Vec::new(),
-        wakeups: Vec::new(),
+        probes: Default::default(),
+        wakeups: Default::default(),
     }
 }
 
