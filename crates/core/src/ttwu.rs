@@ -227,10 +227,10 @@ impl<B: Balancer> Core<B> {
         }
         let c = &mut self.cpus[cpu.index()];
         c.ipi = None;
-        let list = std::mem::take(&mut c.wakelist);
-        if list.is_empty() {
+        if c.wakelist.is_empty() {
             return;
         }
+        let mut list = std::mem::take(&mut c.wakelist);
         self.account(cpu);
         let now = self.now;
         self.rqs[cpu.index()].sched_ttwu_pending(
@@ -244,5 +244,12 @@ impl<B: Balancer> Core<B> {
             }
         }
         self.after_enqueue(cpu, cpu);
+        // The list's buffer goes back for the next wake-ups (no allocation per IPI), unless
+        // a wake-up queued since took a new one.
+        list.clear();
+        let c = &mut self.cpus[cpu.index()];
+        if c.wakelist.is_empty() {
+            c.wakelist = list;
+        }
     }
 }
