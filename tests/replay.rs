@@ -251,7 +251,7 @@ fn hackbench_replays_within_5_percent() {
 /// The same replay under `NO_LB_RELAX_BY_FAILED` differs as a direct run does: without the
 /// relaxation of detach_tasks()'s load check by failed balances, nice -5 periodic threads
 /// beside busy ones migrate more, run and replay alike (measured: 31 -> 93 migrations for
-/// the run, 16 -> 23 for the replay of its trace).
+/// the run, 33 -> 172 for the replay of its trace).
 #[test]
 fn a_feature_moves_the_replay_as_it_moves_the_run() {
     let wl = vec![
