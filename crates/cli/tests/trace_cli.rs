@@ -321,7 +321,20 @@ fn the_protobuf_decodes_against_perfettos_proto_with_the_runs_event_counts() {
                         .starts_with("6.12")
                 );
             }
-            (1, "process_tree") => {
+            (1, "cpu_info") => {
+                // One Cpu per CPU, each with its capacity (a symmetric machine: 1024).
+                let info = get(&**p, "cpu_info").unwrap().to_message().unwrap();
+                let caps: Vec<u64> = set_fields(&*info)
+                    .iter()
+                    .filter(|(f, _)| f.name() == "cpus")
+                    .map(|(_, v)| {
+                        let c = v.to_message().unwrap();
+                        as_u64(get(&*c, "capacity").unwrap())
+                    })
+                    .collect();
+                assert_eq!(caps, vec![1024; 8]);
+            }
+            (2, "process_tree") => {
                 let tree = get(&**p, "process_tree").unwrap().to_message().unwrap();
                 let threads = set_fields(&*tree)
                     .iter()
@@ -330,7 +343,7 @@ fn the_protobuf_decodes_against_perfettos_proto_with_the_runs_event_counts() {
                 // 8 kernel threads and hackbench's 40 tasks.
                 assert_eq!(threads, 48);
             }
-            (i, "ftrace_events") if i >= 2 => {
+            (i, "ftrace_events") if i >= 3 => {
                 let b = get(&**p, "ftrace_events").unwrap().to_message().unwrap();
                 assert!(
                     get(&*b, "cpu").is_some(),
@@ -445,7 +458,8 @@ fn the_protobuf_lists_each_task_groups_tasks_under_a_process_named_by_the_group(
         .into_iter()
         .map(|(_, v)| v.to_message().unwrap())
         .collect();
-    let tree = get(&*packets[1], "process_tree")
+    // After SystemInfo and CpuInfo.
+    let tree = get(&*packets[2], "process_tree")
         .unwrap()
         .to_message()
         .unwrap();

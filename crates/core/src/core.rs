@@ -313,6 +313,7 @@ impl<B: Balancer> Core<B> {
     #[must_use]
     pub fn with_trace(mut self) -> Self {
         let mut tr = crate::trace::Trace::new(self.rqs.len() as u32);
+        tr.cpu_capacity = self.cpus.iter().map(|c| c.capacity).collect();
         for r in &self.runs {
             let t = &self.tasks[r.id];
             tr.add_task_in(&t.name, t.nice, tg_path(self.tg_tree.as_deref(), t.tg));

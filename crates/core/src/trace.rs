@@ -26,6 +26,13 @@
 //! - `lbsim_load_balance`, lbsim's own event (mainline has no load-balance tracepoint): one
 //!   load_balance() pass that got past should_we_balance(), with the groups it compared, the
 //!   imbalance, the source CPU and the outcome (see [`lbsim_balance::trace`]);
+//! - `sched_cpu_capacity` as LISA's sched_tp module prints it (mainline has no capacity
+//!   event; the module fires it from update_cpu_capacity()'s path): one per CPU at the start
+//!   of the trace, `capacity` and `capacity_orig` both the CPU's `arch_scale_cpu_capacity()`
+//!   (no RT or IRQ pressure has been taken off at time 0), so that a replay
+//!   (`--workload trace:FILE`) can scale each burst by the capacity it ran at; in the
+//!   Perfetto trace, the `CpuInfo` packet with each CPU's `capacity` (what Perfetto's
+//!   traced_probes reads from sysfs `cpu_capacity`);
 //! - `lbsim_charge`, lbsim's own event: scheduler work lbsim charged on a CPU (see
 //!   [`Charge`]; `common_pid` the task current there, 0 when idle), which delays whatever
 //!   runs there next and so sits in the run time of the task current while it is paid, so
@@ -247,6 +254,9 @@ pub struct Trace {
     pub tasks: Vec<TraceTask>,
     /// Records in the order they fired (simulated time, then firing order).
     pub records: Vec<TraceRecord>,
+    /// Each CPU's capacity (`arch_scale_cpu_capacity()`), by CPU, written at the start of
+    /// the trace; empty: none written.
+    pub cpu_capacity: Vec<u64>,
 }
 
 impl Trace {
@@ -314,6 +324,15 @@ impl Trace {
         let mut order: Vec<usize> = (0..self.records.len()).collect();
         order.sort_by_key(|&i| self.records[i].time_ns);
         writeln!(out, "cpus={}", self.nr_cpus)?;
+        // LISA's sched_tp `sched_cpu_capacity`, its TP_printk's comma kept.
+        for (cpu, cap) in self.cpu_capacity.iter().enumerate() {
+            writeln!(
+                out,
+                "{:>16}-{:<5} [{cpu:03}] {:5}.{:09}: sched_cpu_capacity: cpu={cpu} \
+                 capacity={cap}, capacity_orig={cap}",
+                "<idle>", 0, 0, 0
+            )?;
+        }
         for i in order {
             let r = &self.records[i];
             // trace-cmd names the idle task `<idle>` in the line header.
@@ -516,6 +535,7 @@ const BUNDLE_EVENTS: usize = 1024;
 impl Trace {
     /// Writes the trace as a Perfetto protobuf trace (`Trace { repeated TracePacket }`): a
     /// `SystemInfo` (Linux 6.12, so that `prev_state` is decoded with the modern layout), a
+    /// `CpuInfo` with each CPU's capacity, a
     /// `ProcessTree` naming every task (a task of the root group is a process of its own; the
     /// tasks of each other task group are the threads of one process per group, pids after
     /// the tasks', named by the group's path, so that Perfetto lists them together under
@@ -553,6 +573,19 @@ impl Trace {
         pb::uint(&mut tp, 10, SEQ);
         pb::bytes(&mut tp, 45, &si);
         packet(out, &tp)?;
+        // CpuInfo (field 67): Cpu { capacity 3 } per CPU, in CPU order.
+        if !self.cpu_capacity.is_empty() {
+            let mut info = Vec::new();
+            for &cap in &self.cpu_capacity {
+                let mut c = Vec::new();
+                pb::uint(&mut c, 3, cap);
+                pb::bytes(&mut info, 1, &c);
+            }
+            let mut tp = Vec::new();
+            pb::uint(&mut tp, 10, SEQ);
+            pb::bytes(&mut tp, 67, &info);
+            packet(out, &tp)?;
+        }
         // ProcessTree (field 2): one process per task (pid 1, ppid 2, cmdline 3) and its
         // thread (tid 1, name 2, tgid 3).
         let mut tree = Vec::new();

@@ -85,7 +85,8 @@ pub struct Args {
     pub check: bool,
     /// Write the scheduler trace to FILE (sched_switch, sched_waking, sched_wakeup,
     /// sched_process_fork, sched_wakeup_new, sched_migrate_task, sched_process_exit,
-    /// sched_pelt_cfs, and lbsim's own lbsim_load_balance and lbsim_charge, the costs lbsim
+    /// sched_cpu_capacity (each CPU's, at the start; Perfetto: CpuInfo), sched_pelt_cfs, and
+    /// lbsim's own lbsim_load_balance and lbsim_charge, the costs lbsim
     /// charged, which trace replay takes off): a Perfetto protobuf trace if FILE ends in
     /// `.pftrace`, `.perfetto-trace`, `.pb` or `.perfetto` (ui.perfetto.dev opens it), else
     /// ftrace text as `trace-cmd report` prints it with raw events (trappy and LISA read it).

@@ -332,3 +332,54 @@ fn perfetto_lists_a_task_groups_tasks_under_one_process() {
         .collect();
     assert_eq!(tgids, [(1, 5), (2, 2), (3, 6), (4, 5)]);
 }
+
+/// Each CPU's capacity opens the trace: in the ftrace text as LISA's sched_tp
+/// `sched_cpu_capacity` at time 0 (after `cpus=`), in the Perfetto trace as the `CpuInfo`
+/// packet (field 67) after `SystemInfo`, one `Cpu { capacity }` per CPU in CPU order. A trace
+/// without capacities writes neither.
+#[test]
+fn cpu_capacities_open_the_trace() {
+    let mut t = Trace::new(2);
+    t.cpu_capacity = vec![462, 1024];
+    let mut out = Vec::new();
+    t.write_ftrace(&mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(
+        text,
+        "cpus=2\n\
+         \x20         <idle>-0     [000]     0.000000000: sched_cpu_capacity: cpu=0 capacity=462, capacity_orig=462\n\
+         \x20         <idle>-0     [001]     0.000000000: sched_cpu_capacity: cpu=1 capacity=1024, capacity_orig=1024\n"
+    );
+    let mut out = Vec::new();
+    t.write_perfetto(&mut out).unwrap();
+    let packets: Vec<Vec<F>> = decode(&out)
+        .into_iter()
+        .map(|f| match f {
+            F::B(1, b) => decode(&b),
+            other => panic!("not a packet: {other:?}"),
+        })
+        .collect();
+    let info = msg(&packets[1], 67);
+    let caps: Vec<Vec<F>> = info
+        .into_iter()
+        .map(|f| match f {
+            F::B(1, b) => decode(&b),
+            other => panic!("not a Cpu: {other:?}"),
+        })
+        .collect();
+    assert_eq!(caps.len(), 2);
+    assert!(matches!(caps[0][..], [F::V(3, 462)]));
+    assert!(matches!(caps[1][..], [F::V(3, 1024)]));
+
+    let plain = Trace::new(2);
+    let mut out = Vec::new();
+    plain.write_ftrace(&mut out).unwrap();
+    assert_eq!(out, b"cpus=2\n");
+    let mut out = Vec::new();
+    plain.write_perfetto(&mut out).unwrap();
+    assert!(
+        decode(&out).into_iter().all(
+            |f| !matches!(&f, F::B(1, b) if decode(b).iter().any(|g| matches!(g, F::B(67, _))))
+        )
+    );
+}

@@ -98,6 +98,8 @@ fn help_lists_every_workload_and_key() {
           pid          default every task: pids to keep (a list: 5-8,12)
           switch_cost  default 1200ns: taken off the run after each switch-in: what lbsim charges per switch (cost_context_switch_ns; a bare number is ns)
           wake_cost    default 600ns: taken off the waker's run after each wake-up: what lbsim charges per wake-up (cost_wakeup_ns; a bare number is ns)
+          capacity     default the trace's (sched_cpu_capacity, Perfetto CpuInfo), else 1024: the recording CPUs' capacities, by CPU (VALUExCOUNT runs: 462x4,1024x4): each burst's run time is scaled by its CPU's capacity / 1024
+          sleeps       default auto: a sleep an interrupt ended: absolute (until the recorded time, a timer), relative (its recorded length) or auto (absolute for tasks whose interrupt wake-ups are periodic)
         sysbench-cpu: sysbench --test=cpu: threads share a request counter; each request is CPU work (e.g. sysbench-cpu:threads=8,requests=1000)
           threads   default 1: worker threads (--num-threads)
           requests  default 10000, or 0 (unlimited) with time: requests in total (--max-requests; 0: unlimited)

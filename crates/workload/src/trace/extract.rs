@@ -56,6 +56,26 @@ pub struct Options {
     /// CPU time the replaying scheduler charges a waker per wake-up, taken off the waker's
     /// recorded run time that follows.
     pub wake_cost_ns: u64,
+    /// The recording machine's CPU capacities, by CPU (`capacity=`), in place of those the
+    /// trace records; `None`: the trace's, else 1024.
+    pub capacity: Option<Vec<u64>>,
+    /// How a sleep an interrupt ended is replayed.
+    pub sleeps: Sleeps,
+}
+
+/// How a sleep that an interrupt (a timer) ended is replayed (`sleeps=`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sleeps {
+    /// Per task: absolute when its interrupt wake-ups are periodic ([`is_periodic`]),
+    /// relative otherwise.
+    #[default]
+    Auto,
+    /// Until the recorded wake-up time, as a timer of the task's own whose expiries are the
+    /// recorded ones (`clock_nanosleep(TIMER_ABSTIME)`, rt-app's `timer`): a task that gets
+    /// there late does not sleep, and the next expiry keeps its time.
+    Absolute,
+    /// For the recorded length from the point the task blocks (`nanosleep()`).
+    Relative,
 }
 
 /// How a replayed task starts.
@@ -80,6 +100,9 @@ pub enum Step {
     Wait,
     /// Sleep this long (ns).
     Sleep(u64),
+    /// Sleep until this time (ns from the window's start), the next expiry of the task's
+    /// periodic timer (a sleep an interrupt ended, replayed as absolute).
+    Timer(u64),
     /// Fork this traced task.
     Spawn(u32),
     /// Exit.
@@ -110,6 +133,8 @@ pub struct TaskProgram {
     /// CPU time it received in the window, ns (its bursts hold this less the overheads); a
     /// recorded newly idle balance after a block (`lbsim_charge`) is not counted.
     pub received_ns: u64,
+    /// Its sleeps an interrupt ended are replayed as timer expiries ([`Step::Timer`]).
+    pub absolute: bool,
 }
 
 impl TaskProgram {
@@ -150,6 +175,22 @@ pub struct Extracted {
     /// The trace's own `lbsim_charge` records (lbsim's traces): how many, and their total ns;
     /// `None` for a trace without them.
     pub recorded_charges: Option<(u64, u64)>,
+    /// The CPU capacities the bursts were scaled by, by CPU, and where they came from.
+    pub capacities: Vec<u64>,
+    /// Where [`Extracted::capacities`] came from.
+    pub capacity_source: CapacitySource,
+}
+
+/// Where the capacities a replay scales bursts by came from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CapacitySource {
+    /// Neither the trace nor `capacity=` said: 1024 everywhere.
+    #[default]
+    Assumed,
+    /// The trace's capacity events (CPUs it has none for: 1024).
+    Trace,
+    /// The `capacity=` key.
+    Key,
 }
 
 fn comm_matches(pats: &[String], comm: &str) -> bool {
@@ -173,6 +214,12 @@ struct Live {
     run_since: Option<u64>,
     accum: u64,
     blocked_at: Option<u64>,
+    /// The CPU of the run stretch since `run_since`.
+    run_cpu: u32,
+    /// `accum` weighted by the capacity of the CPU each part ran on (ns x capacity).
+    accum_cap: u128,
+    /// Its sleeps an interrupt ended: when they ended and how long they were.
+    irq_sleeps: Vec<(u64, u64)>,
     exited: bool,
     cpus: BTreeSet<u32>,
     live_at_start: bool,
@@ -200,27 +247,44 @@ struct Live {
 }
 
 impl Live {
-    /// Ends the current burst at `t` (the task keeps running): its run time less the
-    /// overheads it holds that the replay charges again.
-    fn flush(&mut self, t: u64) {
+    /// Adds the run from `run_since` to `t` on `run_cpu` to the current burst.
+    fn add_run(&mut self, t: u64, caps: &[u64]) {
         if let Some(s) = self.run_since {
-            self.accum += t.saturating_sub(s);
+            let d = t.saturating_sub(s);
+            self.accum += d;
+            self.accum_cap += u128::from(d) * u128::from(cap_of(caps, self.run_cpu));
+        }
+    }
+
+    /// Ends the current burst at `t` (the task keeps running): its run time less the
+    /// overheads it holds that the replay charges again, as work at capacity 1024 (lbsim's
+    /// charges are time on the CPU, whatever its capacity, so they come off the run time
+    /// before it is scaled: a burst of run time R on a CPU of capacity C holding overheads O
+    /// is (R - O) * C / 1024 of work; a burst over CPUs of different capacities is scaled by
+    /// their mean, weighted by the time on each).
+    fn flush(&mut self, t: u64, caps: &[u64]) {
+        if self.run_since.is_some() {
+            self.add_run(t, caps);
             self.run_since = Some(t);
         }
         self.received += self.accum;
         let paid = self.owed.min(self.accum);
         self.owed -= paid;
-        self.accum -= paid;
-        if self.accum > 0 {
-            self.steps.push(Step::Run(self.accum));
-            self.accum = 0;
+        let left = self.accum - paid;
+        if left > 0 {
+            let work = u128::from(left) * self.accum_cap / (u128::from(self.accum) * 1024);
+            if work > 0 {
+                self.steps.push(Step::Run(work as u64));
+            }
         }
+        self.accum = 0;
+        self.accum_cap = 0;
     }
 
     /// Ends the current burst at a block or exit: overhead not yet found in the run time is
     /// forgotten.
-    fn flush_last(&mut self, t: u64) {
-        self.flush(t);
+    fn flush_last(&mut self, t: u64, caps: &[u64]) {
+        self.flush(t, caps);
         self.owed = 0;
     }
 
@@ -280,6 +344,19 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
     } else {
         o.wake_cost_ns
     };
+    // The capacities run time is scaled by: `capacity=`, else the trace's (1024 for a CPU it
+    // gives none), else 1024.
+    let nr_cpus = p.cpus();
+    let (caps, capacity_source) = match (&o.capacity, p.capacities.is_empty()) {
+        (Some(c), _) => (c.clone(), CapacitySource::Key),
+        (None, false) => (
+            (0..nr_cpus.max(p.capacities.keys().last().map_or(0, |c| c + 1)))
+                .map(|c| p.capacities.get(&c).copied().unwrap_or(1024))
+                .collect(),
+            CapacitySource::Trace,
+        ),
+        (None, true) => (vec![1024; nr_cpus as usize], CapacitySource::Assumed),
+    };
 
     // Pass 1: every task and its comms, to decide who is kept.
     let mut comms: BTreeMap<u32, Vec<String>> = BTreeMap::new();
@@ -333,6 +410,8 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
         filtered_out: (comms.len() - kept.len()) as u64,
         wake_cost_ns,
         recorded_charges,
+        capacities: caps.clone(),
+        capacity_source,
         ..Extracted::default()
     };
 
@@ -358,6 +437,7 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
             l.start = Some(Start::At(0));
             l.live_at_start = true;
             l.run_since = Some(0);
+            l.run_cpu = r.cpu;
             l.cpus.insert(r.cpu);
         }
         match &r.ev {
@@ -382,10 +462,12 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                         l.start = Some(Start::At(0));
                         l.live_at_start = true;
                         l.run_since = Some(0);
+                        l.run_cpu = r.cpu;
                         l.cpus.insert(r.cpu);
                     }
-                    if let Some(s) = l.run_since.take() {
-                        l.accum += t.saturating_sub(s);
+                    if l.run_since.is_some() {
+                        l.add_run(t, &caps);
+                        l.run_since = None;
                         // Charged to it, paid after it left.
                         l.owed = l.owed.saturating_sub(spill);
                     }
@@ -398,13 +480,13 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                         // sched_wakeup that follows (it finds no block) is dropped.
                         LeftAs::Blocked if woken => {}
                         LeftAs::Blocked if !l.exited => {
-                            l.flush_last(t);
+                            l.flush_last(t, &caps);
                             l.blocked_at = Some(t);
                         }
                         LeftAs::Blocked => {}
                         LeftAs::Dead => {
                             if !l.exited {
-                                l.flush_last(t);
+                                l.flush_last(t, &caps);
                                 l.steps.push(Step::Exit);
                                 l.exited = true;
                             }
@@ -422,6 +504,7 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                         l.steps.push(Step::Sleep(t - b));
                     }
                     l.run_since = Some(t);
+                    l.run_cpu = r.cpu;
                     l.owed = l
                         .owed
                         .saturating_add(o.switch_cost_ns.saturating_add(spill));
@@ -461,12 +544,12 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                     match waker.filter(|_| *waking && on_cpu) {
                         Some(w) => {
                             let before = l.steps.len();
-                            l.flush(t);
+                            l.flush(t, &caps);
                             l.woken_on_cpu = true;
                             l.woken_wait = Some((t, (l.steps.len() > before).then_some(before)));
                             l.steps.push(Step::Wait);
                             let wl = live.get_mut(&w).expect("kept");
-                            wl.flush(t);
+                            wl.flush(t, &caps);
                             wl.last_wake = Some((t, wl.steps.len()));
                             wl.steps.push(Step::Wake(*pid));
                         }
@@ -478,9 +561,12 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                 let untraced = !irq_waking
                     && r.common_pid
                         .is_some_and(|w| w != 0 && w != *pid && !kept.contains(&w));
+                // No task woke it: a waking in interrupt context (the `h`/`s` flags, lbsim's
+                // `irq=1`) or from the idle task (an interrupt on an idle CPU), a timer's.
+                let interrupt = irq_waking || r.common_pid.is_none_or(|w| w == 0);
                 if let Some(w) = waker {
                     let wl = live.get_mut(&w).expect("kept");
-                    wl.flush(t);
+                    wl.flush(t, &caps);
                     wl.last_wake = Some((t, wl.steps.len()));
                     wl.steps.push(Step::Wake(*pid));
                     wl.owed = wl.owed.saturating_add(wake_cost_ns);
@@ -496,6 +582,11 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                     let b = l.blocked_at.take().expect("blocked");
                     l.steps.push(if waker.is_some() {
                         Step::Wait
+                    } else if interrupt {
+                        // Absolute or relative: decided once the task's interrupt wake-ups
+                        // are all known.
+                        l.irq_sleeps.push((t, t - b));
+                        Step::Timer(t)
                     } else {
                         Step::Sleep(t - b)
                     });
@@ -526,7 +617,7 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                     .filter(|c| live.get(c).is_some_and(|x| x.run_since.is_some()));
                 if let Some(pp) = by {
                     let pl = live.get_mut(&pp).expect("kept");
-                    pl.flush(t);
+                    pl.flush(t, &caps);
                     pl.steps.push(Step::Spawn(*child_pid));
                 }
                 let l = live.get_mut(child_pid).expect("kept");
@@ -561,6 +652,10 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                         if let Some((tw, run)) = l.woken_wait.take() {
                             let pre = tw.saturating_sub(t.saturating_sub(*cost_ns)).min(owed);
                             owed -= pre;
+                            // The burst is work: the balance's part, time on this CPU, is
+                            // scaled as the burst was.
+                            let pre =
+                                (u128::from(pre) * u128::from(cap_of(&caps, r.cpu)) / 1024) as u64;
                             if let Some(i) = run
                                 && let Some(&Step::Run(n)) = l.steps.get(i)
                             {
@@ -596,7 +691,7 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
                         l.live_at_start = true;
                     }
                     if !l.exited {
-                        l.flush_last(t);
+                        l.flush_last(t, &caps);
                         l.steps.push(Step::Exit);
                         l.exited = true;
                     }
@@ -606,11 +701,25 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
     }
     for (pid, mut l) in live {
         if !l.exited {
-            l.flush(end);
+            l.flush(end, &caps);
         }
         let prio = l.prio.unwrap_or(120);
         if !(100..=139).contains(&prio) {
             out.rt_tasks += 1;
+        }
+        let absolute = match o.sleeps {
+            Sleeps::Absolute => !l.irq_sleeps.is_empty(),
+            Sleeps::Relative => false,
+            Sleeps::Auto => is_periodic(&l.irq_sleeps),
+        };
+        if !absolute {
+            let mut irq = l.irq_sleeps.iter();
+            for s in &mut l.steps {
+                if let Step::Timer(_) = s {
+                    let (_, len) = irq.next().expect("one per timer step");
+                    *s = Step::Sleep(*len);
+                }
+            }
         }
         out.tasks.push(TaskProgram {
             pid,
@@ -627,9 +736,67 @@ pub fn extract(p: &Parsed, o: &Options) -> Extracted {
             untraced_wakes: l.untraced_wakes,
             missing_wakes: l.missing_wakes,
             received_ns: l.received.saturating_sub(l.newidle),
+            absolute,
         });
     }
     out
+}
+
+/// The capacity of `cpu` in `caps` (1024 past its end).
+fn cap_of(caps: &[u64], cpu: u32) -> u64 {
+    caps.get(cpu as usize).copied().unwrap_or(1024)
+}
+
+/// Whether a task's interrupt wake-ups (`(wake-up time, sleep length)`, in trace order) are
+/// those of a periodic timer, whose expiries are fixed in time whatever the task does between
+/// them: at least three, and of the intervals between two consecutive ones, three in four or
+/// more on the period's grid (within a tolerance of a whole number of periods: a period
+/// missed while the task ran late shows as a double one; the others are where a timer that
+/// re-bases on a missed expiry, rt-app's relative `timer`, moved its grid), the period their
+/// median interval, the tolerance a quarter of it but at least 50 us (a wake-up is traced when
+/// the interrupt is taken: late by up to the default `timer_slack_ns`, 50 us, that a fair
+/// task's hrtimer may fire late by, and by the exit latency of the idle state the CPU was in,
+/// about 1.5 ms for hikey960's cluster-off state, so that the intervals of a 10 ms timer's
+/// wake-ups there are 8.5 to 11.5 ms); and the sleeps not clearly steadier than the intervals
+/// on the grid (the intervals' mean distance from it at most twice the sleeps' mean distance
+/// from their median). A task that sleeps a fixed time after its work has steady sleeps and
+/// intervals that vary with its run; a periodic task has steady intervals and sleeps that
+/// take up what its run left of the period. Where both are as steady (a task whose run never
+/// varies, or whose wake-ups vary only by the interrupt's latency) it is taken as periodic:
+/// a relative sleep of the recorded length holds the recording's wake-up latency, which the
+/// replay adds again at each sleep, so its periods drift, while a timer's expiries do not.
+pub fn is_periodic(irq_sleeps: &[(u64, u64)]) -> bool {
+    if irq_sleeps.len() < 3 {
+        return false;
+    }
+    let intervals: Vec<u64> = irq_sleeps
+        .windows(2)
+        .map(|w| w[1].0.saturating_sub(w[0].0))
+        .collect();
+    let median = |v: &[u64]| {
+        let mut v = v.to_vec();
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let period = median(&intervals);
+    if period == 0 {
+        return false;
+    }
+    let tol = (period / 4).max(50_000);
+    let on_grid: Vec<u64> = intervals
+        .iter()
+        .map(|&i| i.abs_diff(((i + period / 2) / period).max(1) * period))
+        .filter(|&d| d <= tol)
+        .collect();
+    if on_grid.len() * 4 < intervals.len() * 3 {
+        return false;
+    }
+    let off_grid: u128 = on_grid.iter().map(|&d| u128::from(d)).sum();
+    let lens: Vec<u64> = irq_sleeps.iter().map(|s| s.1).collect();
+    let m = median(&lens);
+    let off_len: u128 = lens.iter().map(|&l| u128::from(l.abs_diff(m))).sum();
+    // Mean against mean.
+    off_grid * lens.len() as u128 <= 2 * off_len * on_grid.len() as u128
 }
 
 /// The workload events of `t`'s steps: `sem(pid)` is a traced task's wake-up semaphore,
@@ -640,8 +807,23 @@ pub fn events(
     task: &dyn Fn(u32) -> crate::ids::TaskRef,
 ) -> Vec<Event> {
     let mut ev = Vec::with_capacity(t.steps.len() + 1);
+    // The timer's expiries are the recorded wake-up times: each period is the time since the
+    // previous expiry, the first counted from the task's start (rt-app's `t_first`, the
+    // interpreter's `start_ns`: its start time, 0 for a spawned task).
+    let mut expiry = match t.start {
+        Start::At(ns) => ns,
+        Start::SpawnedBy(_) => 0,
+    };
     for s in &t.steps {
         ev.push(match *s {
+            Step::Timer(at) => {
+                let period_ns = at.saturating_sub(expiry);
+                expiry = expiry.max(at);
+                Event::Timer {
+                    timer: crate::ids::TimerId::Local(0),
+                    period_ns,
+                }
+            }
             Step::Run(ns) => Event::Run { work_ns: ns },
             Step::Wake(p) => Event::SemPost(sem(p)),
             Step::WakeSync(p) => Event::SemPostSync(sem(p)),

@@ -10,7 +10,9 @@
 //! skipped, and so are the lines without a `[CPU]` field that follow a skipped event (the
 //! rest of a `bprint` whose text holds a newline). A waking printed in interrupt context (flags `h`, `H` or `s` in the third column)
 //! has no waking task. lbsim's own `lbsim_charge` (`cpu=N cost=NS what=KIND`, its traces
-//! only; `sync=` and `irq=` for a wake-up's) is read too.
+//! only; `sync=` and `irq=` for a wake-up's) is read too, and so are the CPUs' capacities:
+//! LISA's `sched_cpu_capacity` (lbsim's traces write it, one per CPU at the start) and the
+//! older `cpu_capacity`.
 
 use super::record::{Ev, LeftAs, Parsed, Record};
 
@@ -64,11 +66,15 @@ pub fn parse(text: &str) -> Result<Parsed, LineError> {
             continue;
         }
         match parse_line(l, line)? {
-            Some(r) => {
+            Line::Event(r) => {
                 out.records.push(r);
                 after_skipped = false;
             }
-            None => {
+            Line::Capacity { cpu, capacity } => {
+                out.capacities.entry(cpu).or_insert(capacity);
+                after_skipped = false;
+            }
+            Line::Other => {
                 out.ignored += 1;
                 after_skipped = true;
             }
@@ -112,7 +118,52 @@ fn parse_ts(s: &str) -> Option<u64> {
     secs.checked_mul(1_000_000_000)?.checked_add(f * scale)
 }
 
-fn parse_line(l: &str, line: u64) -> Result<Option<Record>, LineError> {
+/// What one event line is.
+enum Line {
+    /// A sched event the replay uses.
+    Event(Record),
+    /// A CPU's capacity.
+    Capacity {
+        /// The CPU the event names (its `cpu=` field, not the CPU it fired on).
+        cpu: u32,
+        /// Its capacity.
+        capacity: u64,
+    },
+    /// Any other event.
+    Other,
+}
+
+/// A capacity event's CPU and capacity: LISA's `sched_cpu_capacity` (its sched_tp module:
+/// `cpu=%d capacity=%lu, capacity_orig=%lu`; the later `lisa__sched_cpu_capacity`:
+/// `cpu=%d capacity=%lu[ capacity_orig=%lu capacity_curr=%lu]`), whose `capacity_orig` is
+/// the CPU's own (`arch_scale_cpu_capacity()`) and `capacity` what is left to CFS
+/// (`rq->cpu_capacity`, less RT and IRQ pressure), so `capacity_orig` is taken where there
+/// is one; or the `cpu_capacity` event of older EAS kernels that trappy reads (`state=%lu
+/// cpu_id=%lu`, the cpu template of `cpu_frequency`).
+fn capacity(name: &str, body: &str, line: u64) -> Result<Option<(u32, u64)>, LineError> {
+    let value = |key: &str| {
+        body.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+            .map(|v| v.trim_end_matches(','))
+    };
+    let get = |key: &str| -> Result<u64, LineError> {
+        let v = value(key).ok_or_else(|| err(line, format!("{name} without {key}=")))?;
+        num(v, key, line)
+    };
+    Ok(match name {
+        "sched_cpu_capacity" | "lisa__sched_cpu_capacity" => {
+            let cap = match value("capacity_orig") {
+                Some(v) => num(v, "capacity_orig", line)?,
+                None => get("capacity")?,
+            };
+            Some((get("cpu")? as u32, cap))
+        }
+        "cpu_capacity" => Some((get("cpu_id")? as u32, get("state")?)),
+        _ => None,
+    })
+}
+
+fn parse_line(l: &str, line: u64) -> Result<Line, LineError> {
     let (cpu_start, cpu_end, cpu) =
         find_cpu(l).ok_or_else(|| err(line, "no [CPU] field: not an ftrace event line"))?;
     // COMM-PID, possibly followed by "(TGID)".
@@ -147,6 +198,15 @@ fn parse_line(l: &str, line: u64) -> Result<Option<Record>, LineError> {
         Some((n, b)) => (n.trim(), b.trim()),
         None => (after_ts.trim(), ""),
     };
+    if let Some((cpu, capacity)) = capacity(name, body, line)? {
+        if capacity == 0 || capacity > 1024 {
+            return Err(err(
+                line,
+                format!("{name}: capacity {capacity} is not in 1..=1024"),
+            ));
+        }
+        return Ok(Line::Capacity { cpu, capacity });
+    }
     let ev = match name {
         "sched_switch" => switch(body, line)?,
         "sched_waking" | "sched_wakeup" | "sched_wakeup_new" => {
@@ -186,9 +246,9 @@ fn parse_line(l: &str, line: u64) -> Result<Option<Record>, LineError> {
                 irq: body.contains(" irq=1"),
             }
         }
-        _ => return Ok(None),
+        _ => return Ok(Line::Other),
     };
-    Ok(Some(Record {
+    Ok(Line::Event(Record {
         time_ns: ts,
         cpu,
         common_pid: if irq { None } else { Some(pid) },

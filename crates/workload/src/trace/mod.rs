@@ -37,7 +37,7 @@ pub mod ftrace;
 pub mod perfetto;
 pub mod record;
 
-pub use extract::{Extracted, Options, Start, Step, TaskProgram};
+pub use extract::{CapacitySource, Extracted, Options, Sleeps, Start, Step, TaskProgram};
 pub use record::{Ev, LeftAs, Parsed, Record};
 
 /// A trace that cannot be replayed.
@@ -180,6 +180,16 @@ const KEYS: &[Key] = &[
         "600ns",
         "taken off the waker's run after each wake-up: what lbsim charges per wake-up (cost_wakeup_ns; a bare number is ns)",
     ),
+    Key::unset(
+        "capacity",
+        "the trace's (sched_cpu_capacity, Perfetto CpuInfo), else 1024",
+        "the recording CPUs' capacities, by CPU (VALUExCOUNT runs: 462x4,1024x4): each burst's run time is scaled by its CPU's capacity / 1024",
+    ),
+    Key::value(
+        "sleeps",
+        "auto",
+        "a sleep an interrupt ended: absolute (until the recorded time, a timer), relative (its recorded length) or auto (absolute for tasks whose interrupt wake-ups are periodic)",
+    ),
 ];
 
 impl WorkloadKind for TraceWorkload {
@@ -231,6 +241,20 @@ pub fn parse_options(keys: &str) -> Result<Options, WorkloadError> {
     let pids = a.cpulist("pid")?;
     let switch_cost_ns = a.duration("switch_cost", Unit::Ns, 0)?;
     let wake_cost_ns = a.duration("wake_cost", Unit::Ns, 0)?;
+    let capacity = match a.text("capacity") {
+        Some(v) => Some(parse_capacities(&v).map_err(|m| WorkloadError::BadValue {
+            workload: "trace".into(),
+            key: "capacity".into(),
+            value: v.clone(),
+            expected: m,
+        })?),
+        None => None,
+    };
+    let sleeps = match a.choice("sleeps", &["auto", "absolute", "relative"])? {
+        "absolute" => Sleeps::Absolute,
+        "relative" => Sleeps::Relative,
+        _ => Sleeps::Auto,
+    };
     a.finish()?;
     if let (Some(f), Some(t)) = (from_ns, to_ns)
         && t <= f
@@ -248,7 +272,31 @@ pub fn parse_options(keys: &str) -> Result<Options, WorkloadError> {
         pids,
         switch_cost_ns,
         wake_cost_ns,
+        capacity,
+        sleeps,
     })
+}
+
+/// A capacity list: `VALUE` or `VALUExCOUNT` runs, comma-separated (`462x4,1024x4`), as the
+/// topology's `capacity=`; each value in 1..=1024.
+fn parse_capacities(text: &str) -> Result<Vec<u64>, String> {
+    let expected = || {
+        "capacities in 1..=1024 as VALUE or VALUExCOUNT, comma-separated (462x4,1024x4)".to_string()
+    };
+    let mut out = Vec::new();
+    for element in text.split(',') {
+        let (v, n) = element
+            .trim()
+            .split_once(['x', 'X'])
+            .unwrap_or((element.trim(), "1"));
+        let v: u64 = v.trim().parse().map_err(|_| expected())?;
+        let n: usize = n.trim().parse().map_err(|_| expected())?;
+        if !(1..=1024).contains(&v) || n == 0 || out.len() + n > 4096 {
+            return Err(expected());
+        }
+        out.extend(std::iter::repeat_n(v, n));
+    }
+    Ok(out)
 }
 
 /// Loads a trace file (at most [`lbsim_kernel::input::MAX_INPUT_BYTES`]) as a workload.
@@ -328,7 +376,16 @@ pub fn build(
         let program = Arc::new(Program {
             phases: vec![Phase::once("replay", events)],
             loops: crate::program::Loops::Count(1),
-            local_timers: Vec::new(),
+            // Its interrupt wake-ups as a timer: absolute, keeping the recorded expiries when
+            // the task gets to one late.
+            local_timers: if t.absolute {
+                vec![crate::sync::TimerSpec {
+                    name: "trace-timer".into(),
+                    relative: false,
+                }]
+            } else {
+                Vec::new()
+            },
             rtapp_log: false,
             cumulative_slack: false,
         });
@@ -353,6 +410,8 @@ pub fn build(
             bursts: t.count(|s| matches!(s, Step::Run(_))) as u64,
             waits: t.count(|s| *s == Step::Wait) as u64,
             sleeps: t.count(|s| matches!(s, Step::Sleep(_))) as u64,
+            timers: t.count(|s| matches!(s, Step::Timer(_))) as u64,
+            work_ns: t.run_ns(),
             wakes: t.count(|s| matches!(s, Step::Wake(_) | Step::WakeSync(_))) as u64,
         });
     }
@@ -387,6 +446,11 @@ pub fn build(
             x.rt_tasks
         ));
     }
+    if x.capacity_source == CapacitySource::Assumed {
+        notes.push(
+            "the trace records no CPU capacity (sched_cpu_capacity, Perfetto CpuInfo) and capacity= is not given: bursts are run time at capacity 1024, whatever CPU they ran on".to_string(),
+        );
+    }
     if x.filtered_out > 0 {
         notes.push(format!(
             "{} tasks left out by comm=/pid=: their wake-ups of kept tasks are timed sleeps",
@@ -412,6 +476,9 @@ pub fn build(
         switch_cost_ns: o.switch_cost_ns,
         wake_cost_ns: x.wake_cost_ns,
         recorded_charges: x.recorded_charges,
+        capacities: x.capacities.clone(),
+        capacity_source: x.capacity_source,
+        sleeps: o.sleeps,
     };
     b.spec.cpus_hint = Some(x.nr_cpus);
     let spec = b
@@ -438,6 +505,10 @@ pub struct Row {
     pub waits: u64,
     /// Timed sleeps.
     pub sleeps: u64,
+    /// Sleeps until a timer's recorded expiry.
+    pub timers: u64,
+    /// Work of its bursts, ns at capacity 1024.
+    pub work_ns: u64,
     /// Wake-ups of traced tasks it issues.
     pub wakes: u64,
 }
@@ -465,6 +536,33 @@ pub struct TraceReport {
     pub wake_cost_ns: u64,
     /// The trace's own charges taken off (lbsim's traces): records and total ns.
     pub recorded_charges: Option<(u64, u64)>,
+    /// The capacities bursts were scaled by, by CPU.
+    pub capacities: Vec<u64>,
+    /// Where they came from.
+    pub capacity_source: CapacitySource,
+    /// `sleeps=`.
+    pub sleeps: Sleeps,
+}
+
+/// `462x4,1024x4`: a capacity list as runs.
+fn capacity_runs(caps: &[u64]) -> String {
+    let mut runs: Vec<(u64, usize)> = Vec::new();
+    for &c in caps {
+        match runs.last_mut() {
+            Some((v, n)) if *v == c => *n += 1,
+            _ => runs.push((c, 1)),
+        }
+    }
+    runs.iter()
+        .map(|(v, n)| {
+            if *n == 1 {
+                v.to_string()
+            } else {
+                format!("{v}x{n}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 impl PartReport for TraceReport {
@@ -504,16 +602,52 @@ impl PartReport for TraceReport {
         }
         let _ = writeln!(
             s,
-            "{:<20} {:>8} {:>7} {:>7} {:>7} {:>7} {:>13} {:>13} {:>8}",
+            "# bursts: work at capacity 1024, run time x capacity / 1024, capacities {} ({})",
+            capacity_runs(&self.capacities),
+            match self.capacity_source {
+                CapacitySource::Trace => "the trace's",
+                CapacitySource::Key => "capacity=",
+                CapacitySource::Assumed => "assumed",
+            }
+        );
+        let timed: Vec<&Row> = self.rows.iter().filter(|r| r.timers > 0).collect();
+        let _ = writeln!(
+            s,
+            "# sleeps={}: an interrupt's wake-ups replayed as timer expiries for {} tasks{}, as sleeps of the recorded length for the others",
+            match self.sleeps {
+                Sleeps::Auto => "auto",
+                Sleeps::Absolute => "absolute",
+                Sleeps::Relative => "relative",
+            },
+            timed.len(),
+            if timed.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (pids {})",
+                    timed
+                        .iter()
+                        .map(|r| r.pid.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )
+            }
+        );
+        let _ = writeln!(
+            s,
+            "{:<20} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>13} {:>13} {:>8} {:>13} {:>13}",
             "#task",
             "pid",
             "bursts",
             "waits",
             "sleeps",
+            "timers",
             "wakes",
             "recorded(ms)",
             "replayed(ms)",
-            "ratio"
+            "ratio",
+            "work(ms)",
+            "rep.work(ms)"
         );
         let mut rec = 0u64;
         let mut rep = 0u64;
@@ -522,16 +656,19 @@ impl PartReport for TraceReport {
             rep += t.runtime_ns;
             let _ = writeln!(
                 s,
-                "{:<20} {:>8} {:>7} {:>7} {:>7} {:>7} {:>13.3} {:>13.3} {:>8.3}",
+                "{:<20} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>13.3} {:>13.3} {:>8.3} {:>13.3} {:>13.3}",
                 row.name,
                 row.pid,
                 row.bursts,
                 row.waits,
                 row.sleeps,
+                row.timers,
                 row.wakes,
                 row.run_ns as f64 / 1e6,
                 t.runtime_ns as f64 / 1e6,
-                ratio(t.runtime_ns, row.run_ns)
+                ratio(t.runtime_ns, row.run_ns),
+                row.work_ns as f64 / 1e6,
+                t.work_ns as f64 / 1e6
             );
         }
         for n in &self.notes {

@@ -2,7 +2,8 @@
 //!
 //! Only the fields the replay needs are decoded (field numbers from
 //! `protos/perfetto/trace/ftrace/*.proto`, perfetto v40+): `Trace.packet` (1);
-//! `TracePacket.ftrace_events` (1) and `system_info` (45, `num_cpus` 8);
+//! `TracePacket.ftrace_events` (1), `system_info` (45, `num_cpus` 8) and `cpu_info` (67,
+//! `CpuInfo { cpus 1 }`, `Cpu { capacity 3 }`: each CPU's sysfs `cpu_capacity`);
 //! `FtraceEventBundle.cpu` (1), `event` (2) and `compact_sched` (4); `FtraceEvent.timestamp`
 //! (1), `pid` (2) and the events `sched_switch` (4), `sched_wakeup` (17), `sched_waking` (20),
 //! `sched_wakeup_new` (114), `sched_process_exit` (238), `sched_process_fork` (239), and
@@ -188,11 +189,43 @@ pub fn parse(buf: &[u8]) -> Result<Parsed, ByteError> {
                         }
                     }
                 }
+                67 => {
+                    let (b, o) = bytes(v, at)?;
+                    cpu_info(b, o, &mut out)?;
+                }
                 _ => {}
             }
         }
     }
     Ok(out)
+}
+
+/// `CpuInfo { repeated Cpu cpus = 1 }`, `Cpu { capacity = 3 }`: one entry per CPU, in CPU
+/// order, its capacity as sysfs `cpu_capacity` gives it (absent on a kernel without one).
+fn cpu_info(buf: &[u8], base: usize, out: &mut Parsed) -> Result<(), ByteError> {
+    let mut cpus = Fields::new(buf, base);
+    let mut cpu = 0u32;
+    while let Some((f, v, at)) = cpus.next()? {
+        if f != 1 {
+            continue;
+        }
+        let (b, o) = bytes(v, at)?;
+        let mut c = Fields::new(b, o);
+        while let Some((f, v, at)) = c.next()? {
+            if f == 3 {
+                let cap = int(v, at)?;
+                if cap == 0 || cap > 1024 {
+                    return Err(bad(
+                        at,
+                        format!("CpuInfo: capacity {cap} is not in 1..=1024"),
+                    ));
+                }
+                out.capacities.entry(cpu).or_insert(cap);
+            }
+        }
+        cpu += 1;
+    }
+    Ok(())
 }
 
 fn bundle(

@@ -110,6 +110,11 @@ pub struct Parsed {
     pub nr_cpus: Option<u32>,
     /// Lines (text) or events (protobuf) of events the replay does not use.
     pub ignored: u64,
+    /// Each CPU's capacity as the trace records it (the first record of a CPU): LISA's
+    /// `sched_cpu_capacity` (`capacity_orig`, else `capacity`), the older `cpu_capacity`
+    /// event trappy reads (`state`), Perfetto's `CpuInfo.Cpu.capacity` (sysfs
+    /// `cpu_capacity`). Empty when the trace records none.
+    pub capacities: std::collections::BTreeMap<u32, u64>,
 }
 
 impl Parsed {

@@ -395,6 +395,7 @@ fn a_trace_from_outside_lbsim() {
             "7 tasks were running or runnable when the window starts: they start at 0, their run before it is unknown",
             "118 blocks have no wake-up event (sched_waking/sched_wakeup missing): replayed as timed sleeps up to the next switch-in",
             "1 tasks have a real-time prio: replayed as nice-0 fair tasks",
+            "the trace records no CPU capacity (sched_cpu_capacity, Perfetto CpuInfo) and capacity= is not given: bursts are run time at capacity 1024, whatever CPU they ran on",
         ]
     "#]].assert_debug_eq(&notes);
     let mut ex = RefExec::new(spec, Share::RoundRobin);
@@ -554,4 +555,466 @@ fn perfetto_generic_lbsim_charge() {
     let a = x.tasks.iter().find(|t| t.pid == 10).unwrap();
     assert_eq!(a.steps, vec![Step::Run(1_500)]);
     assert_eq!(a.received_ns, 1_500);
+}
+
+/// Trace text for the tests below: `cpus=N`, then each line `COMM-PID [CPU] T: EVENT` with
+/// `T` in ns.
+fn text_trace(cpus: u32, lines: &[(u32, &str, u32, u64, String)]) -> String {
+    let mut s = format!("cpus={cpus}\n");
+    for (cpu, comm, pid, t, ev) in lines {
+        s.push_str(&format!(
+            "{comm:>16}-{pid:<5} [{cpu:03}] {}.{:09}: {ev}\n",
+            t / 1_000_000_000,
+            t % 1_000_000_000
+        ));
+    }
+    s
+}
+
+fn switch_line(prev: (&str, u32), state: &str, next: (&str, u32)) -> String {
+    format!(
+        "sched_switch: prev_comm={} prev_pid={} prev_prio=120 prev_state={state} ==> next_comm={} next_pid={} next_prio=120",
+        prev.0, prev.1, next.0, next.1
+    )
+}
+
+fn waking_line(comm: &str, pid: u32, cpu: u32) -> String {
+    format!("sched_waking: comm={comm} pid={pid} prio=120 target_cpu={cpu:03}")
+}
+
+/// `sched_cpu_capacity` as LISA's sched_tp module prints it (a comma after `capacity`), the
+/// later `lisa__sched_cpu_capacity` with and without `capacity_orig`, and the `cpu_capacity`
+/// of older EAS kernels (trappy): `capacity_orig` wins over `capacity`; the first record of
+/// a CPU counts; the events are not counted as skipped; a capacity past 1024 is an error
+/// naming the line.
+#[test]
+fn capacity_events_of_lisa_and_trappy() {
+    let t = text_trace(
+        4,
+        &[
+            (
+                0,
+                "<idle>",
+                0,
+                0,
+                "sched_cpu_capacity: cpu=0 capacity=400, capacity_orig=462".into(),
+            ),
+            (
+                0,
+                "<idle>",
+                0,
+                0,
+                "sched_cpu_capacity: cpu=0 capacity=462, capacity_orig=1024".into(),
+            ),
+            (
+                1,
+                "<idle>",
+                0,
+                0,
+                "lisa__sched_cpu_capacity: cpu=1 capacity=500 capacity_orig=512 capacity_curr=300"
+                    .into(),
+            ),
+            (
+                2,
+                "<idle>",
+                0,
+                0,
+                "lisa__sched_cpu_capacity: cpu=2 capacity=1000".into(),
+            ),
+            (
+                3,
+                "<idle>",
+                0,
+                0,
+                "cpu_capacity: state=1024 cpu_id=3".into(),
+            ),
+            (0, "<idle>", 0, 5, "irq_handler_entry: irq=1 name=x".into()),
+        ],
+    );
+    let p = parse_bytes("cap.txt", t.as_bytes()).unwrap();
+    assert_eq!(
+        p.capacities
+            .iter()
+            .map(|(&c, &v)| (c, v))
+            .collect::<Vec<_>>(),
+        vec![(0, 462), (1, 512), (2, 1000), (3, 1024)]
+    );
+    assert_eq!(p.ignored, 1, "only the irq_handler_entry");
+    assert!(p.records.is_empty());
+    let bad = text_trace(
+        1,
+        &[(
+            0,
+            "<idle>",
+            0,
+            0,
+            "sched_cpu_capacity: cpu=0 capacity=2048, capacity_orig=2048".into(),
+        )],
+    );
+    let e = parse_bytes("bad.txt", bad.as_bytes()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "bad.txt:2: sched_cpu_capacity: capacity 2048 is not in 1..=1024"
+    );
+    let e = parse_bytes(
+        "bad.txt",
+        text_trace(1, &[(0, "<idle>", 0, 0, "cpu_capacity: state=5".into())]).as_bytes(),
+    )
+    .unwrap_err();
+    assert_eq!(e.to_string(), "bad.txt:2: cpu_capacity without cpu_id=");
+}
+
+/// Perfetto's `CpuInfo` (TracePacket field 67): one `Cpu` per CPU in CPU order, its
+/// `capacity` (field 3) where sysfs has one.
+#[test]
+fn perfetto_cpu_info_capacities() {
+    let mut t = trace_of(&[], 3);
+    let mut info = Vec::new();
+    for cap in [Some(462u64), None, Some(1024)] {
+        let mut c = Vec::new();
+        pb::bytes(&mut c, 1, b"AArch64 Processor");
+        if let Some(cap) = cap {
+            pb::uint(&mut c, 3, cap);
+        }
+        pb::bytes(&mut info, 1, &c);
+    }
+    let mut pkt = Vec::new();
+    pb::bytes(&mut pkt, 67, &info);
+    pb::bytes(&mut t, 1, &pkt);
+    let p = parse_bytes("t.pftrace", &t).unwrap();
+    assert_eq!(
+        p.capacities
+            .iter()
+            .map(|(&c, &v)| (c, v))
+            .collect::<Vec<_>>(),
+        vec![(0, 462), (2, 1024)]
+    );
+}
+
+/// A task running 100 us on CPU 0 (capacity 512), then, after a timer's wake-up, 100 us on
+/// CPU 1 (1024) of which it is preempted for 50 us and runs the rest on CPU 0.
+fn big_little_trace(capacities: bool) -> String {
+    let mut l: Vec<(u32, &str, u32, u64, String)> = Vec::new();
+    if capacities {
+        l.push((
+            0,
+            "<idle>",
+            0,
+            0,
+            "sched_cpu_capacity: cpu=0 capacity=512, capacity_orig=512".into(),
+        ));
+        l.push((
+            1,
+            "<idle>",
+            0,
+            0,
+            "sched_cpu_capacity: cpu=1 capacity=1024, capacity_orig=1024".into(),
+        ));
+    }
+    l.extend([
+        (
+            0,
+            "<idle>",
+            0,
+            1_000,
+            switch_line(("swapper/0", 0), "R", ("t", 10)),
+        ),
+        (
+            0,
+            "t",
+            10,
+            101_000,
+            switch_line(("t", 10), "S", ("swapper/0", 0)),
+        ),
+        (1, "<idle>", 0, 200_000, waking_line("t", 10, 1)),
+        (
+            1,
+            "<idle>",
+            0,
+            200_000,
+            switch_line(("swapper/1", 0), "R", ("t", 10)),
+        ),
+        (1, "t", 10, 250_000, switch_line(("t", 10), "R+", ("u", 11))),
+        (
+            0,
+            "<idle>",
+            0,
+            260_000,
+            switch_line(("swapper/0", 0), "R", ("t", 10)),
+        ),
+        (
+            0,
+            "t",
+            10,
+            310_000,
+            switch_line(("t", 10), "X", ("swapper/0", 0)),
+        ),
+    ]);
+    text_trace(2, &l)
+}
+
+/// Each burst is its run time scaled by the capacity of the CPU it ran on (a burst over CPUs
+/// of different capacities by their time-weighted mean), from the trace's capacity events,
+/// else from `capacity=`, else 1024 (said in the report's notes).
+#[test]
+fn bursts_are_scaled_by_the_recorded_capacity() {
+    use Step::*;
+    let o = Options {
+        comm: vec!["t".into()],
+        ..Options::default()
+    };
+    let x = extract::extract(
+        &parse_bytes("a.txt", big_little_trace(true).as_bytes()).unwrap(),
+        &o,
+    );
+    assert_eq!(x.capacity_source, CapacitySource::Trace);
+    assert_eq!(x.capacities, vec![512, 1024]);
+    // 100 us at 512; then 50 us at 1024 and 50 us at 512 in one burst.
+    assert_eq!(
+        steps(&x, 10),
+        vec![Run(50_000), Sleep(99_000), Run(75_000), Exit]
+    );
+    assert_eq!(x.tasks[0].received_ns, 200_000, "run time is not scaled");
+
+    let plain = parse_bytes("b.txt", big_little_trace(false).as_bytes()).unwrap();
+    let x = extract::extract(&plain, &o);
+    assert_eq!(x.capacity_source, CapacitySource::Assumed);
+    assert_eq!(
+        steps(&x, 10),
+        vec![Run(100_000), Sleep(99_000), Run(100_000), Exit]
+    );
+    let spec = build(&plain, &o, "b.txt", "trace:b.txt", &Room::default())
+        .unwrap()
+        .0;
+    assert!(
+        spec.warnings
+            .iter()
+            .any(|w| w.message.contains("no CPU capacity")),
+        "{:?}",
+        spec.warnings
+    );
+
+    let o = Options {
+        capacity: Some(vec![256, 1024]),
+        ..o
+    };
+    let x = extract::extract(&plain, &o);
+    assert_eq!(x.capacity_source, CapacitySource::Key);
+    assert_eq!(
+        steps(&x, 10),
+        vec![Run(25_000), Sleep(99_000), Run(62_500), Exit]
+    );
+    // The key wins over the trace's events.
+    let x = extract::extract(
+        &parse_bytes("a.txt", big_little_trace(true).as_bytes()).unwrap(),
+        &o,
+    );
+    assert_eq!(
+        steps(&x, 10),
+        vec![Run(25_000), Sleep(99_000), Run(62_500), Exit]
+    );
+}
+
+/// A task woken by a timer every 1 ms (from the idle task) whose runs vary: `sleeps=auto`
+/// finds it periodic and replays its sleeps as the timer's expiries (the recorded wake-up
+/// times), `relative` as sleeps of the recorded length; one that sleeps 500 us after runs of
+/// varying length is relative under `auto`, and under `absolute` a timer too.
+#[test]
+fn periodic_interrupt_wakeups_become_timer_expiries() {
+    use Step::*;
+    let runs = [100_000u64, 300_000, 200_000, 400_000, 150_000];
+    let mut periodic = Vec::new();
+    let mut relative = Vec::new();
+    let (mut tp, mut tr) = (0u64, 0u64);
+    for (k, &r) in runs.iter().enumerate() {
+        // The periodic one: woken at k ms, blocks after its run.
+        if k > 0 {
+            periodic.push((0, "<idle>", 0, tp, waking_line("p", 10, 0)));
+        }
+        periodic.push((
+            0,
+            "<idle>",
+            0,
+            tp,
+            switch_line(("swapper/0", 0), "R", ("p", 10)),
+        ));
+        periodic.push((
+            0,
+            "p",
+            10,
+            tp + r,
+            switch_line(("p", 10), "S", ("swapper/0", 0)),
+        ));
+        tp = (k as u64 + 1) * 1_000_000;
+        // The relative one: sleeps 500 us from its block.
+        if k > 0 {
+            relative.push((1, "<idle>", 0, tr, waking_line("q", 20, 1)));
+        }
+        relative.push((
+            1,
+            "<idle>",
+            0,
+            tr,
+            switch_line(("swapper/1", 0), "R", ("q", 20)),
+        ));
+        relative.push((
+            1,
+            "q",
+            20,
+            tr + r,
+            switch_line(("q", 20), "S", ("swapper/1", 0)),
+        ));
+        tr += r + 500_000;
+    }
+    periodic.extend(relative);
+    let text = text_trace(2, &periodic);
+    let p = parse_bytes("p.txt", text.as_bytes()).unwrap();
+    let x = extract::extract(&p, &Options::default());
+    let t = |x: &Extracted, pid| x.tasks.iter().find(|t| t.pid == pid).unwrap().clone();
+    assert!(t(&x, 10).absolute);
+    assert_eq!(
+        steps(&x, 10),
+        vec![
+            Run(100_000),
+            Timer(1_000_000),
+            Run(300_000),
+            Timer(2_000_000),
+            Run(200_000),
+            Timer(3_000_000),
+            Run(400_000),
+            Timer(4_000_000),
+            Run(150_000)
+        ]
+    );
+    assert!(!t(&x, 20).absolute);
+    assert_eq!(
+        steps(&x, 20),
+        vec![
+            Run(100_000),
+            Sleep(500_000),
+            Run(300_000),
+            Sleep(500_000),
+            Run(200_000),
+            Sleep(500_000),
+            Run(400_000),
+            Sleep(500_000),
+            Run(150_000)
+        ]
+    );
+    // The timer's periods are the intervals between its expiries, the first from the
+    // task's start; its program has the timer (absolute: a late task keeps the grid).
+    let sem = |_: u32| crate::ids::SemId(0);
+    let task = |_: u32| crate::ids::TaskRef(0);
+    let ev = extract::events(&t(&x, 10), &sem, &task);
+    let periods: Vec<u64> = ev
+        .iter()
+        .filter_map(|e| match e {
+            crate::program::Event::Timer { period_ns, .. } => Some(*period_ns),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(periods, vec![1_000_000; 4]);
+    let (spec, _) = build(
+        &p,
+        &Options::default(),
+        "p.txt",
+        "trace:p.txt",
+        &Room::default(),
+    )
+    .unwrap();
+    let timers: Vec<_> = spec
+        .tasks
+        .iter()
+        .map(|t| {
+            t.program
+                .local_timers
+                .iter()
+                .map(|s| s.relative)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(timers, vec![vec![false], vec![]]);
+
+    let rel = extract::extract(
+        &p,
+        &Options {
+            sleeps: Sleeps::Relative,
+            ..Options::default()
+        },
+    );
+    assert_eq!(steps(&rel, 10)[1], Sleep(900_000));
+    assert!(rel.tasks.iter().all(|t| !t.absolute));
+    let abs = extract::extract(
+        &p,
+        &Options {
+            sleeps: Sleeps::Absolute,
+            ..Options::default()
+        },
+    );
+    assert_eq!(steps(&abs, 20)[1], Timer(600_000));
+}
+
+/// The periodicity rule: steady intervals with varying sleeps are periodic, a missed period
+/// (a double interval) and one re-based grid keep it so; steady sleeps with varying
+/// intervals are not; too few wake-ups, or intervals off any grid, are not.
+#[test]
+fn which_interrupt_wakeups_are_periodic() {
+    let ms = 1_000_000u64;
+    let grid = |ts: &[u64], lens: &[u64]| -> Vec<(u64, u64)> {
+        ts.iter().zip(lens).map(|(&t, &l)| (t, l)).collect()
+    };
+    assert!(extract::is_periodic(&grid(
+        &[ms, 2 * ms, 3 * ms, 4 * ms],
+        &[900_000, 700_000, 800_000, 600_000]
+    )));
+    // A period missed (4 -> 6 ms) and a grid re-based once (6 -> 7.3 ms).
+    assert!(extract::is_periodic(&grid(
+        &[
+            ms,
+            2 * ms,
+            3 * ms,
+            4 * ms,
+            6 * ms,
+            7_300_000,
+            8_300_000,
+            9_300_000,
+            10_300_000
+        ],
+        &[
+            900_000, 700_000, 800_000, 100_000, 300_000, 100_000, 800_000, 700_000, 900_000
+        ]
+    )));
+    // Sleeps of 500 us after runs of 100 to 400 us.
+    assert!(!extract::is_periodic(&grid(
+        &[600_000, 1_400_000, 2_100_000, 3_000_000, 3_650_000],
+        &[500_000; 5]
+    )));
+    assert!(!extract::is_periodic(&grid(&[ms, 2 * ms], &[ms, ms])));
+    assert!(!extract::is_periodic(&grid(
+        &[ms, 2 * ms, 5 * ms, 5_500_000, 9_000_000],
+        &[900_000, 700_000, 800_000, 600_000, 100_000]
+    )));
+}
+
+#[test]
+fn capacity_and_sleeps_keys() {
+    let o = parse_options("capacity=462x2,1024x2,sleeps=relative").unwrap();
+    assert_eq!(o.capacity, Some(vec![462, 462, 1024, 1024]));
+    assert_eq!(o.sleeps, Sleeps::Relative);
+    assert_eq!(parse_options("").unwrap().sleeps, Sleeps::Auto);
+    assert_eq!(
+        parse_options("sleeps=absolute").unwrap().sleeps,
+        Sleeps::Absolute
+    );
+    for bad in [
+        "capacity=0",
+        "capacity=2048",
+        "capacity=512x0",
+        "capacity=big",
+    ] {
+        let e = parse_options(bad).unwrap_err();
+        assert!(e.to_string().contains("1..=1024"), "{bad}: {e}");
+    }
+    let e = parse_options("sleeps=sometimes").unwrap_err();
+    assert!(e.to_string().contains("auto, absolute, relative"), "{e}");
 }
