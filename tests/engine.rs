@@ -364,7 +364,10 @@ fn a_waiting_task_pinned_away_from_the_idle_cpus_is_not_idle_while_overloaded() 
     for w in ["hogs:cpus=0,per_cpu=2", "busy:threads=3,cpus=0-1"] {
         let short = run_kernel(config("hikey", &[w], 200, 1));
         let long = run_kernel(config("hikey", &[w], 1000, 1));
-        assert!(short.idle_while_overloaded_ns > 0, "{w}: the start-up counts");
+        assert!(
+            short.idle_while_overloaded_ns > 0,
+            "{w}: the start-up counts"
+        );
         assert_eq!(
             short.idle_while_overloaded_ns, long.idle_while_overloaded_ns,
             "{w}: nothing after the start-up"

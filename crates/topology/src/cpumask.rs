@@ -7,7 +7,9 @@
 //! commas, the first word printed only as wide as the mask needs: `0f` for an
 //! 8-CPU mask holding CPUs 0-3).
 //!
-//! Masks are stored in `u64` words (with their width beside them); the bits above
+//! Masks are stored in `u64` words (with their width beside them; the hot single-bit
+//! operations read the words directly, and bitvec's [`BitSlice`] view of them does the
+//! range work of the parsers); the bits above
 //! `nr_cpu_ids` in the last word are always zero, so whole-word operations
 //! (weight, equality, and/or/andnot) never see stale bits.
 //!
@@ -17,6 +19,7 @@
 
 use std::fmt;
 
+use bitvec::prelude::{BitSlice, Lsb0};
 /// A CPU number (the kernel's `int cpu`), `0..nr_cpu_ids`.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
@@ -154,6 +157,12 @@ impl Cpumask {
     #[inline]
     fn words_mut(&mut self) -> &mut [u64] {
         &mut self.words
+    }
+
+    /// The mask as a bit slice, `nr_cpu_ids` bits long.
+    fn bits_mut(&mut self) -> &mut BitSlice<u64, Lsb0> {
+        let n = self.nr_bits;
+        &mut BitSlice::from_slice_mut(&mut self.words)[..n]
     }
 
     fn clear_tail(&mut self) {
@@ -496,9 +505,7 @@ impl Cpumask {
                     nr_cpu_ids,
                 });
             }
-            for cpu in start..=end {
-                m.set(CpuId(cpu as u32));
-            }
+            m.bits_mut()[start as usize..=end as usize].fill(true);
         }
         Ok(m)
     }
