@@ -785,7 +785,12 @@ pub fn is_periodic(irq_sleeps: &[(u64, u64)]) -> bool {
     let tol = (period / 4).max(50_000);
     let on_grid: Vec<u64> = intervals
         .iter()
-        .map(|&i| i.abs_diff(((i + period / 2) / period).max(1) * period))
+        .map(|&i| {
+            // The nearest whole number of periods (at least one), rounded without overflow
+            // for any recorded interval.
+            let k = (i / period + u64::from(i % period >= period - period / 2)).max(1);
+            i.abs_diff(k.saturating_mul(period))
+        })
         .filter(|&d| d <= tol)
         .collect();
     if on_grid.len() * 4 < intervals.len() * 3 {

@@ -150,15 +150,29 @@ fn capacity(name: &str, body: &str, line: u64) -> Result<Option<(u32, u64)>, Lin
         let v = value(key).ok_or_else(|| err(line, format!("{name} without {key}=")))?;
         num(v, key, line)
     };
+    let cpu = |n: u64| {
+        u32::try_from(n)
+            .ok()
+            .filter(|&c| c < super::MAX_TRACE_CPUS)
+            .ok_or_else(|| {
+                err(
+                    line,
+                    format!(
+                        "{name}: CPU {n} out of range (at most {} CPUs)",
+                        super::MAX_TRACE_CPUS
+                    ),
+                )
+            })
+    };
     Ok(match name {
         "sched_cpu_capacity" | "lisa__sched_cpu_capacity" => {
             let cap = match value("capacity_orig") {
                 Some(v) => num(v, "capacity_orig", line)?,
                 None => get("capacity")?,
             };
-            Some((get("cpu")? as u32, cap))
+            Some((cpu(get("cpu")?)?, cap))
         }
-        "cpu_capacity" => Some((get("cpu_id")? as u32, get("state")?)),
+        "cpu_capacity" => Some((cpu(get("cpu_id")?)?, get("state")?)),
         _ => None,
     })
 }

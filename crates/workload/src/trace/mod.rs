@@ -72,6 +72,14 @@ pub enum TraceError {
         /// What is wrong.
         message: String,
     },
+    /// The trace names more CPUs than lbsim builds, or `capacity=` does not match its CPUs.
+    #[error("{path}: {message}")]
+    Cpus {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Nothing to replay.
     #[error("{path}: {message}")]
     Empty {
@@ -120,7 +128,7 @@ pub fn sniff(path: &str, bytes: &[u8]) -> Format {
 /// # Errors
 /// A line (text) or field (protobuf) that cannot be read.
 pub fn parse_bytes(path: &str, bytes: &[u8]) -> Result<Parsed, TraceError> {
-    match sniff(path, bytes) {
+    let parsed = match sniff(path, bytes) {
         Format::Text => {
             let text = std::str::from_utf8(bytes).map_err(|e| {
                 let at = e.valid_up_to();
@@ -141,7 +149,33 @@ pub fn parse_bytes(path: &str, bytes: &[u8]) -> Result<Parsed, TraceError> {
             offset: e.offset,
             message: e.message,
         }),
+    }?;
+    check_cpus(path, &parsed)?;
+    Ok(parsed)
+}
+
+/// The most CPUs a trace may name: lbsim's largest machine (`lbsim_topology::MAX_CPUS`,
+/// x86 `MAXSMP`'s `NR_CPUS`). A CPU number past it is a broken trace, and would size the
+/// replay's per-CPU tables by it.
+pub const MAX_TRACE_CPUS: u32 = 8192;
+
+/// Refuses a trace whose CPU count, events or capacities name a CPU at or past
+/// [`MAX_TRACE_CPUS`].
+fn check_cpus(path: &str, p: &Parsed) -> Result<(), TraceError> {
+    let bad = |what: String| TraceError::Cpus {
+        path: path.to_string(),
+        message: format!("{what}: a trace names at most {MAX_TRACE_CPUS} CPUs"),
+    };
+    if let Some(n) = p.nr_cpus.filter(|&n| n > MAX_TRACE_CPUS) {
+        return Err(bad(format!("{n} CPUs")));
     }
+    if let Some(r) = p.records.iter().find(|r| r.cpu >= MAX_TRACE_CPUS) {
+        return Err(bad(format!("an event on CPU {}", r.cpu)));
+    }
+    if let Some(&c) = p.capacities.keys().find(|&&c| c >= MAX_TRACE_CPUS) {
+        return Err(bad(format!("a capacity of CPU {c}")));
+    }
+    Ok(())
 }
 
 /// `trace:FILE[,key=value...]`: the trace entry of [`crate::generators::WORKLOADS`].
@@ -291,7 +325,7 @@ fn parse_capacities(text: &str) -> Result<Vec<u64>, String> {
             .unwrap_or((element.trim(), "1"));
         let v: u64 = v.trim().parse().map_err(|_| expected())?;
         let n: usize = n.trim().parse().map_err(|_| expected())?;
-        if !(1..=1024).contains(&v) || n == 0 || out.len() + n > 4096 {
+        if !(1..=1024).contains(&v) || n == 0 || n > MAX_TRACE_CPUS as usize - out.len() {
             return Err(expected());
         }
         out.extend(std::iter::repeat_n(v, n));
@@ -329,6 +363,20 @@ pub fn build(
     label: &str,
     room: &Room,
 ) -> Result<(WorkloadSpec, Size), TraceError> {
+    if let Some(c) = o
+        .capacity
+        .as_ref()
+        .filter(|c| c.len() != parsed.cpus() as usize)
+    {
+        return Err(TraceError::Cpus {
+            path: path.to_string(),
+            message: format!(
+                "capacity= gives {} CPUs, the trace has {} (one capacity per CPU: 462x4,1024x4)",
+                c.len(),
+                parsed.cpus()
+            ),
+        });
+    }
     let x = extract::extract(parsed, o);
     if x.tasks.is_empty() {
         return Err(TraceError::Empty {

@@ -120,7 +120,12 @@ pub struct Parsed {
 impl Parsed {
     /// The trace's CPU count: as declared, else one more than the highest CPU seen.
     pub fn cpus(&self) -> u32 {
-        self.nr_cpus
-            .unwrap_or_else(|| self.records.iter().map(|r| r.cpu + 1).max().unwrap_or(1))
+        self.nr_cpus.unwrap_or_else(|| {
+            self.records
+                .iter()
+                .map(|r| r.cpu.saturating_add(1))
+                .max()
+                .unwrap_or(1)
+        })
     }
 }

@@ -662,6 +662,38 @@ fn capacity_events_of_lisa_and_trappy() {
     )
     .unwrap_err();
     assert_eq!(e.to_string(), "bad.txt:2: cpu_capacity without cpu_id=");
+    // A CPU number past lbsim's largest machine, or past u32, is refused by line; not
+    // truncated to a CPU that exists, nor used to size the replay's tables.
+    for (body, cpu) in [
+        (
+            "sched_cpu_capacity: cpu=4294967296 capacity=512",
+            "4294967296",
+        ),
+        ("cpu_capacity: state=512 cpu_id=4000000000", "4000000000"),
+        ("lisa__sched_cpu_capacity: cpu=8192 capacity=512", "8192"),
+    ] {
+        let e = parse_bytes(
+            "bad.txt",
+            text_trace(1, &[(0, "<idle>", 0, 0, body.into())]).as_bytes(),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().starts_with("bad.txt:2: ")
+                && e.to_string()
+                    .contains(&format!("CPU {cpu} out of range (at most 8192 CPUs)")),
+            "{e}"
+        );
+    }
+    // An event on such a CPU (the [CPU] field) is refused for the whole trace.
+    let e = parse_bytes(
+        "bad.txt",
+        text_trace(1, &[(9000, "t", 10, 0, waking_line("t", 10, 0))]).as_bytes(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "bad.txt: an event on CPU 9000: a trace names at most 8192 CPUs"
+    );
 }
 
 /// Perfetto's `CpuInfo` (TracePacket field 67): one `Cpu` per CPU in CPU order, its
@@ -813,6 +845,22 @@ fn bursts_are_scaled_by_the_recorded_capacity() {
         steps(&x, 10),
         vec![Run(25_000), Sleep(99_000), Run(62_500), Exit]
     );
+    // One capacity per CPU of the trace: a list of another length is an error, not CPUs
+    // silently taken as 1024 or capacities of CPUs the trace does not have.
+    for caps in [vec![512], vec![512, 1024, 1024]] {
+        let o = Options {
+            capacity: Some(caps.clone()),
+            ..o.clone()
+        };
+        let e = build(&plain, &o, "b.txt", "trace:b.txt", &Room::default()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "b.txt: capacity= gives {} CPUs, the trace has 2 (one capacity per CPU: 462x4,1024x4)",
+                caps.len()
+            )
+        );
+    }
 }
 
 /// A task woken by a timer every 1 ms (from the idle task) whose runs vary: `sleeps=auto`
@@ -1011,6 +1059,9 @@ fn capacity_and_sleeps_keys() {
         "capacity=2048",
         "capacity=512x0",
         "capacity=big",
+        // A count that would overflow the list's length: refused, not wrapped.
+        "capacity=1,1x18446744073709551615",
+        "capacity=512x8193",
     ] {
         let e = parse_options(bad).unwrap_err();
         assert!(e.to_string().contains("1..=1024"), "{bad}: {e}");
