@@ -181,6 +181,11 @@ pub struct EngineCounts {
     pub pelt_group_sums_checked: u64,
     /// Of `pelt_sums_checked`, those of a cfs_rq with a queued group entity.
     pub pelt_group_entity_sums_checked: u64,
+    /// Moves between task groups (`sched_move_task()`) of a running task.
+    pub tg_moves_running: u64,
+    /// Moves between task groups of a queued task that was not running (none today: lbsim's
+    /// programs move only themselves).
+    pub tg_moves_queued: u64,
     /// (check, CPU) pairs where a CPU sat in a non-polling idle state.
     pub in_idle_state: u64,
     /// (check, CPU) pairs where a CPU was leaving an idle state (an interrupt waiting for
@@ -210,6 +215,8 @@ impl EngineCounts {
         self.pelt_runnable_stale += other.pelt_runnable_stale;
         self.pelt_group_sums_checked += other.pelt_group_sums_checked;
         self.pelt_group_entity_sums_checked += other.pelt_group_entity_sums_checked;
+        self.tg_moves_running += other.tg_moves_running;
+        self.tg_moves_queued += other.tg_moves_queued;
         self.in_idle_state += other.in_idle_state;
         self.idle_exiting += other.idle_exiting;
         self.idle_tick_kept += other.idle_tick_kept;
@@ -300,12 +307,12 @@ struct PeltSums {
 pub(crate) struct Checker {
     waits: SecondaryMap<TaskId, Wait>,
     pinned: SecondaryMap<TaskId, Pinned>,
-    /// The CPU whose cfs_rq each entity was attached to at the last check.
-    attached: SecondaryMap<TaskId, CpuId>,
+    /// The CPU and task group whose cfs_rq each entity was attached to at the last check.
+    attached: SecondaryMap<TaskId, (CpuId, u32)>,
     slack: Vec<Slack>,
     /// [`Core::signal_gap_ns`], fixed for the run (its costs and machine are).
     signal_gap_ns: Option<u64>,
-    counts: EngineCounts,
+    pub(crate) counts: EngineCounts,
 }
 
 impl Checker {
@@ -708,19 +715,19 @@ impl<B: Balancer> Core<B> {
             let attached = a.last_update_time != 0
                 && (t.state != TaskState::Exited || exit_pending)
                 && t.state != TaskState::New;
-            // Tasks never change group (no sched_move_task()): a departure is from the
-            // cfs_rq of the task's group on its previous CPU.
+            // A departure is from the cfs_rq the task was attached to at the last check: its
+            // group's on its previous CPU, or its previous group's (sched_move_task()).
             let k = t.tg as usize;
-            if let Some(prev) = self.checker.attached.get(id).copied()
-                && (!attached || prev != t.cpu)
+            if let Some((prev, prev_tg)) = self.checker.attached.get(id).copied()
+                && (!attached || prev != t.cpu || prev_tg != t.tg)
             {
-                departed.push((prev.index() * n_cfs + k, w));
+                departed.push((prev.index() * n_cfs + prev_tg as usize, w));
             }
             if !attached {
                 self.checker.attached.remove(id);
                 continue;
             }
-            self.checker.attached.insert(id, t.cpu);
+            self.checker.attached.insert(id, (t.cpu, t.tg));
             let rq = &self.rqs[c];
             // cfs_rq_of(se): the task's group cfs_rq with task groups.
             let lut = rq.task_cfs_last_update_time(&self.tasks, id);
