@@ -366,3 +366,35 @@ fn a_thread_moving_between_groups_at_each_phase_is_charged_to_each_group() {
     );
     assert!(moves[1].contains(" dst_path=/b "), "{}", moves[1]);
 }
+
+/// A thread moving between two groups on one CPU beside a root task (the background
+/// kworker): each move propagates a removal through one group entity and an addition
+/// through the other into the root cfs_rq, and the kernel's floor `max_t(u32, load_sum,
+/// load_avg * PELT_MIN_DIVIDER)` in update_tg_cfs_load() (fair.c v6.12) lifts the root's
+/// load_sum above its entities' (141 average units over a bound of 77 at 6 ms with seed 2
+/// before `--check` allowed the floor's recorded raises). The checks hold, and the floors
+/// raised sums.
+#[test]
+fn a_thread_moving_between_two_groups_beside_a_root_task_keeps_the_root_pelt_sums() {
+    let path = std::env::temp_dir().join(format!(
+        "lbsim-tgmove-two-groups-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(
+        &path,
+        r#"{"tasks": {"mover": {"loop": -1, "phases": {
+            "p0": {"run": 2000, "sleep": 1000, "taskgroup": "/g0"},
+            "p1": {"run": 2000, "sleep": 1000, "taskgroup": "/g1"}}}}}"#,
+    )
+    .unwrap();
+    for seed in [1, 2] {
+        let mut cfg = config("1", &[&format!("rtapp:{}", path.display())], 200, seed);
+        cfg.engine.background_wakeups_hz = 300;
+        cfg.cgroups = vec![("/g0".into(), 300), ("/g1".into(), 1000)];
+        let r = run_kernel(cfg);
+        let counts = &r.checks.expect("checks on").engine;
+        assert!(counts.tg_moves_running >= 20, "seed {seed}: {counts:?}");
+        assert!(counts.pelt_floor_raises > 0, "seed {seed}: {counts:?}");
+    }
+    std::fs::remove_file(&path).unwrap();
+}
