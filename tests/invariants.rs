@@ -28,9 +28,8 @@
 //!
 //! Random machines carry one of the presets' idle-state tables (or none), so the cpuidle
 //! model runs in most cases. A third of the cases run their workloads in a random hierarchy
-//! of task groups; with `LBSIM_SUITE_MOVERS=1`, half of those add rt-app threads moving
-//! between the groups at their phases (rt-app's phase `taskgroup`: `sched_move_task()` of
-//! the running task), off by default while a root load_sum excess they find is open.
+//! of task groups, half of those with rt-app threads moving between the groups at their
+//! phases (rt-app's phase `taskgroup`: `sched_move_task()` of the running task).
 //!
 //! Each "always" is paired with "sometimes" counters summed over the suite's cases and
 //! asserted at the end, so the suite cannot pass without reaching the states the
@@ -383,8 +382,8 @@ fn case() -> impl Strategy<Value = Case> {
 /// the case's seed (so that the other draws, and with them the cases without groups, stay
 /// as they were): two to four groups, siblings under the root, possibly a nested group and
 /// then either a group below it (three deep) or a sibling of it, weights 1..10000,
-/// each workload in a group or left in the root, where it may be in an autogroup; and, with
-/// `LBSIM_SUITE_MOVERS=1`, in half of them an rt-app workload whose threads move between those groups at their phases
+/// each workload in a group or left in the root, where it may be in an autogroup; and in half
+/// of them an rt-app workload whose threads move between those groups at their phases
 /// ([`mover_file`]). Task groups need the EEVDF pick, so cases on the legacy CFS pick
 /// (`sched_policy=cfs`, profiles before 6.6) keep none.
 fn with_task_groups(case: &mut Case) {
@@ -437,12 +436,10 @@ fn with_task_groups(case: &mut Case) {
             case.workloads[i].push_str(&format!(",session={session}"));
         }
     }
-    // Drawn last, so the draws above are as before: with `LBSIM_SUITE_MOVERS=1`, in half the
-    // cases with groups, an rt-app workload whose threads move between the groups (and the
-    // root cgroup) at its phases (sched_move_task() of the running task). Off by default:
-    // moves between two groups break the root cfs_rq's load_sum comparison (seed 1487 of
-    // PROPTEST_CASES=64 replays it; under investigation, see the tgmove report).
-    if movers() && next(2) == 0 {
+    // Drawn last, so the draws above are as before: in half the cases with groups, an
+    // rt-app workload whose threads move between the groups (and the root cgroup) at its
+    // phases (sched_move_task() of the running task).
+    if next(2) == 0 {
         let file = mover_file(&paths, &mut next);
         let session = next(3);
         let mut w = format!("rtapp:{}", file.display());
@@ -451,11 +448,6 @@ fn with_task_groups(case: &mut Case) {
         }
         case.workloads.push(w);
     }
-}
-
-/// Whether the suite adds threads moving between groups (`LBSIM_SUITE_MOVERS=1`).
-fn movers() -> bool {
-    std::env::var_os("LBSIM_SUITE_MOVERS").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
 /// Writes an rt-app file of 1 or 2 threads (1 to 3 instances each) looping over 2 to 4
@@ -889,6 +881,10 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
             e.pelt_u32_cuts,
         ),
         (
+            "cfs_rq sums raised by the kernel's max_t() floor",
+            e.pelt_floor_raises,
+        ),
+        (
             "cfs_rq updates with a dequeued curr (newly idle balances)",
             e.pelt_dequeued_curr,
         ),
@@ -925,6 +921,14 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
         ),
         // Task groups: some cases run their workloads in a random hierarchy.
         ("cases with task groups", t.cases_with_groups),
+        // Tasks move between groups (sched_move_task() of the running task, at rt-app
+        // phases), under every check: the group cfs_rqs' counts, weights and shares, and
+        // their PELT sums with the move's detach and attach.
+        (
+            "cases with threads moving between groups",
+            t.cases_with_movers,
+        ),
+        ("moves of a running task between groups", e.tg_moves_running),
         ("cases with autogroups", t.cases_with_autogroups),
         (
             "cases with a group three deep or sibling groups below a group",
@@ -956,19 +960,6 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
             t.legacy.some_pinned,
         ),
     ];
-    // With LBSIM_SUITE_MOVERS=1, tasks move between groups (sched_move_task() of the
-    // running task, at rt-app phases) under every check: the group cfs_rqs' counts, weights
-    // and shares, and their PELT sums with the move's detach and attach.
-    if movers() {
-        assert!(
-            t.cases_with_movers > 0,
-            "no case with threads moving between groups"
-        );
-        assert!(
-            e.tg_moves_running > 0,
-            "no move of a running task between groups"
-        );
-    }
     let missing: Vec<&str> = sometimes
         .iter()
         .filter(|(_, n)| *n == 0)
