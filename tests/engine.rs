@@ -188,6 +188,7 @@ fn a_traced_run_is_the_same_run_and_its_trace_is_consistent() {
                 assert!(parent_pid < child_pid, "a parent exists before its child");
             }
             TraceEvent::Exit { pid } => assert!(pid as usize <= trace.tasks.len()),
+            TraceEvent::CgroupAttach { .. } => panic!("no task of this run changes its group"),
             TraceEvent::PeltCfs { .. } => pelt += 1,
             TraceEvent::Charge { cost_ns, .. } => {
                 charges += 1;

@@ -27,7 +27,9 @@
 //!     is that state's exit latency; an idle CPU that kept its tick has a tick pending.
 //!
 //! Random machines carry one of the presets' idle-state tables (or none), so the cpuidle
-//! model runs in most cases.
+//! model runs in most cases. A third of the cases run their workloads in a random hierarchy
+//! of task groups, half of those with rt-app threads moving between the groups at their
+//! phases (rt-app's phase `taskgroup`: `sched_move_task()` of the running task).
 //!
 //! Each "always" is paired with "sometimes" counters summed over the suite's cases and
 //! asserted at the end, so the suite cannot pass without reaching the states the
@@ -380,8 +382,10 @@ fn case() -> impl Strategy<Value = Case> {
 /// the case's seed (so that the other draws, and with them the cases without groups, stay
 /// as they were): two to four groups, siblings under the root, possibly a nested group and
 /// then either a group below it (three deep) or a sibling of it, weights 1..10000,
-/// each workload in a group or left in the root, where it may be in an autogroup. Task groups need the EEVDF pick, so cases
-/// on the legacy CFS pick (`sched_policy=cfs`, profiles before 6.6) keep none.
+/// each workload in a group or left in the root, where it may be in an autogroup; and in half
+/// of them an rt-app workload whose threads move between those groups at their phases
+/// ([`mover_file`]). Task groups need the EEVDF pick, so cases on the legacy CFS pick
+/// (`sched_policy=cfs`, profiles before 6.6) keep none.
 fn with_task_groups(case: &mut Case) {
     let cfs = case.features.iter().any(|f| f == "sched_policy=cfs")
         || case.kernel.is_some_and(|k| {
@@ -432,6 +436,60 @@ fn with_task_groups(case: &mut Case) {
             case.workloads[i].push_str(&format!(",session={session}"));
         }
     }
+    // Drawn last, so the draws above are as before: in half the cases with groups, an
+    // rt-app workload whose threads move between the groups (and the root cgroup) at its
+    // phases (sched_move_task() of the running task).
+    if next(2) == 0 {
+        let file = mover_file(&paths, &mut next);
+        let session = next(3);
+        let mut w = format!("rtapp:{}", file.display());
+        if session != 0 {
+            w.push_str(&format!(",session={session}"));
+        }
+        case.workloads.push(w);
+    }
+}
+
+/// Writes an rt-app file of 1 or 2 threads (1 to 3 instances each) looping over 2 to 4
+/// phases, each running 50 us to 3 ms and sleeping up to 2 ms, most with a phase-level
+/// taskgroup drawn from `paths` and the root cgroup (a phase without one keeps the thread
+/// where it is), into the tests' temporary directory, named by its content so that the
+/// case's replay command finds it. Returns its path.
+fn mover_file(paths: &[String], next: &mut impl FnMut(u64) -> u64) -> std::path::PathBuf {
+    let mut groups: Vec<&str> = paths.iter().map(String::as_str).collect();
+    groups.push("/");
+    let mut tasks = Vec::new();
+    for t in 0..=next(2) {
+        let mut phases = Vec::new();
+        for ph in 0..2 + next(3) {
+            let mut body = format!("\"run\": {}", 50 + next(3000));
+            let sleep = next(2001);
+            if sleep > 0 {
+                body.push_str(&format!(", \"sleep\": {sleep}"));
+            }
+            if next(4) != 0 {
+                let g = groups[next(groups.len() as u64) as usize];
+                body.push_str(&format!(", \"taskgroup\": \"{g}\""));
+            }
+            phases.push(format!("\"p{ph}\": {{{body}}}"));
+        }
+        tasks.push(format!(
+            "\"mover{t}\": {{\"instance\": {}, \"loop\": -1, \"phases\": {{{}}}}}",
+            1 + next(3),
+            phases.join(", ")
+        ));
+    }
+    let json = format!("{{\"tasks\": {{{}}}}}\n", tasks.join(", "));
+    // FNV-1a of the content names the file.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in json.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("invariants");
+    std::fs::create_dir_all(&dir).expect("the tests' temporary directory");
+    let path = dir.join(format!("mover-{h:016x}.json"));
+    std::fs::write(&path, json).expect("a mover file");
+    path
 }
 
 /// Where failing cases are kept (relative to the package, where `cargo test` runs).
@@ -479,6 +537,8 @@ struct Totals {
     cases_with_autogroups: u64,
     /// Cases with a group three deep or two sibling groups below a group.
     cases_with_deep_groups: u64,
+    /// Cases with threads that move between groups at their phases (rt-app `taskgroup`).
+    cases_with_movers: u64,
     engine: EngineCounts,
     /// The v5.5+ balancer's decision record (cases on no profile or 5.7 to 6.12).
     balancer: CheckCounts,
@@ -555,6 +615,7 @@ fn check_case(case: &Case, t: &mut Totals) -> Result<(), String> {
             .any(|(p, _)| p == "/g0/sub/leaf" || p == "/g0/sib"),
     );
     t.cases_with_autogroups += u64::from(case.workloads.iter().any(|w| w.contains(",session=")));
+    t.cases_with_movers += u64::from(case.workloads.iter().any(|w| w.starts_with("rtapp:")));
     // The engine's invariants (2, 3, 4, 8, 10) hold under either balancer.
     t.engine.add(&checks.engine);
     let (counters, _) = r.schedstat_counters.as_ref().expect("schedstat");
@@ -820,6 +881,10 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
             e.pelt_u32_cuts,
         ),
         (
+            "cfs_rq sums raised by the kernel's max_t() floor",
+            e.pelt_floor_raises,
+        ),
+        (
             "cfs_rq updates with a dequeued curr (newly idle balances)",
             e.pelt_dequeued_curr,
         ),
@@ -856,6 +921,14 @@ fn invariants_hold_over_random_machines_workloads_affinities_and_features() {
         ),
         // Task groups: some cases run their workloads in a random hierarchy.
         ("cases with task groups", t.cases_with_groups),
+        // Tasks move between groups (sched_move_task() of the running task, at rt-app
+        // phases), under every check: the group cfs_rqs' counts, weights and shares, and
+        // their PELT sums with the move's detach and attach.
+        (
+            "cases with threads moving between groups",
+            t.cases_with_movers,
+        ),
+        ("moves of a running task between groups", e.tg_moves_running),
         ("cases with autogroups", t.cases_with_autogroups),
         (
             "cases with a group three deep or sibling groups below a group",

@@ -170,6 +170,10 @@ pub struct EngineCounts {
     /// Checks that found a cfs_rq whose `load_sum` or `runnable_sum` the kernel's 32-bit
     /// `max_t()` had cut since the last check ([`lbsim_pelt::SumsTruncated`]).
     pub pelt_u32_cuts: u64,
+    /// (check, cfs_rq, sum) triples where the kernel's floor on a sum (`max_t(u32, sum,
+    /// avg * PELT_MIN_DIVIDER)`) had raised it since the last check
+    /// ([`lbsim_pelt::SumsTruncated::load_raised`] and the others).
+    pub pelt_floor_raises: u64,
     /// Checks that found a cfs_rq updated while its `curr` was a dequeued task (the
     /// previous task of a newly idle balance), which counts as running time.
     pub pelt_dequeued_curr: u64,
@@ -181,6 +185,11 @@ pub struct EngineCounts {
     pub pelt_group_sums_checked: u64,
     /// Of `pelt_sums_checked`, those of a cfs_rq with a queued group entity.
     pub pelt_group_entity_sums_checked: u64,
+    /// Moves between task groups (`sched_move_task()`) of a running task.
+    pub tg_moves_running: u64,
+    /// Moves between task groups of a queued task that was not running (none today: lbsim's
+    /// programs move only themselves).
+    pub tg_moves_queued: u64,
     /// (check, CPU) pairs where a CPU sat in a non-polling idle state.
     pub in_idle_state: u64,
     /// (check, CPU) pairs where a CPU was leaving an idle state (an interrupt waiting for
@@ -206,10 +215,13 @@ impl EngineCounts {
         self.max_pelt_per_mille = self.max_pelt_per_mille.max(other.max_pelt_per_mille);
         self.pelt_departures += other.pelt_departures;
         self.pelt_u32_cuts += other.pelt_u32_cuts;
+        self.pelt_floor_raises += other.pelt_floor_raises;
         self.pelt_dequeued_curr += other.pelt_dequeued_curr;
         self.pelt_runnable_stale += other.pelt_runnable_stale;
         self.pelt_group_sums_checked += other.pelt_group_sums_checked;
         self.pelt_group_entity_sums_checked += other.pelt_group_entity_sums_checked;
+        self.tg_moves_running += other.tg_moves_running;
+        self.tg_moves_queued += other.tg_moves_queued;
         self.in_idle_state += other.in_idle_state;
         self.idle_exiting += other.idle_exiting;
         self.idle_tick_kept += other.idle_tick_kept;
@@ -259,6 +271,14 @@ struct Slack {
     /// may be that much below their entities' and no more.
     load_cut: f64,
     runnable_cut: f64,
+    /// What the kernel's floors on the sums (`max_t(u32, sum, avg * PELT_MIN_DIVIDER)`,
+    /// with the clamps at 0 before them) have added to them
+    /// ([`lbsim_pelt::SumsTruncated::load_raised`] and the others), in units of the
+    /// averages, decayed since: each sum may be that much above its entities' (see
+    /// [`Core::check_pelt`]).
+    load_raised: f64,
+    runnable_raised: f64,
+    util_raised: f64,
     /// What util_sum may have gained as running time with a dequeued `curr`, in units
     /// of the averages, decayed since.
     running: f64,
@@ -300,12 +320,12 @@ struct PeltSums {
 pub(crate) struct Checker {
     waits: SecondaryMap<TaskId, Wait>,
     pinned: SecondaryMap<TaskId, Pinned>,
-    /// The CPU whose cfs_rq each entity was attached to at the last check.
-    attached: SecondaryMap<TaskId, CpuId>,
+    /// The CPU and task group whose cfs_rq each entity was attached to at the last check.
+    attached: SecondaryMap<TaskId, (CpuId, u32)>,
     slack: Vec<Slack>,
     /// [`Core::signal_gap_ns`], fixed for the run (its costs and machine are).
     signal_gap_ns: Option<u64>,
-    counts: EngineCounts,
+    pub(crate) counts: EngineCounts,
 }
 
 impl Checker {
@@ -708,19 +728,19 @@ impl<B: Balancer> Core<B> {
             let attached = a.last_update_time != 0
                 && (t.state != TaskState::Exited || exit_pending)
                 && t.state != TaskState::New;
-            // Tasks never change group (no sched_move_task()): a departure is from the
-            // cfs_rq of the task's group on its previous CPU.
+            // A departure is from the cfs_rq the task was attached to at the last check: its
+            // group's on its previous CPU, or its previous group's (sched_move_task()).
             let k = t.tg as usize;
-            if let Some(prev) = self.checker.attached.get(id).copied()
-                && (!attached || prev != t.cpu)
+            if let Some((prev, prev_tg)) = self.checker.attached.get(id).copied()
+                && (!attached || prev != t.cpu || prev_tg != t.tg)
             {
-                departed.push((prev.index() * n_cfs + k, w));
+                departed.push((prev.index() * n_cfs + prev_tg as usize, w));
             }
             if !attached {
                 self.checker.attached.remove(id);
                 continue;
             }
-            self.checker.attached.insert(id, t.cpu);
+            self.checker.attached.insert(id, (t.cpu, t.tg));
             let rq = &self.rqs[c];
             // cfs_rq_of(se): the task's group cfs_rq with task groups.
             let lut = rq.task_cfs_last_update_time(&self.tasks, id);
@@ -839,6 +859,9 @@ impl<B: Balancer> Core<B> {
                 slack.util *= f;
                 slack.load *= f;
                 slack.load_cut *= f;
+                slack.load_raised *= f;
+                slack.runnable_raised *= f;
+                slack.util_raised *= f;
                 slack.runnable_cut *= f;
                 slack.running *= f;
                 slack.runnable_stale *= f;
@@ -859,8 +882,51 @@ impl<B: Balancer> Core<B> {
                 };
                 slack.load_cut += cut(cfs.truncated.load_sum, slack.seen.load_sum);
                 slack.runnable_cut += cut(cfs.truncated.runnable_sum, slack.seen.runnable_sum);
+                // The floors' raises (fair.c v6.12: `max_t(u32, sum, avg *
+                // PELT_MIN_DIVIDER)` after each subtraction or propagated difference, in
+                // detach_entity_load_avg() with its dequeue_load_avg(),
+                // update_cfs_rq_load_avg()'s removal and update_tg_cfs_util(),
+                // update_tg_cfs_runnable() and update_tg_cfs_load()): the average is a
+                // snapshot of the cfs_rq's last period boundary, moved since by each change's
+                // `delta_avg` while the sum moved by its `delta_sum`, and the two disagree
+                // (a group entity's old averages are its own snapshots; its new sum is
+                // rebuilt from its new average for util and runnable, and its old load_sum
+                // is not its old load_avg times the divider). When the changes took more
+                // from the sum than the average times the divider, the floor puts the
+                // difference back and it stays in the sum, above its entities'. A task moved
+                // between two groups (sched_move_task()) propagates a removal through one
+                // group entity and an addition through the other into the same parent. The
+                // raise is what the kernel's arithmetic added, recorded where it happened;
+                // decayed as the cuts are.
+                let raised = [
+                    (
+                        &mut slack.load_raised,
+                        cfs.truncated.load_raised,
+                        slack.seen.load_raised,
+                    ),
+                    (
+                        &mut slack.runnable_raised,
+                        cfs.truncated.runnable_raised,
+                        slack.seen.runnable_raised,
+                    ),
+                    (
+                        &mut slack.util_raised,
+                        cfs.truncated.util_raised,
+                        slack.seen.util_raised,
+                    ),
+                ];
+                for (allow, now_total, seen) in raised {
+                    if now_total != seen {
+                        *allow += cut(now_total, seen);
+                        self.checker.counts.pelt_floor_raises += 1;
+                    }
+                }
+                if (cfs.truncated.load_sum, cfs.truncated.runnable_sum)
+                    != (slack.seen.load_sum, slack.seen.runnable_sum)
+                {
+                    self.checker.counts.pelt_u32_cuts += 1;
+                }
                 slack.seen = cfs.truncated;
-                self.checker.counts.pelt_u32_cuts += 1;
             }
             // A newly idle balance keeps the sleeping previous task as `cfs_rq->curr`
             // (v6.12's pick_next_task_fair() puts it only once it has picked), and an
@@ -926,7 +992,7 @@ impl<B: Balancer> Core<B> {
                     u128::from(cfs.avg.util_sum),
                     s.util + u128::from(removed.util_avg) * divider,
                     pelt_bound(n, 0, slack.util),
-                    (0, slack.running.ceil() as u64),
+                    (0, (slack.running + slack.util_raised).ceil() as u64),
                 ),
                 (
                     "runnable_sum",
@@ -935,7 +1001,7 @@ impl<B: Balancer> Core<B> {
                     pelt_bound(n, 0, slack.util),
                     (
                         (slack.runnable_cut + slack.runnable_stale).ceil() as u64,
-                        slack.runnable_stale.ceil() as u64,
+                        (slack.runnable_stale + slack.runnable_raised).ceil() as u64,
                     ),
                 ),
                 (
@@ -943,7 +1009,10 @@ impl<B: Balancer> Core<B> {
                     u128::from(cfs.avg.load_sum),
                     s.load + u128::from(removed.load_avg) * divider,
                     pelt_bound(n, s.weight_units + u64::from(removed.nr), slack.load),
-                    (slack.load_cut.ceil() as u64, 0),
+                    (
+                        slack.load_cut.ceil() as u64,
+                        slack.load_raised.ceil() as u64,
+                    ),
                 ),
             ];
             for (name, have, want, bound, (below, above)) in checks {

@@ -205,7 +205,9 @@ impl<B: Balancer> Core<B> {
         };
         if sim.log.any() {
             // Logging needs the tracepoints fired and the tasks named, not the records kept.
-            sim.trace = Some(crate::trace::Trace::new(nr_cpus as u32));
+            let mut tr = crate::trace::Trace::new(nr_cpus as u32);
+            tr.groups = trace_groups(sim.tg_tree.as_deref());
+            sim.trace = Some(tr);
             if let Some(lt) = sim.balancer.trace() {
                 lt.enabled = true;
             }
@@ -291,6 +293,8 @@ impl<B: Balancer> Core<B> {
             runtime_ns: 0,
             work_units: 0,
             max_wait_ns: 0,
+            autogroup: 0,
+            tg_moves: Vec::new(),
         });
         self.run_of.insert(id, idx);
         if let Some(tr) = &mut self.trace {
@@ -314,6 +318,7 @@ impl<B: Balancer> Core<B> {
     pub fn with_trace(mut self) -> Self {
         let mut tr = crate::trace::Trace::new(self.rqs.len() as u32);
         tr.cpu_capacity = self.cpus.iter().map(|c| c.capacity).collect();
+        tr.groups = trace_groups(self.tg_tree.as_deref());
         for r in &self.runs {
             let t = &self.tasks[r.id];
             tr.add_task_in(&t.name, t.nice, tg_path(self.tg_tree.as_deref(), t.tg));
@@ -540,6 +545,17 @@ impl<B: Balancer> Core<B> {
     }
 }
 
+/// Each task group's path and depth, for the trace's `cgroup_attach_task`.
+fn trace_groups(tree: Option<&lbsim_rq::TaskGroupTree>) -> Vec<(String, u32)> {
+    tree.map_or_else(Vec::new, |t| {
+        t.paths
+            .iter()
+            .cloned()
+            .zip(t.depth.iter().copied())
+            .collect()
+    })
+}
+
 /// Task group `tg`'s path as `task_group_path()` prints it, `None` for the root group.
 fn tg_path(tree: Option<&lbsim_rq::TaskGroupTree>, tg: u32) -> Option<&str> {
     tree.filter(|_| tg != 0)
@@ -569,15 +585,35 @@ fn build_task_groups(
     for path in specs().filter_map(|t| t.cgroup.as_deref()) {
         tree.get_or_insert(path).map_err(bad)?;
     }
+    // Then the cgroups phases move threads into (rt-app's phase `taskgroup`), after the
+    // others so that a run without them numbers its groups as before.
+    for path in specs()
+        .flat_map(|t| t.program.phases.iter())
+        .filter_map(|p| p.taskgroup.as_deref())
+        .filter(|&p| p != "/")
+    {
+        tree.get_or_insert(path).map_err(bad)?;
+    }
     for &(id, nice) in &cfg.autogroups {
         // A nice for a session that never gets an autogroup is still checked.
         lbsim_rq::group::autogroup_shares(id, nice).map_err(bad)?;
     }
     if cfg.tunables.sched_autogroup_enabled {
         for t in specs() {
-            let (Some(id), None) = (t.session.filter(|&s| s != 0), t.cgroup.as_deref()) else {
+            // A task whose phases move it into the root cgroup may run in its autogroup
+            // then.
+            let to_root = || {
+                t.program
+                    .phases
+                    .iter()
+                    .any(|p| p.taskgroup.as_deref() == Some("/"))
+            };
+            let Some(id) = t.session.filter(|&s| s != 0) else {
                 continue;
             };
+            if t.cgroup.is_some() && !to_root() {
+                continue;
+            }
             // autogroup_task_group(): only a task in the root cgroup runs in its autogroup.
             if tree.find_autogroup(id).is_none() {
                 let nice = cfg

@@ -67,6 +67,26 @@ impl<B: Balancer> Core<B> {
             o.last_cpu = Some(t.cpu.0);
             migrations += t.se.nr_migrations;
             switches += t.nvcsw + t.nivcsw;
+            // A moved task's stints: each group it left (with the runtime and time at the
+            // move), then its group now.
+            let mut task_group_stints = Vec::new();
+            if !r.tg_moves.is_empty() {
+                let tree = self.tg_tree.as_ref().expect("moves need task groups");
+                let (mut from_ns, mut ran) = (o.created_ns.unwrap_or(0), 0);
+                let ends = r
+                    .tg_moves
+                    .iter()
+                    .copied()
+                    .chain([(t.tg, r.runtime_ns, self.now)]);
+                for (tg, runtime_ns, at) in ends {
+                    task_group_stints.push(crate::result::TaskGroupStint {
+                        cgroup: tree.paths[tg as usize].clone(),
+                        from_ns,
+                        runtime_ns: runtime_ns - ran,
+                    });
+                    (from_ns, ran) = (at, runtime_ns);
+                }
+            }
             tasks.push(TaskResult {
                 name: t.name.clone(),
                 group: o.group.clone(),
@@ -86,6 +106,7 @@ impl<B: Balancer> Core<B> {
                     .as_ref()
                     .filter(|tree| tree.autogroup[t.tg as usize].is_some())
                     .map(|tree| tree.paths[t.tg as usize].clone()),
+                task_group_stints,
             });
         }
         self.obs.sim_time_ns = self.now;
@@ -126,24 +147,35 @@ impl<B: Balancer> Core<B> {
         };
         if tasks
             .iter()
-            .any(|t| t.cgroup.is_some() || t.autogroup.is_some())
+            .any(|t| t.cgroup.is_some() || t.autogroup.is_some() || !t.task_group_stints.is_empty())
         {
             let total: u64 = tasks.iter().map(|t| t.runtime_ns).sum();
-            let names: Vec<String> = tasks.iter().map(tg_path).collect();
-            let mut paths: Vec<&str> = names.iter().map(String::as_str).collect();
+            // (group, task, runtime there): a task's one group, or each of its stints.
+            let mut parts: Vec<(String, usize, u64)> = Vec::new();
+            for (i, t) in tasks.iter().enumerate() {
+                if t.task_group_stints.is_empty() {
+                    parts.push((tg_path(t), i, t.runtime_ns));
+                } else {
+                    for s in &t.task_group_stints {
+                        parts.push((s.cgroup.clone(), i, s.runtime_ns));
+                    }
+                }
+            }
+            let mut paths: Vec<&str> = parts.iter().map(|(p, _, _)| p.as_str()).collect();
             paths.sort_unstable();
             paths.dedup();
             for p in paths {
-                let of: Vec<&TaskResult> = tasks
-                    .iter()
-                    .zip(&names)
-                    .filter(|(_, n)| n.as_str() == p)
-                    .map(|(t, _)| t)
-                    .collect();
-                let runtime_ns: u64 = of.iter().map(|t| t.runtime_ns).sum();
+                let mut members: Vec<usize> = Vec::new();
+                let mut runtime_ns = 0;
+                for (_, i, ns) in parts.iter().filter(|(q, _, _)| q == p) {
+                    runtime_ns += ns;
+                    members.push(*i);
+                }
+                // Parts are in task order: a task's stints in one group are adjacent.
+                members.dedup();
                 task_groups.push(TaskGroupShare {
                     cgroup: p.to_owned(),
-                    tasks: of.len(),
+                    tasks: members.len(),
                     runtime_ns,
                     share: if total == 0 {
                         0.0

@@ -81,6 +81,7 @@ impl<B: Balancer> Core<B> {
             task.se.slice = slice;
             task.se.custom_slice = true;
         }
+        let mut autogroup = 0;
         if let Some(tree) = &self.tg_tree {
             // sched_fork() -> sched_cgroup_fork(): the cgroup's group, or the session's
             // autogroup (sched_get_task_group() -> autogroup_task_group()).
@@ -96,11 +97,13 @@ impl<B: Balancer> Core<B> {
                 tg,
                 ag,
             );
+            autogroup = ag.unwrap_or(0);
         }
         let id = self.tasks.insert(task);
         let program = spec.start(wref);
         let rng = self.streams.rng(Stream::Task, u64::from(wref.0));
         let ri = self.add_run(id, Kind::Workload { wref, program, rng });
+        self.runs[ri as usize].autogroup = autogroup;
         self.set_affinity(ri as usize, mask);
         if of_spec.is_some() {
             self.by_ref[wref.index()] = ri;

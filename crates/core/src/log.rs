@@ -69,6 +69,7 @@ impl LogTargets {
             | TraceEvent::Waking { .. }
             | TraceEvent::Fork { .. }
             | TraceEvent::Exit { .. }
+            | TraceEvent::CgroupAttach { .. }
             | TraceEvent::PeltCfs { .. } => self.sched,
         };
         if !on {

@@ -49,17 +49,34 @@ pub struct TaskResult {
     /// otherwise (its cgroup's group, or the root).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub autogroup: Option<String>,
+    /// For a task that moved between task groups (rt-app's phase `taskgroup`): each stretch
+    /// in one group, in order, the last one in its group at the end (`cgroup`/`autogroup`
+    /// above). Empty (and absent from JSON) for a task that never moved.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub task_group_stints: Vec<TaskGroupStint>,
+}
+
+/// A stretch of a task's run in one task group.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TaskGroupStint {
+    /// The group as `task_group_path()` names it (`/` for the root group).
+    pub cgroup: String,
+    /// When the task entered it (its creation for the first stint), ns.
+    pub from_ns: u64,
+    /// Its time on a CPU while in it, ns.
+    pub runtime_ns: u64,
 }
 
 /// The CPU time of one task group's tasks (`cpu.stat`'s `usage_usec` of a cgroup, summed
-/// from its tasks; nested groups' tasks count in their own group only).
+/// from its tasks; nested groups' tasks count in their own group only). A task that moved
+/// between groups counts in each group it was in, with the time it ran while there.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct TaskGroupShare {
     /// The task group's path as the kernel's sched debug files print it
     /// (`task_group_path()`): the cgroup path, `/autogroup-N` for an autogroup, `/` for the
     /// root group's tasks.
     pub cgroup: String,
-    /// Workload tasks in it.
+    /// Workload tasks that were in it (a task that moved counts in each of its groups).
     pub tasks: usize,
     /// Their time on a CPU, ns.
     pub runtime_ns: u64,

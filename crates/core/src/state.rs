@@ -70,6 +70,13 @@ pub(crate) struct TaskRun {
     pub(crate) work_units: u128,
     /// Longest single wait between becoming runnable and running, ns.
     pub(crate) max_wait_ns: u64,
+    /// The task's autogroup (`task->signal->autogroup`'s group; 0: none), where it runs
+    /// whenever it is in the root cgroup with `sched_autogroup_enabled`.
+    pub(crate) autogroup: u32,
+    /// Each move between task groups (`sched_move_task()`): the group left, `runtime_ns` at
+    /// the move and the time of the move, so that a group's runtime share counts the time a
+    /// task ran while in it. Empty for a task that never moved.
+    pub(crate) tg_moves: Vec<(u32, u64, u64)>,
 }
 
 /// Per-CPU engine state (what is not the runqueue's).

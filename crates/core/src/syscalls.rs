@@ -126,6 +126,7 @@ impl<B: Balancer> Core<B> {
                     ));
                     return;
                 }
+                Action::SetTaskGroup(path) => self.cgroup_attach_task(cpu, ri, &path),
                 Action::Exit => {
                     self.runs[ri].exit_pending = true;
                     self.leave_cpu(cpu);
@@ -236,6 +237,57 @@ impl<B: Balancer> Core<B> {
         }
         if let Some((c, at)) = self.runs[ri].timer_at.take() {
             self.cpus[c as usize].timers.remove(&(at, ri as u32));
+        }
+    }
+
+    /// The running task `ri` on `cpu` writes its tid into the `tasks` file of the cgroup at
+    /// `path` (rt-app's phase `taskgroup`): the cgroup core's `cgroup_attach_task()` calls the
+    /// cpu controller's `cpu_cgroup_attach()`, which calls core.c: `sched_move_task()`
+    /// (v6.12) with the group `sched_get_task_group()` gives (the cgroup's, or the task's
+    /// autogroup if that cgroup is the root: `autogroup_task_group()`); the runqueue model
+    /// does the move ([`lbsim_rq::Rq::sched_move_task`]) and asks the CPU to reschedule. The
+    /// time the task ran until now is its old group's ([`TaskRun::tg_moves`]). The cgroup
+    /// core's own work (css_set migration) is not modelled and costs no time.
+    pub(crate) fn cgroup_attach_task(&mut self, cpu: CpuId, ri: usize, path: &str) {
+        let id = self.runs[ri].id;
+        let tree = self
+            .tg_tree
+            .as_ref()
+            .expect("a run whose phases name cgroups has task groups");
+        let cg = if path == "/" {
+            0
+        } else {
+            tree.find(path)
+                .expect("every phase's cgroup is in the tree")
+        };
+        let ag = self.runs[ri].autogroup;
+        let tg = lbsim_rq::group::autogroup_task_group(
+            self.cfg.tunables.sched_autogroup_enabled,
+            cg,
+            (ag != 0).then_some(ag),
+        );
+        let old = self.tasks[id].tg;
+        if tg == old {
+            return;
+        }
+        self.account_runtime(id);
+        let r = &mut self.runs[ri];
+        r.tg_moves.push((old, r.runtime_ns, self.now));
+        let ci = cpu.index();
+        let queued = self.tasks[id].on_rq_queued();
+        let running = self.rqs[ci].curr == Some(id);
+        self.rqs[ci].update_rq_clock(self.now);
+        self.rqs[ci].sched_move_task(&mut self.tasks, id, tg);
+        self.checker.counts.tg_moves_running += u64::from(running);
+        self.checker.counts.tg_moves_queued += u64::from(queued && !running);
+        let now = self.now;
+        self.trace_task(now, cpu, id, |pid| crate::trace::TraceEvent::CgroupAttach {
+            pid,
+            cgroup: cg,
+            tg,
+        });
+        if self.rqs[ci].need_resched() {
+            self.resched_cpu(cpu, cpu);
         }
     }
 

@@ -41,10 +41,16 @@
 //!   event.
 //!
 //! Task groups: the Perfetto trace shows each task group's tasks as the threads of one
-//! process named by the group's path (`/a/b`, `/autogroup-N`). The ftrace text shows no
-//! group: none of these tracepoints prints one (`sched_switch` records comm, pid, prio and
-//! state; the cgroup-aware events of the kernel are cgroup's own, `cgroup_attach_task` and
-//! friends, which fire when a task moves, and lbsim moves no task between groups).
+//! process named by the path of the group the task was created in (`/a/b`, `/autogroup-N`).
+//! None of the sched tracepoints prints a group (`sched_switch` records comm, pid, prio and
+//! state). A task that moves between groups (rt-app's phase `taskgroup`) fires cgroup's own
+//! `cgroup_attach_task` when it writes itself into the cgroup's `tasks` file, in both
+//! traces: with it the group of every task is known at every instant. Its fields are the
+//! kernel's (`include/trace/events/cgroup.h`, class `cgroup_migrate`) with lbsim's values:
+//! `dst_root=0` (the cgroup v2 hierarchy), `dst_id` lbsim's number of the cgroup (1 for the
+//! root, as a v2 root's id is), `dst_level` its depth, `dst_path` its path; and, not the
+//! kernel's, `dst_group=` the task group it now runs in as `task_group_path()` names it
+//! (its autogroup when the cgroup is the root and it has one).
 //!
 //! Pids are lbsim's task numbers: the order the tasks were created in, from 1. Timestamps are
 //! simulated time in ns; a balancer record carries its pass's own clock (the time plus the
@@ -194,6 +200,15 @@ pub enum TraceEvent {
         /// The task.
         pid: u32,
     },
+    /// `cgroup_attach_task`: the task moved itself into a cgroup (see the module's docs).
+    CgroupAttach {
+        /// The task.
+        pid: u32,
+        /// The cgroup's index in [`Trace::groups`] (0: the root cgroup).
+        cgroup: u32,
+        /// The task group it now runs in, an index in [`Trace::groups`].
+        tg: u32,
+    },
     /// `lbsim_load_balance`.
     LoadBalance(LbRecord),
     /// `lbsim_charge`: `cost_ns` of scheduler work charged on the event's CPU from the
@@ -257,6 +272,9 @@ pub struct Trace {
     /// Each CPU's capacity (`arch_scale_cpu_capacity()`), by CPU, written at the start of
     /// the trace; empty: none written.
     pub cpu_capacity: Vec<u64>,
+    /// The run's task groups by index (0: the root, `/`): path as `task_group_path()`
+    /// prints it and depth, for `cgroup_attach_task`. Empty without task groups.
+    pub groups: Vec<(String, u32)>,
 }
 
 impl Trace {
@@ -295,6 +313,22 @@ impl Trace {
             common_pid,
             event,
         });
+    }
+
+    /// `cgroup_attach_task`'s fields (see the module's docs).
+    fn cgroup_attach_fields(&self, pid: u32, cgroup: u32, tg: u32, cpu: u32) -> String {
+        let group = |i: u32| {
+            self.groups
+                .get(i as usize)
+                .map_or(("/", 0), |(p, d)| (p.as_str(), *d))
+        };
+        let (path, level) = group(cgroup);
+        format!(
+            "dst_root=0 dst_id={} dst_level={level} dst_path={path} pid={pid} comm={} dst_group={}",
+            cgroup + 1,
+            self.comm(pid, cpu),
+            group(tg).0
+        )
     }
 
     fn comm(&self, pid: u32, cpu: u32) -> String {
@@ -427,6 +461,13 @@ impl Trace {
                 task(pid)
             ),
             TraceEvent::Exit { pid } => write!(out, "{name}: {}", task(pid)),
+            TraceEvent::CgroupAttach { pid, cgroup, tg } => {
+                write!(
+                    out,
+                    "{name}: {}",
+                    self.cgroup_attach_fields(pid, cgroup, tg, r.cpu)
+                )
+            }
             TraceEvent::PeltCfs {
                 load,
                 runnable,
@@ -468,6 +509,7 @@ impl TraceEvent {
             TraceEvent::WakeupNew { .. } => "sched_wakeup_new",
             TraceEvent::Migrate { .. } => "sched_migrate_task",
             TraceEvent::Exit { .. } => "sched_process_exit",
+            TraceEvent::CgroupAttach { .. } => "cgroup_attach_task",
             TraceEvent::LoadBalance(_) => "lbsim_load_balance",
             TraceEvent::Charge { .. } => "lbsim_charge",
             TraceEvent::PeltCfs { .. } => "sched_pelt_cfs",
@@ -746,6 +788,14 @@ impl Trace {
                 .into_iter()
                 .map(|(name, v)| print(format!("C|0|cpu{} {name}|{v}\n", r.cpu)))
                 .collect();
+            }
+            TraceEvent::CgroupAttach { pid, cgroup, tg } => {
+                // An atrace instant on the moving thread.
+                let text = format!(
+                    "I|{pid}|cgroup_attach_task {}\n",
+                    self.cgroup_attach_fields(pid, cgroup, tg, r.cpu)
+                );
+                return vec![print(text)];
             }
             TraceEvent::LoadBalance(lb) => {
                 // An atrace instant on the balancing CPU's current thread (no `|` in the

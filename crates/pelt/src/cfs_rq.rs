@@ -182,6 +182,67 @@ pub struct SumsTruncated {
     pub runnable_sum: u64,
     /// The number of cuts.
     pub nr: u64,
+    /// What the floor `avg * PELT_MIN_DIVIDER` (and `sub_positive()`'s or `add_positive()`'s
+    /// clamp at 0 before it) added to `load_sum` over what plain signed arithmetic on the
+    /// sum would have left (saturating; not decayed): the sum may be that much above its
+    /// entities' (see `floor_load_sum()`).
+    pub load_raised: u64,
+    /// The same for `runnable_sum`.
+    pub runnable_raised: u64,
+    /// The same for `util_sum` (the u32 `max_t(u32, ...)` of util, never cut).
+    pub util_raised: u64,
+}
+
+/// What a floor kept over the signed result `unclamped` of the change before it, added to
+/// `raised` (see [`floor_load_sum`]).
+#[inline]
+fn record_raise(kept: u64, unclamped: i128, raised: &mut u64) {
+    let up = i128::from(kept) - unclamped;
+    if up > 0 {
+        *raised = raised.saturating_add(up.min(i128::from(u64::MAX)) as u64);
+    }
+}
+
+/// `max_t(u32, load_sum, load_avg * PELT_MIN_DIVIDER)` after a change that took `load_sum`
+/// to `unclamped` in signed arithmetic (before `sub_positive()`/`add_positive()` clamped it
+/// at 0), recording the cut (see [`max_t_u32_min_divider`]) and what the clamps raised the
+/// sum by in [`SumsTruncated::load_raised`].
+///
+/// The kernel (fair.c v6.12: dequeue_load_avg(), update_cfs_rq_load_avg()'s removal,
+/// update_tg_cfs_load()) compares the sum with the average after each change, and the
+/// average is a snapshot of the last period boundary the cfs_rq crossed, moved since by
+/// each change's `delta_avg` while the sum moved by its `delta_sum`, which is not
+/// `delta_avg * divider` (an entity's average is its own snapshot): the floor raises the sum
+/// to the average's level whenever the changes took more from the sum than the average times the
+/// divider, and the raise stays in the sum, decaying with it, above what its entities hold.
+#[inline]
+pub(crate) fn floor_load_sum(sum: u64, avg: u64, unclamped: i128, t: &mut SumsTruncated) -> u64 {
+    let kept = max_t_u32_min_divider(sum, avg, &mut t.load_sum, &mut t.nr);
+    record_raise(kept, unclamped, &mut t.load_raised);
+    kept
+}
+
+/// [`floor_load_sum`] for `runnable_sum` and `runnable_avg`.
+#[inline]
+pub(crate) fn floor_runnable_sum(
+    sum: u64,
+    avg: u64,
+    unclamped: i128,
+    t: &mut SumsTruncated,
+) -> u64 {
+    let kept = max_t_u32_min_divider(sum, avg, &mut t.runnable_sum, &mut t.nr);
+    record_raise(kept, unclamped, &mut t.runnable_raised);
+    kept
+}
+
+/// `max_t(u32, util_sum, util_avg * PELT_MIN_DIVIDER)` on the u32 `util_sum`, recording
+/// what it and the clamp at 0 before it raised the sum over `unclamped` (see
+/// [`floor_load_sum`]).
+#[inline]
+pub(crate) fn floor_util_sum(sum: u32, avg: u64, unclamped: i128, t: &mut SumsTruncated) -> u32 {
+    let kept = sum.max(avg.wrapping_mul(PELT_MIN_DIVIDER) as u32);
+    record_raise(u64::from(kept), unclamped, &mut t.util_raised);
+    kept
 }
 
 /// `sub_positive()`: unsigned subtract, clamped at 0 on underflow.
@@ -300,28 +361,23 @@ impl CfsRqAvg {
             let sa = &mut self.avg;
 
             let r = removed.load_avg;
+            let unclamped = i128::from(sa.load_sum) - i128::from(r.wrapping_mul(divider));
             sub_positive_u64(&mut sa.load_avg, r);
             sub_positive_u64(&mut sa.load_sum, r.wrapping_mul(divider));
             let t = &mut self.truncated;
-            sa.load_sum =
-                max_t_u32_min_divider(sa.load_sum, sa.load_avg, &mut t.load_sum, &mut t.nr);
+            sa.load_sum = floor_load_sum(sa.load_sum, sa.load_avg, unclamped, t);
 
             let r = removed.util_avg;
+            let unclamped = i128::from(sa.util_sum) - i128::from(r.wrapping_mul(divider) as u32);
             sub_positive_u64(&mut sa.util_avg, r);
             sub_positive_u32(&mut sa.util_sum, r.wrapping_mul(divider) as u32);
-            sa.util_sum = sa
-                .util_sum
-                .max(sa.util_avg.wrapping_mul(PELT_MIN_DIVIDER) as u32);
+            sa.util_sum = floor_util_sum(sa.util_sum, sa.util_avg, unclamped, t);
 
             let r = removed.runnable_avg;
+            let unclamped = i128::from(sa.runnable_sum) - i128::from(r.wrapping_mul(divider));
             sub_positive_u64(&mut sa.runnable_avg, r);
             sub_positive_u64(&mut sa.runnable_sum, r.wrapping_mul(divider));
-            sa.runnable_sum = max_t_u32_min_divider(
-                sa.runnable_sum,
-                sa.runnable_avg,
-                &mut t.runnable_sum,
-                &mut t.nr,
-            );
+            sa.runnable_sum = floor_runnable_sum(sa.runnable_sum, sa.runnable_avg, unclamped, t);
 
             decayed = true;
         }
@@ -347,15 +403,12 @@ impl CfsRqAvg {
     /// Follows fair.c: dequeue_load_avg() (v6.6-v6.12), including the 32-bit
     /// `max_t(u32, ...)` truncation of `load_sum`.
     pub fn dequeue_load_avg(&mut self, se: &SchedAvg, weight: u64) {
+        let unclamped =
+            i128::from(self.avg.load_sum) - i128::from(weight.wrapping_mul(se.load_sum));
         sub_positive_u64(&mut self.avg.load_avg, se.load_avg);
         sub_positive_u64(&mut self.avg.load_sum, weight.wrapping_mul(se.load_sum));
         let t = &mut self.truncated;
-        self.avg.load_sum = max_t_u32_min_divider(
-            self.avg.load_sum,
-            self.avg.load_avg,
-            &mut t.load_sum,
-            &mut t.nr,
-        );
+        self.avg.load_sum = floor_load_sum(self.avg.load_sum, self.avg.load_avg, unclamped, t);
     }
 
     /// Attaches an entity: aligns its PELT window with the cfs_rq's, rebuilds
@@ -400,22 +453,17 @@ impl CfsRqAvg {
     pub fn detach_entity_load_avg(&mut self, se: &SchedAvg, weight: u64) {
         self.dequeue_load_avg(se, weight);
 
+        let t = &mut self.truncated;
+        let unclamped = i128::from(self.avg.util_sum) - i128::from(se.util_sum);
         sub_positive_u64(&mut self.avg.util_avg, se.util_avg);
         sub_positive_u32(&mut self.avg.util_sum, se.util_sum);
-        self.avg.util_sum = self
-            .avg
-            .util_sum
-            .max(self.avg.util_avg.wrapping_mul(PELT_MIN_DIVIDER) as u32);
+        self.avg.util_sum = floor_util_sum(self.avg.util_sum, self.avg.util_avg, unclamped, t);
 
+        let unclamped = i128::from(self.avg.runnable_sum) - i128::from(se.runnable_sum);
         sub_positive_u64(&mut self.avg.runnable_avg, se.runnable_avg);
         sub_positive_u64(&mut self.avg.runnable_sum, se.runnable_sum);
-        let t = &mut self.truncated;
-        self.avg.runnable_sum = max_t_u32_min_divider(
-            self.avg.runnable_sum,
-            self.avg.runnable_avg,
-            &mut t.runnable_sum,
-            &mut t.nr,
-        );
+        self.avg.runnable_sum =
+            floor_runnable_sum(self.avg.runnable_sum, self.avg.runnable_avg, unclamped, t);
     }
 
     /// Updates an entity and its cfs_rq at `now`, in the kernel's order: age the

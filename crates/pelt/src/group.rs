@@ -28,10 +28,10 @@
 
 use crate::avg::SchedAvg;
 use crate::cfs_rq::{
-    CfsRqAvg, CfsRqLoad, LoadAvgUpdate, SeLoad, UpdateFlags, max_t_u32_min_divider,
-    update_load_avg_se,
+    CfsRqAvg, CfsRqLoad, LoadAvgUpdate, SeLoad, UpdateFlags, floor_load_sum, floor_runnable_sum,
+    floor_util_sum, update_load_avg_se,
 };
-use crate::consts::{PELT_MIN_DIVIDER, SCHED_CAPACITY_SHIFT, SCHED_FIXEDPOINT_SHIFT};
+use crate::consts::{SCHED_CAPACITY_SHIFT, SCHED_FIXEDPOINT_SHIFT};
 use crate::error::PeltError;
 
 /// `MIN_SHARES`: the smallest `tg->shares` (before [`scale_load`]), and, unscaled, the floor
@@ -327,12 +327,11 @@ pub fn update_tg_cfs_util(cfs: &mut CfsRqAvg, se: &mut SchedAvg, gcfs: &SchedAvg
     let delta_sum = i64::from(new_sum) - i64::from(se.util_sum);
     se.util_sum = new_sum;
 
+    let unclamped = i128::from(cfs.avg.util_sum) + i128::from(delta_sum);
     add_positive_u64(&mut cfs.avg.util_avg, delta_avg);
     add_positive_u32(&mut cfs.avg.util_sum, delta_sum);
-    cfs.avg.util_sum = cfs
-        .avg
-        .util_sum
-        .max(cfs.avg.util_avg.wrapping_mul(PELT_MIN_DIVIDER) as u32);
+    let t = &mut cfs.truncated;
+    cfs.avg.util_sum = floor_util_sum(cfs.avg.util_sum, cfs.avg.util_avg, unclamped, t);
 }
 
 /// Copies the group cfs_rq's `runnable_avg` into its group entity and applies the difference
@@ -353,15 +352,12 @@ pub fn update_tg_cfs_runnable(cfs: &mut CfsRqAvg, se: &mut SchedAvg, gcfs: &Sche
     let delta_sum = i64::from(new_sum).wrapping_sub(se.runnable_sum as i64);
     se.runnable_sum = u64::from(new_sum);
 
+    let unclamped = i128::from(cfs.avg.runnable_sum) + i128::from(delta_sum);
     add_positive_u64(&mut cfs.avg.runnable_avg, delta_avg);
     add_positive_u64(&mut cfs.avg.runnable_sum, delta_sum);
     let t = &mut cfs.truncated;
-    cfs.avg.runnable_sum = max_t_u32_min_divider(
-        cfs.avg.runnable_sum,
-        cfs.avg.runnable_avg,
-        &mut t.runnable_sum,
-        &mut t.nr,
-    );
+    cfs.avg.runnable_sum =
+        floor_runnable_sum(cfs.avg.runnable_sum, cfs.avg.runnable_avg, unclamped, t);
 }
 
 /// Applies the group cfs_rq's pending `prop_runnable_sum` to its group entity's load and to
@@ -424,15 +420,11 @@ pub fn update_tg_cfs_load(
 
     se.load_sum = runnable_sum as u64;
     se.load_avg = load_avg;
+    let unclamped = i128::from(cfs.avg.load_sum) + i128::from(delta_sum);
     add_positive_u64(&mut cfs.avg.load_avg, delta_avg);
     add_positive_u64(&mut cfs.avg.load_sum, delta_sum);
     let t = &mut cfs.truncated;
-    cfs.avg.load_sum = max_t_u32_min_divider(
-        cfs.avg.load_sum,
-        cfs.avg.load_avg,
-        &mut t.load_sum,
-        &mut t.nr,
-    );
+    cfs.avg.load_sum = floor_load_sum(cfs.avg.load_sum, cfs.avg.load_avg, unclamped, t);
 }
 
 /// The cfs_rq a group entity owns, as its updates read it.

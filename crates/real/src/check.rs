@@ -89,6 +89,9 @@ fn check_task(spec: &WorkloadSpec, t: &TaskSpec, allowed: &[u32]) -> Result<(), 
         // does not set up.
         return Err(unsupported(&format!("a task group (cgroup={path})")));
     }
+    if let Some(path) = t.program.phases.iter().find_map(|p| p.taskgroup.as_deref()) {
+        return Err(unsupported(&format!("a phase-level taskgroup ({path})")));
+    }
     if t.custom_slice_ns.is_some() {
         return Err(unsupported(
             "a custom slice (sched_setattr's sched_runtime)",

@@ -10,10 +10,11 @@
 //! it follows. Task groups (CONFIG_FAIR_GROUP_SCHED, cgroup v2 `cpu.weight`) are [`group`]
 //! and `rq/hier.rs`: a runqueue given a [`TaskGroupTree`] walks the hierarchy as v6.12 does;
 //! one without stays flat and runs the flat code unchanged; autogroups are groups of the same
-//! tree ([`group::autogroup`]). Deliberately left out:
-//! `cpu.idle`, moving tasks between groups, task groups under the legacy CFS pick, CFS bandwidth, other
-//! scheduling classes (their PELT signals exist and stay 0), uclamp, EAS, NUMA balancing,
-//! hrtick, core scheduling, attribute changes (`DEQUEUE_SAVE`/`ENQUEUE_RESTORE`, renice).
+//! tree ([`group::autogroup`]); a task moves between groups by [`Rq::sched_move_task`]
+//! (core.c v6.12, the one attribute change modelled with `DEQUEUE_SAVE`/`ENQUEUE_RESTORE`).
+//! Deliberately left out: `cpu.idle`, task groups under the legacy CFS pick, CFS bandwidth,
+//! other scheduling classes (their PELT signals exist and stay 0), uclamp, EAS, NUMA
+//! balancing, hrtick, core scheduling, the other attribute changes (renice, policy).
 //!
 //! # How the engine drives a runqueue
 //!

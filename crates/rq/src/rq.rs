@@ -17,8 +17,8 @@
 //! (the engine) schedules.
 //!
 //! Not modelled: other scheduling classes (the rt/dl/irq PELT signals exist and decay but stay
-//! 0), uclamp, EAS (`overutilized`), `DEQUEUE_SAVE`/`ENQUEUE_RESTORE` attribute changes and
-//! reweighting, NUMA balancing, hrtick, core scheduling, `nr_uninterruptible`/iowait.
+//! 0), uclamp, EAS (`overutilized`), `DEQUEUE_SAVE`/`ENQUEUE_RESTORE` attribute changes other
+//! than a move between task groups (`rq/hier.rs`) and reweighting, NUMA balancing, hrtick, core scheduling, `nr_uninterruptible`/iowait.
 //!
 //! Files: this one holds [`Rq`] itself, its clocks, state predicates, sched_info, the
 //! enqueue/dequeue path and the invariant check; `rq/wakeup.rs` wake-up, wake-up preemption,

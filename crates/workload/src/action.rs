@@ -100,6 +100,11 @@ pub enum Action {
     SetAffinity(Option<CpusetId>),
     /// Change the task's policy and nice value (`sched_setattr`/`setpriority`).
     SetSched(SchedAttr),
+    /// Move the task into the cgroup at this path (`/` is the root cgroup) by writing its tid
+    /// into the cgroup's `tasks` file, as rt-app's `cgroup_attach_task()` does; the kernel
+    /// then moves it to that cgroup's task group (`cpu_cgroup_attach()` ->
+    /// `sched_move_task()`).
+    SetTaskGroup(String),
     /// The task exits. `next_action` keeps returning `Exit` afterwards.
     Exit,
 }

@@ -61,6 +61,9 @@ struct Cursor {
     task_cpus: Option<CpusetId>,
     cur_cpus: Option<CpusetId>,
     cur_sched: SchedAttr,
+    /// The cgroup the thread is in (`None`: the root cgroup), for rt-app's phase
+    /// `taskgroup`.
+    cur_cgroup: Option<String>,
     thread_loop: u64,
     phase: usize,
     phase_loop: u64,
@@ -126,6 +129,7 @@ impl ProgramState {
                     policy: spec.policy,
                     nice: spec.nice,
                 },
+                cur_cgroup: spec.cgroup.clone(),
                 thread_loop: 0,
                 phase: 0,
                 phase_loop: 0,
@@ -300,6 +304,19 @@ impl Cursor {
                 if s != self.cur_sched {
                     self.cur_sched = s;
                     self.push(Action::SetSched(s));
+                }
+            }
+            // Follows rt-app's set_thread_taskgroup() (src/rt-app_taskgroups.c, called by
+            // thread_body() in src/rt-app.c at the start of every phase iteration): a phase
+            // with a taskgroup moves the thread there (writing its tid into the group's
+            // `tasks` file) unless it is already in it; a phase without one changes nothing,
+            // so the thread stays in the last group it moved to (rt-app's
+            // doc/examples/tutorial/example11.json says so of its phase1).
+            if let Some(path) = &phase.taskgroup {
+                let here = self.cur_cgroup.as_deref().unwrap_or("/");
+                if here != path {
+                    self.cur_cgroup = (path != "/").then(|| path.clone());
+                    self.push(Action::SetTaskGroup(path.clone()));
                 }
             }
             if program.rtapp_log {

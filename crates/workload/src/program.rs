@@ -203,8 +203,8 @@ impl Event {
     }
 }
 
-/// A named sequence of events, repeated `loops` times, with optional affinity and scheduling
-/// changes applied at the start of each iteration (rt-app's phase).
+/// A named sequence of events, repeated `loops` times, with optional affinity, scheduling and
+/// task-group changes applied at the start of each iteration (rt-app's phase).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Phase {
     /// The phase's name (rt-app key; generators name theirs).
@@ -217,6 +217,13 @@ pub struct Phase {
     pub cpus: Option<CpusetId>,
     /// Phase-level scheduling change; `None` keeps the current attributes.
     pub sched: Option<SchedChange>,
+    /// Phase-level task group (rt-app's phase `taskgroup`): the cgroup path (`/` is the root
+    /// cgroup) the thread moves itself into at the start of each iteration, unless it is in
+    /// that cgroup already. `None` leaves it in whatever cgroup it is in, which may be an
+    /// earlier phase's: rt-app's `set_thread_taskgroup()` returns at once for a phase
+    /// without a taskgroup, and never goes back to the task-level one by itself.
+    #[serde(default)]
+    pub taskgroup: Option<String>,
 }
 
 impl Phase {
@@ -228,6 +235,7 @@ impl Phase {
             events,
             cpus: None,
             sched: None,
+            taskgroup: None,
         }
     }
 }

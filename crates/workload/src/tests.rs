@@ -209,7 +209,7 @@ impl RefExec {
                     tag,
                     value,
                 }),
-                Action::SetAffinity(_) | Action::SetSched(_) => {}
+                Action::SetAffinity(_) | Action::SetSched(_) | Action::SetTaskGroup(_) => {}
                 Action::Exit => {
                     self.tasks[i].status = Status::Exited;
                     self.obs.tasks[i].exited_ns = Some(self.now);
@@ -1197,4 +1197,75 @@ fn spawned_threads_start_when_spawned() {
     assert!(created[1].unwrap() > 0, "{created:?}");
     assert!(created[2].unwrap() > created[1].unwrap(), "{created:?}");
     assert!(created[3].unwrap() > created[2].unwrap(), "{created:?}");
+}
+
+#[test]
+fn a_phase_taskgroup_moves_the_thread_only_when_it_changes_and_sticks_after() {
+    // rt-app's set_thread_taskgroup(): p0 moves to /a, p1 (no taskgroup) stays there, p2
+    // moves to /b; on the next loop p0 moves back to /a. A phase naming the group the thread
+    // is in (p3 after p2) moves nothing.
+    let phase = |name: &str, tg: Option<&str>| {
+        let mut p = Phase::once(name, vec![Event::Run { work_ns: 1 }]);
+        p.taskgroup = tg.map(str::to_owned);
+        p
+    };
+    let program = Program {
+        phases: vec![
+            phase("p0", Some("/a")),
+            phase("p1", None),
+            phase("p2", Some("/b")),
+            phase("p3", Some("/b")),
+        ],
+        loops: Loops::Count(2),
+        local_timers: Vec::new(),
+        rtapp_log: false,
+        cumulative_slack: false,
+    };
+    let mut t = task_with(program);
+    t.cgroup = Some("/b".to_owned());
+    let mut st = t.start(TaskRef(0));
+    let mut sync = SyncState::new(&SyncSpec::default(), 0);
+    let mut rng = Pcg64Mcg::seed_from_u64(1);
+    let mut got = Vec::new();
+    loop {
+        let x = st.next_action(0, &mut rng, &mut sync);
+        if x == Action::Exit {
+            break;
+        }
+        got.push(x);
+    }
+    let run = Action::Run { work_ns: 1 };
+    let to = |p: &str| Action::SetTaskGroup(p.to_owned());
+    assert_eq!(
+        got,
+        vec![
+            to("/a"),
+            run.clone(),
+            run.clone(),
+            to("/b"),
+            run.clone(),
+            run.clone(),
+            to("/a"),
+            run.clone(),
+            run.clone(),
+            to("/b"),
+            run.clone(),
+            run,
+        ]
+    );
+    // The root cgroup is "/": a thread created in it does not move there.
+    let mut root = Phase::once("r", vec![Event::Run { work_ns: 1 }]);
+    root.taskgroup = Some("/".to_owned());
+    let t = task_with(Program {
+        phases: vec![root],
+        loops: Loops::Count(1),
+        local_timers: Vec::new(),
+        rtapp_log: false,
+        cumulative_slack: false,
+    });
+    let mut st = t.start(TaskRef(0));
+    assert_eq!(
+        st.next_action(0, &mut rng, &mut sync),
+        Action::Run { work_ns: 1 }
+    );
 }

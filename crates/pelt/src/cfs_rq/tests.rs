@@ -172,7 +172,10 @@ fn dequeue_load_avg_truncates_load_sum_to_32_bits() {
         SumsTruncated {
             load_sum: 1 << 32,
             runnable_sum: 0,
-            nr: 1
+            nr: 1,
+            load_raised: 0,
+            runnable_raised: 0,
+            util_raised: 0,
         }
     );
     cfs.avg.load_sum = (1 << 32) + 1_000;
@@ -189,10 +192,24 @@ fn dequeue_load_avg_truncates_load_sum_to_32_bits() {
     );
     assert_eq!(cfs.truncated.nr, 2);
     // Under 2^32 nothing is cut, whatever the floor does.
+    // The cuts raised nothing over the signed result (both kept less than it).
+    assert_eq!(cfs.truncated.load_raised, 0);
     cfs.avg.load_sum = 1_000;
     cfs.dequeue_load_avg(&SchedAvg::default(), 1024);
     assert_eq!(cfs.avg.load_sum, 10 * PELT_MIN_DIVIDER);
     assert_eq!(cfs.truncated.nr, 2);
+    // The floor raised 1000 to 467_180: recorded, not as a cut.
+    assert_eq!(cfs.truncated.load_raised, 467_180 - 1_000);
+    // Subtracting more than the sum: sub_positive() clamps at 0 and the floor raises to
+    // 467_180; the raise counts from the signed result, 467_180 - 1_000_000.
+    cfs.avg.load_sum = 467_180;
+    let se = SchedAvg {
+        load_sum: 1_467_180,
+        ..SchedAvg::default()
+    };
+    cfs.dequeue_load_avg(&se, 1);
+    assert_eq!(cfs.avg.load_sum, 467_180);
+    assert_eq!(cfs.truncated.load_raised, 467_180 - 1_000 + 1_467_180);
 }
 
 #[test]

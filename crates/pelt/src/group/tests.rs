@@ -1,5 +1,6 @@
 use super::*;
 use crate::cfs_rq::Removed;
+use crate::consts::PELT_MIN_DIVIDER;
 
 const PERIOD_NS: u64 = 1024 * 1024;
 /// `pelt_divider(0)`: a signal at the start of a period.

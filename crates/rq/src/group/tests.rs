@@ -286,3 +286,89 @@ fn autogroups_in_the_tree() {
     assert_eq!(autogroup_task_group(true, c, Some(a)), c);
     assert_eq!(autogroup_task_group(true, 0, None), 0);
 }
+
+/// sched_move_task() of the running task, of a queued one and of a sleeping one: each leaves
+/// the counts and weights consistent (`check_invariants()` after every step), takes its
+/// PELT load from the old group's cfs_rq to the new one's (detach, attach, propagate), and
+/// the CPU is then shared by the new groups' weights.
+#[test]
+fn tasks_move_between_groups_running_queued_and_sleeping() {
+    let mut h = Harness::new(&[("/a", 100), ("/b", 300)]);
+    let (a, b) = (h.tree.find("/a").unwrap(), h.tree.find("/b").unwrap());
+    let ps: Vec<_> = (0..3).map(|_| h.spawn("/a")).collect();
+    let q = h.spawn("/b");
+    h.run(50_000_000);
+    let g = h.rq.task_groups().unwrap();
+    assert_eq!((g.cfs_rq(a).h_nr_running, g.cfs_rq(b).h_nr_running), (3, 1));
+    // A move to the group the task is in does nothing.
+    h.rq.update_rq_clock(h.now);
+    assert!(!h.rq.sched_move_task(&mut h.tasks, q, b));
+    // The running task (of /a or /b) moves to the other group: it stays current, counted
+    // there, and its CPU is asked to reschedule.
+    let c = h.rq.curr.unwrap();
+    let to = if h.tasks[c].tg == a { b } else { a };
+    let util_c = h.tasks[c].se.avg.util_avg;
+    let util_to = h.rq.task_groups().unwrap().cfs_rq(to).avg.avg.util_avg;
+    assert!(h.rq.sched_move_task(&mut h.tasks, c, to));
+    assert_eq!((h.rq.curr, h.tasks[c].tg), (Some(c), to));
+    assert!(h.rq.need_resched());
+    assert!(h.rq.fair_curr_is(&h.tasks, c));
+    h.check();
+    let g = h.rq.task_groups().unwrap();
+    let moved = g.cfs_rq(to).avg.avg.util_avg - util_to;
+    assert!(
+        moved.abs_diff(util_c) <= 1,
+        "the new cfs_rq gained the task's util_avg {util_c} ({moved})"
+    );
+    assert_eq!(h.rq.cfs.h_nr_running, 4);
+    h.resched_if_needed();
+    h.check();
+    // Queued (not running) tasks of /a move to /b until /a is empty: its cfs_rq then holds
+    // no task and no load, and its group entity leaves the root (at once, or delayed until
+    // it is picked).
+    for &p in &ps {
+        if h.tasks[p].tg == a && h.rq.curr != Some(p) {
+            h.rq.update_rq_clock(h.now);
+            assert!(h.tasks[p].on_rq_queued());
+            assert!(h.rq.sched_move_task(&mut h.tasks, p, b));
+            h.check();
+        }
+    }
+    if let Some(c) = h.rq.curr.filter(|&c| h.tasks[c].tg == a) {
+        h.rq.update_rq_clock(h.now);
+        assert!(h.rq.sched_move_task(&mut h.tasks, c, b));
+        h.check();
+    }
+    let g = h.rq.task_groups().unwrap();
+    assert_eq!((g.cfs_rq(a).h_nr_running, g.cfs_rq(b).h_nr_running), (0, 4));
+    assert!(
+        g.cfs_rq(a).avg.avg.load_avg <= 2,
+        "/a kept load_avg {}",
+        g.cfs_rq(a).avg.avg.load_avg
+    );
+    h.resched_if_needed();
+    h.run(20_000_000);
+    assert!(!h.rq.task_groups().unwrap().se(a).on_rq);
+    // A sleeping task moves too: detached from /b's cfs_rq, attached to /a's, not queued.
+    let s = *ps.iter().find(|&&p| h.rq.curr != Some(p)).unwrap();
+    h.rq.update_rq_clock(h.now);
+    h.rq.dequeue_task(&mut h.tasks, s, DequeueFlags::SPECIAL | DequeueFlags::SLEEP);
+    h.tasks[s].on_rq = crate::task::OnRq::No;
+    h.tasks[s].state = crate::task::TaskState::Sleeping;
+    h.check();
+    let load_a = h.rq.task_groups().unwrap().cfs_rq(a).avg.avg.load_avg;
+    assert!(h.rq.sched_move_task(&mut h.tasks, s, a));
+    h.check();
+    let g = h.rq.task_groups().unwrap();
+    assert_eq!(g.cfs_rq(a).h_nr_running, 0);
+    assert!(
+        g.cfs_rq(a).avg.avg.load_avg > load_a,
+        "the sleeper's load is /a's"
+    );
+    assert_ne!(h.tasks[s].se.avg.last_update_time, 0, "attached to /a");
+    // The sleeper does not run, and /a's entity is not queued for it.
+    let ran = h.tasks[s].se.sum_exec_runtime;
+    h.run(100_000_000);
+    assert_eq!(h.tasks[s].se.sum_exec_runtime, ran);
+    assert!(!h.rq.task_groups().unwrap().se(a).on_rq);
+}

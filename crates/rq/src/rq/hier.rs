@@ -4,7 +4,9 @@
 //! `put_prev_task_fair()`, `set_next_task_fair()`, `task_tick_fair()`,
 //! `check_preempt_wakeup_fair()` with `find_matching_se()`, `yield_task_fair()`,
 //! `set_next_buddy()`, the group part of `sched_balance_update_blocked_averages()`
-//! (`__update_blocked_fair()` over the leaf list), `task_h_load()` and the invariant check.
+//! (`__update_blocked_fair()` over the leaf list), `task_h_load()`, a task's move between
+//! groups (core.c: `sched_move_task()` with `task_change_group_fair()`) and the invariant
+//! check.
 //!
 //! A runqueue without task groups never comes here: every entry point tests
 //! `self.groups` first and the flat code runs unchanged.
@@ -19,7 +21,8 @@
 
 use lbsim_pelt::{
     CfsRqLoad, CfsRqTg, HLoadLevel, MIN_SHARES, UpdateFlags, attach_entity_load_avg_tg,
-    cfs_rq_is_decayed, skip_blocked_update, update_cfs_rq_load_avg_tg, update_tg_load_avg,
+    cfs_rq_is_decayed, detach_entity_load_avg_tg, skip_blocked_update, update_cfs_rq_load_avg_tg,
+    update_tg_load_avg,
 };
 
 use crate::SchedParams;
@@ -29,7 +32,7 @@ use crate::entity::{
 };
 use crate::group::{GroupEnts, TaskGroupTree};
 use crate::params::RqFeat;
-use crate::task::{OnRq, Tasks};
+use crate::task::{OnRq, TaskState, Tasks};
 use crate::weights::{calc_delta_fair, scale_load_down_scaled};
 
 use super::{Rq, RqError};
@@ -558,6 +561,76 @@ impl Rq {
         self.__set_next_task_fair(tasks, p, first);
     }
 
+    /// Follows core.c: `sched_move_task()` (v6.12): task `p` of this runqueue moves to task
+    /// group `tg` (what `sched_get_task_group()` gives for its new cgroup, which the caller
+    /// computes; the clock must be current, as `update_rq_clock()` leaves it). Nothing
+    /// happens if the group does not change. Otherwise, in the kernel's order: a queued task
+    /// is dequeued (`DEQUEUE_SAVE | DEQUEUE_MOVE`, so no schedstats and no delayed dequeue:
+    /// its lag is saved by `update_entity_lag()` and its deadline made relative,
+    /// `PLACE_REL_DEADLINE`), a running one put (`put_prev_task()`); then
+    /// `sched_change_group()` -> [`Rq::task_change_group_fair`]; then the queued task is
+    /// enqueued in its new group (`ENQUEUE_RESTORE | ENQUEUE_MOVE`: `place_entity()` there
+    /// scales the saved lag by the new cfs_rq's load and restores the relative deadline), a
+    /// running one set as next (`set_next_task()`, not a first pick) and its CPU asked to
+    /// reschedule (`resched_curr()`). A delayed task (queued, sleeping) stays delayed in its
+    /// new group, as in the kernel. Returns whether the task moved.
+    ///
+    /// lbsim's programs move only themselves (rt-app's phase `taskgroup` writes the thread's
+    /// own tid), so the engine moves only running tasks; the other cases are the kernel's and
+    /// are exercised by this crate's tests. No bandwidth control (`resched_curr()` for a
+    /// throttled group does not arise) and no sched_ext (`scx_move_task()`).
+    pub fn sched_move_task(&mut self, tasks: &mut Tasks, p: TaskId, tg: u32) -> bool {
+        assert!(
+            self.groups.is_some(),
+            "sched_move_task() without task groups"
+        );
+        if tasks[p].tg == tg {
+            return false;
+        }
+        let running = self.curr == Some(p);
+        let queued = tasks[p].on_rq_queued();
+        if queued {
+            let done = self.dequeue_task(tasks, p, DequeueFlags::SAVE | DequeueFlags::MOVE);
+            debug_assert!(done, "a DEQUEUE_SAVE is never delayed");
+        }
+        if running {
+            self.put_prev_task_fair(tasks, p);
+        }
+        self.task_change_group_fair(tasks, p, tg);
+        if queued {
+            self.enqueue_task(tasks, p, EnqueueFlags::RESTORE | EnqueueFlags::MOVE);
+        }
+        if running {
+            self.set_next_task_fair(tasks, p, false);
+            self.cfs.resched_curr();
+        }
+        true
+    }
+
+    /// Follows fair.c: `task_change_group_fair()` (v6.12): a task not yet woken by
+    /// `wake_up_new_task()` only takes its new group (it is attached when it is woken);
+    /// otherwise `detach_task_cfs_rq()` (`detach_entity_cfs_rq()`: catch up with the old
+    /// cfs_rq, detach the task's load from it, `update_tg_load_avg()`, propagate up the old
+    /// hierarchy), `last_update_time = 0`, `set_task_rq()` (the new group's cfs_rq) and
+    /// `attach_task_cfs_rq()` (`attach_entity_cfs_rq()`: sync with the new cfs_rq, attach,
+    /// `update_tg_load_avg()`, propagate up the new hierarchy). With EEVDF (which task groups
+    /// need in lbsim) neither side adjusts the vruntime: lag is handled by the dequeue and
+    /// enqueue around it.
+    pub fn task_change_group_fair(&mut self, tasks: &mut Tasks, p: TaskId, tg: u32) {
+        if tasks[p].state == TaskState::New {
+            tasks[p].tg = tg;
+            return;
+        }
+        let clock = self.cfs_clock();
+        let util_est = self.params.feat(RqFeat::UtilEst);
+        with_groups!(self, tasks, |root, ents, tree| {
+            detach_entity_cfs_rq(root, &mut ents, tree, p, clock.pelt, util_est);
+            ents.tasks[p].se.avg.last_update_time = 0;
+            ents.tasks[p].tg = tg;
+            attach_task_entity_cfs_rq(root, &mut ents, tree, p, clock.pelt, util_est);
+        });
+    }
+
     /// Follows fair.c: `task_tick_fair()` (v6.12): `entity_tick()` (update_curr, PELT,
     /// `update_cfs_group()`) for each of the current task's entities, bottom-up.
     pub(crate) fn task_tick_fair_h(&mut self, tasks: &mut Tasks, curr: TaskId) {
@@ -954,6 +1027,67 @@ fn attach_entity_cfs_rq(
 /// Follows fair.c: `propagate_entity_cfs_rq()` (v6.12, nothing throttled): the entity's
 /// cfs_rq goes on the leaf list (`list_add_leaf_cfs_rq()`), then each entity above is updated
 /// in its cfs_rq with `UPDATE_TG` and that cfs_rq goes on the list too.
+/// Follows fair.c: `detach_entity_cfs_rq()` (v6.12) for a task entity: nothing if it was
+/// never attached (`last_update_time == 0`); else `update_load_avg(cfs_rq, se, 0)`,
+/// `detach_entity_load_avg()` (with the group part: minus its `load_sum` queued for the
+/// group entity above), `update_tg_load_avg()`, and `propagate_entity_cfs_rq()`.
+fn detach_entity_cfs_rq(
+    root: &mut CfsRq,
+    ents: &mut GroupEnts<'_>,
+    tree: &TaskGroupTree,
+    p: TaskId,
+    now_pelt: u64,
+    util_est: bool,
+) {
+    if ents.tasks[p].se.avg.last_update_time == 0 {
+        return;
+    }
+    let k = cfs_rq_index(tree, ents.tasks, p);
+    level(root, ents, k, |c, e| {
+        e.pelt_update(c, p, now_pelt, UpdateFlags::NONE, util_est);
+        let se = &e.tasks[p].se;
+        detach_entity_load_avg_tg(&mut c.avg, &mut c.tg, &se.avg, se.se_weight());
+        update_tg_load_avg(
+            &mut e.tgs[c.group as usize],
+            &mut c.tg,
+            c.avg.avg.load_avg,
+            true,
+            e.sched_clock,
+        );
+    });
+    propagate_entity_cfs_rq(root, ents, tree, p, now_pelt, util_est);
+}
+
+/// Follows fair.c: `attach_entity_cfs_rq()` (v6.12) for a task entity on the cfs_rq of its
+/// (new) group: `update_load_avg(cfs_rq, se, 0)` (ATTACH_AGE_LOAD; the entity, detached,
+/// is not aged), `attach_entity_load_avg()` (its sums rebuilt from its averages for this
+/// cfs_rq's divider, its `load_sum` queued for the group entity above),
+/// `update_tg_load_avg()`, and `propagate_entity_cfs_rq()`.
+fn attach_task_entity_cfs_rq(
+    root: &mut CfsRq,
+    ents: &mut GroupEnts<'_>,
+    tree: &TaskGroupTree,
+    p: TaskId,
+    now_pelt: u64,
+    util_est: bool,
+) {
+    let k = cfs_rq_index(tree, ents.tasks, p);
+    level(root, ents, k, |c, e| {
+        e.pelt_update(c, p, now_pelt, UpdateFlags::NONE, util_est);
+        let se = &mut e.tasks[p].se;
+        let w = se.se_weight();
+        attach_entity_load_avg_tg(&mut c.avg, &mut c.tg, &mut se.avg, w);
+        update_tg_load_avg(
+            &mut e.tgs[c.group as usize],
+            &mut c.tg,
+            c.avg.avg.load_avg,
+            true,
+            e.sched_clock,
+        );
+    });
+    propagate_entity_cfs_rq(root, ents, tree, p, now_pelt, util_est);
+}
+
 fn propagate_entity_cfs_rq(
     root: &mut CfsRq,
     ents: &mut GroupEnts<'_>,

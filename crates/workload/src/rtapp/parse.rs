@@ -604,23 +604,6 @@ impl<'a> Parser<'a> {
                 }
                 self.warn(k.at, c, "uclamp is not modelled; ignored");
             }
-            "taskgroup" => {
-                let s = self.string(v, c)?;
-                if !s.is_empty() {
-                    if !s.starts_with('/') {
-                        return Err(self.err(
-                            v.at,
-                            c,
-                            format!("taskgroup {s:?} must start with '/'"),
-                        ));
-                    }
-                    self.warn(
-                        k.at,
-                        c,
-                        "moving a thread between cgroups at a phase is not modelled: it stays in its task-level taskgroup",
-                    );
-                }
-            }
             "nodes_membind" | "membind_nodes" => {
                 if !matches!(v.node, Node::Array(_)) {
                     return Err(self.err(v.at, c, "expected an array of NUMA nodes"));
@@ -657,6 +640,7 @@ impl<'a> Parser<'a> {
         let mut cpus = None;
         let mut policy = None;
         let mut nice = None;
+        let mut taskgroup = None;
         for (k, v) in obj {
             let kc = ctx(c, &k.name);
             if let Some(kind) = event_kind(&k.name) {
@@ -689,8 +673,9 @@ impl<'a> Parser<'a> {
                         "a phase-level custom slice is not modelled; ignored",
                     );
                 }
-                "util_min" | "util_max" | "taskgroup" | "nodes_membind" | "membind_nodes"
-                | "dl-period" | "dl-deadline" => self.unmodelled(k, v, &kc, true)?,
+                "taskgroup" => taskgroup = self.taskgroup(v, &kc)?,
+                "util_min" | "util_max" | "nodes_membind" | "membind_nodes" | "dl-period"
+                | "dl-deadline" => self.unmodelled(k, v, &kc, true)?,
                 other => {
                     return Err(self.err(
                         k.at,
@@ -732,6 +717,7 @@ impl<'a> Parser<'a> {
                 events,
                 cpus,
                 sched,
+                taskgroup,
             },
             costs,
         ))
@@ -910,9 +896,12 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// A thread-level `taskgroup`: rt-app creates that cgroup under the cpu controller's mount
-    /// point (the weight it was created with, 100, unless `--cgroup` declares another) and
-    /// puts every instance in it. `""` is no group. (rt-app: `set_thread_taskgroup()`.)
+    /// A thread-level or phase-level `taskgroup`: rt-app creates that cgroup under the cpu
+    /// controller's mount point (the weight it was created with, 100, unless `--cgroup`
+    /// declares another); a thread-level one puts every instance in it when it starts, a
+    /// phase-level one moves the thread there when each iteration of the phase starts
+    /// (rt-app: `parse_taskgroup_data()`, `set_thread_taskgroup()`). `""` is no group (a
+    /// phase then leaves the thread where it is).
     fn taskgroup(&mut self, v: &Spanned, c: &str) -> R<Option<String>> {
         let s = self.string(v, c)?;
         if s.is_empty() {

@@ -681,11 +681,53 @@ fn a_task_level_taskgroup_is_its_cgroup() {
     assert_eq!(groups, [Some("/tg1/x"), Some("/tg1/x"), None]);
     // Fork templates carry it too.
     assert_eq!(s.templates[0].cgroup.as_deref(), Some("/tg1/x"));
-    let w: Vec<String> = s.warnings.iter().map(|w| w.to_string()).collect();
+    // b's phase-level taskgroup is its phase's, without a warning.
+    assert_eq!(
+        s.tasks[2].program.phases[0].taskgroup.as_deref(),
+        Some("/tg2")
+    );
     assert!(
-        w.iter()
-            .any(|w| w.contains("phases.p.taskgroup") && w.contains("not modelled")),
-        "{w:?}"
+        s.warnings
+            .iter()
+            .all(|w| !w.to_string().contains("taskgroup"))
     );
     assert!(err(r#"{"tasks": {"t": {"taskgroup": "tg", "run": 1}}}"#).contains("must be a path"));
+}
+
+#[test]
+fn a_phase_level_taskgroup_is_the_phase_s_and_an_empty_one_is_none() {
+    let s = parse(
+        r#"{"tasks": {"t": {"taskgroup": "/a", "phases": {
+            "p0": {"run": 10, "taskgroup": "/b/c"},
+            "p1": {"run": 10},
+            "p2": {"run": 10, "taskgroup": ""},
+            "p3": {"run": 10, "taskgroup": "/"}}}}}"#,
+    )
+    .unwrap();
+    let t = &s.tasks[0];
+    assert_eq!(t.cgroup.as_deref(), Some("/a"));
+    let groups: Vec<Option<&str>> = t
+        .program
+        .phases
+        .iter()
+        .map(|p| p.taskgroup.as_deref())
+        .collect();
+    assert_eq!(groups, [Some("/b/c"), None, None, Some("/")]);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+}
+
+#[test]
+fn a_bad_phase_level_taskgroup_is_an_error() {
+    expect![[r#"test.json:1:58: tasks.t.phases.p.taskgroup: taskgroup "b" must be a path starting with '/'"#]]
+        .assert_eq(&err(
+            r#"{"tasks": {"t": {"phases": {"p": {"run": 1, "taskgroup": "b"}}}}}"#,
+        ));
+    assert!(
+        err(r#"{"tasks": {"t": {"phases": {"p": {"run": 1, "taskgroup": "/a/../b"}}}}}"#)
+            .contains("must be a path")
+    );
+    assert!(
+        err(r#"{"tasks": {"t": {"phases": {"p": {"run": 1, "taskgroup": 3}}}}}"#)
+            .contains("taskgroup")
+    );
 }
