@@ -273,6 +273,55 @@ fn grouped_runs_keep_their_pelt_sums_from_the_first_fork() {
 }
 
 /// rt-app's phase-level `taskgroup` (tests/data/rtapp/taskgroup-phases.json): on 2 CPUs two
+
+/// A thread forked by rt-app's `fork` from a template without a `taskgroup` starts in its
+/// parent's group (cgroup_fork() gives the child the parent's css_set, then
+/// sched_cgroup_fork() its task group): the children of a parent in /a run in /a, those of
+/// a parent in /b in /b; a template that names a group starts there.
+#[test]
+fn a_forked_thread_starts_in_its_parents_group() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/rtapp/fork-inherits-group.json"
+    );
+    let mut cfg = config("1", &[&format!("rtapp:{path}")], 300, 1);
+    cfg.cgroups = vec![("/a".into(), 100), ("/b".into(), 100)];
+    let r = run_kernel(cfg);
+    let groups: Vec<(&str, Option<&str>)> = r
+        .tasks
+        .iter()
+        .map(|t| (t.name.as_str(), t.cgroup.as_deref()))
+        .collect();
+    let children: Vec<_> = groups
+        .iter()
+        .filter(|(n, _)| n.starts_with("child"))
+        .collect();
+    assert_eq!(children.len(), 3, "{groups:?}");
+    let of_parent = children.iter().filter(|(_, g)| *g == Some("/a")).count();
+    let of_spawner = children.iter().filter(|(_, g)| *g == Some("/b")).count();
+    assert_eq!((of_parent, of_spawner), (2, 1), "{groups:?}");
+    let share = |g: &str| r.task_groups.iter().find(|x| x.cgroup == g).unwrap();
+    // A template naming /b, forked from /a, starts in /b.
+    let named: Vec<_> = groups
+        .iter()
+        .filter(|(n, _)| n.starts_with("named"))
+        .collect();
+    assert_eq!(named.len(), 1, "{groups:?}");
+    assert_eq!(named[0].1, Some("/b"));
+    // /a: parent, its two children and p2; /b: spawner, its child, other and named.
+    assert_eq!(
+        (share("/a").tasks, share("/b").tasks),
+        (4, 4),
+        "{:?}",
+        r.task_groups
+    );
+    assert!(
+        r.task_groups
+            .iter()
+            .all(|x| x.cgroup != "/" || x.runtime_ns < 1_000_000)
+    );
+}
+
 /// busy threads in /a (weight 100), two in /b (weight 300), and a mover that runs 20 ms of
 /// wall time in /a, then 20 ms in /b, forever, moving itself at each phase
 /// (sched_move_task() of the running task). The groups still split the machine 25/75, the

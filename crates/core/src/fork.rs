@@ -34,7 +34,8 @@ impl<B: Balancer> Core<B> {
             return;
         }
         let spec = self.cfg.workload.tasks[r.index()].clone();
-        self.create_workload_task(spec, cpu, Some(r));
+        let parent = self.rqs[cpu.index()].curr;
+        self.create_workload_task_of(spec, cpu, Some(r), parent);
     }
 
     /// The mask of the workload's cpuset `set` (`None`: every CPU), shared by every task
@@ -58,6 +59,19 @@ impl<B: Balancer> Core<B> {
         spec: lbsim_workload::TaskSpec,
         parent_cpu: CpuId,
         of_spec: Option<TaskRef>,
+    ) {
+        let parent = self.rqs[parent_cpu.index()].curr;
+        self.create_workload_task_of(spec, parent_cpu, of_spec, parent);
+    }
+
+    /// [`Self::create_workload_task`] with the forking task (`None`: the run's launcher,
+    /// whose group is the root).
+    fn create_workload_task_of(
+        &mut self,
+        spec: lbsim_workload::TaskSpec,
+        parent_cpu: CpuId,
+        of_spec: Option<TaskRef>,
+        parent: Option<TaskId>,
     ) {
         let wref = of_spec.unwrap_or(TaskRef(self.obs.tasks.len() as u32));
         let mask = self.affinity_mask(spec.affinity);
@@ -98,6 +112,22 @@ impl<B: Balancer> Core<B> {
                 ag,
             );
             autogroup = ag.unwrap_or(0);
+            // A task whose spec names neither cgroup nor session, forked by a workload task
+            // (rt-app's `fork` of a template without a `taskgroup`): cgroup_fork() gives the
+            // child its parent's css_set and the autogroup is the thread group's
+            // (signal->autogroup), so it starts in its parent's group as the parent is now,
+            // phase-level moves included. (A template that names a taskgroup starts there at
+            // once: rt-app moves it at its first phase, before it runs anything; the instants
+            // differ by its first wake-up only.)
+            if spec.cgroup.is_none()
+                && spec.session.is_none()
+                && let Some(p) = parent
+                && let Some(&pri) = self.run_of.get(p)
+                && matches!(self.runs[pri as usize].kind, Kind::Workload { .. })
+            {
+                task.tg = self.tasks[p].tg;
+                autogroup = self.runs[pri as usize].autogroup;
+            }
         }
         let id = self.tasks.insert(task);
         let program = spec.start(wref);

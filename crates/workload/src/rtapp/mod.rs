@@ -22,8 +22,10 @@
 //! - `calibration` is ignored: `run` durations are work at capacity 1024;
 //! - `mem`, `iorun` and `memrun` are CPU work at 10 bytes/ns (a memset-speed copy);
 //! - uclamp, NUMA binding and priority inheritance are not modelled; a thread-level
-//!   `taskgroup` puts the thread in that cgroup (weight 100 unless `--cgroup` says otherwise),
-//!   a phase-level one (moving the thread) is ignored with a warning;
+//!   `taskgroup` puts the thread in that cgroup (weight 100 unless `--cgroup` says otherwise);
+//!   a phase-level one moves the thread at the start of each iteration of the phase, as
+//!   rt-app's `set_thread_taskgroup()` does (no warning: this is rt-app's behaviour); a
+//!   thread forked from a template without one starts in its parent's group;
 //! - real-time policies (`SCHED_FIFO`, `SCHED_RR`, `SCHED_DEADLINE`) are rejected: lbsim
 //!   models the fair class only;
 //! - unknown keys in a task or phase are errors (rt-app ignores them silently, which turns a
