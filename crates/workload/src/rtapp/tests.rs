@@ -30,7 +30,7 @@ fn examples() -> Vec<PathBuf> {
 #[test]
 fn the_examples_parse_and_run() {
     let files = examples();
-    assert_eq!(files.len(), 4, "{files:?}");
+    assert_eq!(files.len(), 5, "{files:?}");
     for f in files {
         let spec = load_file(&f, "rtapp").unwrap_or_else(|e| panic!("{e}"));
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
