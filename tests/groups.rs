@@ -272,8 +272,6 @@ fn grouped_runs_keep_their_pelt_sums_from_the_first_fork() {
     }
 }
 
-/// rt-app's phase-level `taskgroup` (tests/data/rtapp/taskgroup-phases.json): on 2 CPUs two
-
 /// A thread forked by rt-app's `fork` from a template without a `taskgroup` starts in its
 /// parent's group (cgroup_fork() gives the child the parent's css_set, then
 /// sched_cgroup_fork() its task group): the children of a parent in /a run in /a, those of
@@ -322,6 +320,7 @@ fn a_forked_thread_starts_in_its_parents_group() {
     );
 }
 
+/// rt-app's phase-level `taskgroup` (tests/data/rtapp/taskgroup-phases.json): on 2 CPUs two
 /// busy threads in /a (weight 100), two in /b (weight 300), and a mover that runs 20 ms of
 /// wall time in /a, then 20 ms in /b, forever, moving itself at each phase
 /// (sched_move_task() of the running task). The groups still split the machine 25/75, the
