@@ -105,8 +105,8 @@ pub use interp::ProgramState;
 pub use length::{COUNTED_LIMIT_NS, CutShort, OPEN_ENDED_NS};
 pub use limits::{LimitError, Limits, Resource, Room, Size};
 pub use obs::{
-    ProbeIter, ProbeLog, ProbeRecord, RunObservations, TaskObservation, WakeupIter, WakeupLog,
-    WakeupSample,
+    LogIter, LogRecord, ProbeIter, ProbeLog, ProbeRecord, RunObservations, TaskObservation,
+    VarintLog, WakeupIter, WakeupLog, WakeupSample,
 };
 pub use program::{Event, Loops, Phase, Policy, Program, SchedAttr, SchedChange};
 pub use report::{Metric, PartReport, Report};

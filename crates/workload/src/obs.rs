@@ -179,26 +179,101 @@ fn undelta(prev: u64, z: u64) -> u64 {
     prev.wrapping_add(d as u64)
 }
 
-/// [`RunObservations::probes`]: the records in the order pushed, stored compactly (a run
-/// keeps one per probe executed, millions in a long run of a benchmark): each as the task,
-/// the time since the previous record, the tag and the value, as variable-length integers,
-/// 8 to 10 bytes a record where a [`ProbeRecord`] is 24. Reading gives back exactly what was
-/// pushed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ProbeLog {
+/// A record a [`VarintLog`] stores: its time, kept as the change from the previous record's,
+/// and its other fields, as variable-length integers.
+pub trait LogRecord: Sized {
+    /// The time the log keeps as a delta.
+    fn time_ns(&self) -> u64;
+    /// The task, written first.
+    fn task(&self) -> TaskRef;
+    /// Appends the fields after the time.
+    fn put_rest(&self, bytes: &mut Vec<u8>);
+    /// Reads the fields after the time, [`Self::put_rest`]'s inverse.
+    fn get(task: TaskRef, time_ns: u64, bytes: &[u8], pos: &mut usize) -> Self;
+}
+
+impl LogRecord for ProbeRecord {
+    fn time_ns(&self) -> u64 {
+        self.time_ns
+    }
+    fn task(&self) -> TaskRef {
+        self.task
+    }
+    fn put_rest(&self, bytes: &mut Vec<u8>) {
+        bytes.push(self.tag as u8);
+        put_varint(bytes, self.value);
+    }
+    fn get(task: TaskRef, time_ns: u64, bytes: &[u8], pos: &mut usize) -> ProbeRecord {
+        let tag = ProbeTag::ALL[usize::from(bytes[*pos])];
+        *pos += 1;
+        ProbeRecord {
+            task,
+            time_ns,
+            tag,
+            value: get_varint(bytes, pos),
+        }
+    }
+}
+
+impl LogRecord for WakeupSample {
+    fn time_ns(&self) -> u64 {
+        self.wake_ns
+    }
+    fn task(&self) -> TaskRef {
+        self.task
+    }
+    fn put_rest(&self, bytes: &mut Vec<u8>) {
+        put_varint(bytes, self.latency_ns);
+    }
+    fn get(task: TaskRef, wake_ns: u64, bytes: &[u8], pos: &mut usize) -> WakeupSample {
+        WakeupSample {
+            task,
+            wake_ns,
+            latency_ns: get_varint(bytes, pos),
+        }
+    }
+}
+
+/// Records in the order pushed, stored compactly (a run keeps one per probe executed or per
+/// wake-up, millions in a long run of a benchmark): each as the task, the time since the
+/// previous record and the record's other fields, as variable-length integers: 8 to 10
+/// bytes a [`ProbeRecord`] (24 in memory), 6 to 9 a [`WakeupSample`] (24). Reading gives
+/// back exactly what was pushed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VarintLog<R> {
     bytes: Vec<u8>,
     len: usize,
     last_time_ns: u64,
+    _record: std::marker::PhantomData<R>,
 }
 
-impl ProbeLog {
+/// [`RunObservations::probes`].
+pub type ProbeLog = VarintLog<ProbeRecord>;
+/// [`RunObservations::wakeups`].
+pub type WakeupLog = VarintLog<WakeupSample>;
+/// The records of a [`ProbeLog`], by value.
+pub type ProbeIter<'a> = LogIter<'a, ProbeRecord>;
+/// The samples of a [`WakeupLog`], by value.
+pub type WakeupIter<'a> = LogIter<'a, WakeupSample>;
+
+impl<R> Default for VarintLog<R> {
+    fn default() -> Self {
+        VarintLog {
+            bytes: Vec::new(),
+            len: 0,
+            last_time_ns: 0,
+            _record: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<R: LogRecord> VarintLog<R> {
     /// Appends a record.
-    pub fn push(&mut self, r: ProbeRecord) {
-        put_varint(&mut self.bytes, u64::from(r.task.0));
-        put_varint(&mut self.bytes, delta(self.last_time_ns, r.time_ns));
-        self.bytes.push(r.tag as u8);
-        put_varint(&mut self.bytes, r.value);
-        self.last_time_ns = r.time_ns;
+    pub fn push(&mut self, r: R) {
+        put_varint(&mut self.bytes, u64::from(r.task().0));
+        put_varint(&mut self.bytes, delta(self.last_time_ns, r.time_ns()));
+        r.put_rest(&mut self.bytes);
+        self.last_time_ns = r.time_ns();
         self.len += 1;
     }
 
@@ -213,44 +288,38 @@ impl ProbeLog {
     }
 
     /// The records in the order pushed.
-    pub fn iter(&self) -> ProbeIter<'_> {
-        ProbeIter {
+    pub fn iter(&self) -> LogIter<'_, R> {
+        LogIter {
             bytes: &self.bytes,
             pos: 0,
             left: self.len,
             time_ns: 0,
+            _record: std::marker::PhantomData,
         }
     }
 }
 
-/// The records of a [`ProbeLog`], by value.
+/// The records of a [`VarintLog`], by value.
 #[derive(Clone, Debug)]
-pub struct ProbeIter<'a> {
+pub struct LogIter<'a, R> {
     bytes: &'a [u8],
     pos: usize,
     left: usize,
     time_ns: u64,
+    _record: std::marker::PhantomData<R>,
 }
 
-impl Iterator for ProbeIter<'_> {
-    type Item = ProbeRecord;
+impl<R: LogRecord> Iterator for LogIter<'_, R> {
+    type Item = R;
 
-    fn next(&mut self) -> Option<ProbeRecord> {
+    fn next(&mut self) -> Option<R> {
         if self.left == 0 {
             return None;
         }
         self.left -= 1;
         let task = TaskRef(get_varint(self.bytes, &mut self.pos) as u32);
         self.time_ns = undelta(self.time_ns, get_varint(self.bytes, &mut self.pos));
-        let tag = ProbeTag::ALL[usize::from(self.bytes[self.pos])];
-        self.pos += 1;
-        let value = get_varint(self.bytes, &mut self.pos);
-        Some(ProbeRecord {
-            task,
-            time_ns: self.time_ns,
-            tag,
-            value,
-        })
+        Some(R::get(task, self.time_ns, self.bytes, &mut self.pos))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -258,167 +327,48 @@ impl Iterator for ProbeIter<'_> {
     }
 }
 
-impl ExactSizeIterator for ProbeIter<'_> {}
+impl<R: LogRecord> ExactSizeIterator for LogIter<'_, R> {}
 
-impl<'a> IntoIterator for &'a ProbeLog {
-    type Item = ProbeRecord;
-    type IntoIter = ProbeIter<'a>;
+impl<'a, R: LogRecord> IntoIterator for &'a VarintLog<R> {
+    type Item = R;
+    type IntoIter = LogIter<'a, R>;
 
-    fn into_iter(self) -> ProbeIter<'a> {
+    fn into_iter(self) -> LogIter<'a, R> {
         self.iter()
     }
 }
 
-impl FromIterator<ProbeRecord> for ProbeLog {
-    fn from_iter<I: IntoIterator<Item = ProbeRecord>>(iter: I) -> ProbeLog {
-        let mut log = ProbeLog::default();
+impl<R: LogRecord> FromIterator<R> for VarintLog<R> {
+    fn from_iter<I: IntoIterator<Item = R>>(iter: I) -> VarintLog<R> {
+        let mut log = VarintLog::default();
         log.extend(iter);
         log
     }
 }
 
-impl Extend<ProbeRecord> for ProbeLog {
-    fn extend<I: IntoIterator<Item = ProbeRecord>>(&mut self, iter: I) {
+impl<R: LogRecord> Extend<R> for VarintLog<R> {
+    fn extend<I: IntoIterator<Item = R>>(&mut self, iter: I) {
         for r in iter {
             self.push(r);
         }
     }
 }
 
-impl From<Vec<ProbeRecord>> for ProbeLog {
-    fn from(v: Vec<ProbeRecord>) -> ProbeLog {
+impl<R: LogRecord> From<Vec<R>> for VarintLog<R> {
+    fn from(v: Vec<R>) -> VarintLog<R> {
         v.into_iter().collect()
     }
 }
 
-impl Serialize for ProbeLog {
+impl<R: LogRecord + Serialize> Serialize for VarintLog<R> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.iter())
     }
 }
 
-impl<'de> Deserialize<'de> for ProbeLog {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ProbeLog, D::Error> {
-        Vec::<ProbeRecord>::deserialize(d).map(ProbeLog::from)
-    }
-}
-
-/// [`RunObservations::wakeups`]: the samples in the order pushed, stored compactly (one per
-/// wake-up of a run): each as the task, the change of the wake-up time from the previous
-/// sample's and the latency, as variable-length integers, 6 to 9 bytes a sample where a
-/// [`WakeupSample`] is 24. Reading gives back exactly what was pushed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct WakeupLog {
-    bytes: Vec<u8>,
-    len: usize,
-    last_wake_ns: u64,
-}
-
-impl WakeupLog {
-    /// Appends a sample.
-    pub fn push(&mut self, w: WakeupSample) {
-        put_varint(&mut self.bytes, u64::from(w.task.0));
-        put_varint(&mut self.bytes, delta(self.last_wake_ns, w.wake_ns));
-        put_varint(&mut self.bytes, w.latency_ns);
-        self.last_wake_ns = w.wake_ns;
-        self.len += 1;
-    }
-
-    /// Number of samples.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether there is no sample.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The samples in the order pushed.
-    pub fn iter(&self) -> WakeupIter<'_> {
-        WakeupIter {
-            bytes: &self.bytes,
-            pos: 0,
-            left: self.len,
-            wake_ns: 0,
-        }
-    }
-}
-
-/// The samples of a [`WakeupLog`], by value.
-#[derive(Clone, Debug)]
-pub struct WakeupIter<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-    left: usize,
-    wake_ns: u64,
-}
-
-impl Iterator for WakeupIter<'_> {
-    type Item = WakeupSample;
-
-    fn next(&mut self) -> Option<WakeupSample> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        let task = TaskRef(get_varint(self.bytes, &mut self.pos) as u32);
-        self.wake_ns = undelta(self.wake_ns, get_varint(self.bytes, &mut self.pos));
-        let latency_ns = get_varint(self.bytes, &mut self.pos);
-        Some(WakeupSample {
-            task,
-            wake_ns: self.wake_ns,
-            latency_ns,
-        })
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
-}
-
-impl ExactSizeIterator for WakeupIter<'_> {}
-
-impl<'a> IntoIterator for &'a WakeupLog {
-    type Item = WakeupSample;
-    type IntoIter = WakeupIter<'a>;
-
-    fn into_iter(self) -> WakeupIter<'a> {
-        self.iter()
-    }
-}
-
-impl FromIterator<WakeupSample> for WakeupLog {
-    fn from_iter<I: IntoIterator<Item = WakeupSample>>(iter: I) -> WakeupLog {
-        let mut log = WakeupLog::default();
-        log.extend(iter);
-        log
-    }
-}
-
-impl Extend<WakeupSample> for WakeupLog {
-    fn extend<I: IntoIterator<Item = WakeupSample>>(&mut self, iter: I) {
-        for w in iter {
-            self.push(w);
-        }
-    }
-}
-
-impl From<Vec<WakeupSample>> for WakeupLog {
-    fn from(v: Vec<WakeupSample>) -> WakeupLog {
-        v.into_iter().collect()
-    }
-}
-
-impl Serialize for WakeupLog {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.iter())
-    }
-}
-
-impl<'de> Deserialize<'de> for WakeupLog {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<WakeupLog, D::Error> {
-        Vec::<WakeupSample>::deserialize(d).map(WakeupLog::from)
+impl<'de, R: LogRecord + Deserialize<'de>> Deserialize<'de> for VarintLog<R> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<VarintLog<R>, D::Error> {
+        Vec::<R>::deserialize(d).map(VarintLog::from)
     }
 }
 

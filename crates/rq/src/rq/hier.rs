@@ -1024,9 +1024,6 @@ fn attach_entity_cfs_rq(
     propagate_entity_cfs_rq(root, ents, tree, gse, now_pelt, util_est);
 }
 
-/// Follows fair.c: `propagate_entity_cfs_rq()` (v6.12, nothing throttled): the entity's
-/// cfs_rq goes on the leaf list (`list_add_leaf_cfs_rq()`), then each entity above is updated
-/// in its cfs_rq with `UPDATE_TG` and that cfs_rq goes on the list too.
 /// Follows fair.c: `detach_entity_cfs_rq()` (v6.12) for a task entity: nothing if it was
 /// never attached (`last_update_time == 0`); else `update_load_avg(cfs_rq, se, 0)`,
 /// `detach_entity_load_avg()` (with the group part: minus its `load_sum` queued for the
@@ -1088,6 +1085,9 @@ fn attach_task_entity_cfs_rq(
     propagate_entity_cfs_rq(root, ents, tree, p, now_pelt, util_est);
 }
 
+/// Follows fair.c: `propagate_entity_cfs_rq()` (v6.12, nothing throttled): the entity's
+/// cfs_rq goes on the leaf list (`list_add_leaf_cfs_rq()`), then each entity above is updated
+/// in its cfs_rq with `UPDATE_TG` and that cfs_rq goes on the list too.
 fn propagate_entity_cfs_rq(
     root: &mut CfsRq,
     ents: &mut GroupEnts<'_>,
