@@ -14,7 +14,10 @@ use crate::prelude::*;
 /// since the summary was last needed: whether one of its waiting tasks may run anywhere
 /// (`free`), else the union of their `cpus_mask`s (`reach`), and over all CPUs how many
 /// reaches hold each CPU, so that the test is a word-wise intersection with the idle mask
-/// instead of a walk over every waiting CPU's tasks at every event.
+/// instead of a walk over every waiting CPU's tasks at every event. A CPU whose reach is
+/// empty and stays empty (not waiting, or `free`, or waiting only with tasks allowed
+/// everywhere) costs nothing more than the test of its flags (`reach_empty`), and the test
+/// itself is skipped while no reach holds any CPU (`nr_reachable`).
 #[derive(Clone, Debug)]
 pub(crate) struct IwoSummary {
     idle: Cpumask,
@@ -33,10 +36,14 @@ pub(crate) struct IwoSummary {
     /// Per CPU, `words` words: the union of the `cpus_mask`s of its waiting tasks (empty
     /// when the CPU is not waiting or is `free`).
     reach: Vec<u64>,
+    /// Per CPU: its `reach` is known to be all zero (when false it may still be).
+    reach_empty: Vec<bool>,
     /// Per CPU: how many CPUs' `reach` hold it.
     reach_count: Vec<u32>,
     /// The CPUs whose `reach_count` is not zero, as mask words.
     reachable: Vec<u64>,
+    /// How many CPUs `reachable` holds.
+    nr_reachable: usize,
     /// Words per mask.
     words: usize,
     /// A reach being computed.
@@ -59,8 +66,10 @@ impl IwoSummary {
             free: vec![false; nr_cpus],
             nr_free: 0,
             reach: vec![0; nr_cpus * words],
+            reach_empty: vec![true; nr_cpus],
             reach_count: vec![0; nr_cpus],
             reachable: vec![0; words],
+            nr_reachable: 0,
             words,
             scratch: vec![0; words],
         }
@@ -127,7 +136,9 @@ impl IwoSummary {
             self.is_tasks_dirty[ci] = false;
             let rq = &rqs[ci];
             let scratch = &mut self.scratch;
-            scratch.fill(0);
+            // Whether a waiting task with a restricted affinity was found (and `scratch`,
+            // cleared for the first, holds the union of their masks).
+            let mut restricted = false;
             let mut free = false;
             if self.waiting.test(CpuId(c)) {
                 for p in rq.cfs.cfs_tasks() {
@@ -139,15 +150,14 @@ impl IwoSummary {
                         free = true;
                         break;
                     }
+                    if !restricted {
+                        scratch.fill(0);
+                        restricted = true;
+                    }
                     for (s, m) in scratch.iter_mut().zip(t.cpus_mask.as_words()) {
                         *s |= *m;
                     }
                 }
-            }
-            if free {
-                // A free CPU's reach does not matter while it is free, and it is recomputed
-                // when it stops being.
-                scratch.fill(0);
             }
             if free != self.free[ci] {
                 self.free[ci] = free;
@@ -158,7 +168,18 @@ impl IwoSummary {
                 }
             }
             let old = &mut self.reach[ci * w..(ci + 1) * w];
-            for (k, (o, &n)) in old.iter_mut().zip(scratch.iter()).enumerate() {
+            debug_assert!(
+                !self.reach_empty[ci] || old.iter().all(|o| *o == 0),
+                "CPU {ci}'s reach is flagged empty but is not"
+            );
+            // A free CPU's reach does not matter while it is free, and it is recomputed when
+            // it stops being: it is empty, as is a CPU's with no restricted waiting task.
+            let empty = free || !restricted;
+            if empty && self.reach_empty[ci] {
+                continue;
+            }
+            for (k, o) in old.iter_mut().enumerate() {
+                let n = if empty { 0 } else { scratch[k] };
                 let mut x = *o ^ n;
                 while x != 0 {
                     let b = x.trailing_zeros();
@@ -169,23 +190,35 @@ impl IwoSummary {
                         *count += 1;
                         if *count == 1 {
                             self.reachable[k] |= 1 << b;
+                            self.nr_reachable += 1;
                         }
                     } else {
                         *count -= 1;
                         if *count == 0 {
                             self.reachable[k] &= !(1 << b);
+                            self.nr_reachable -= 1;
                         }
                     }
                 }
                 *o = n;
             }
+            self.reach_empty[ci] = empty;
         }
-        self.nr_free > 0
-            || self
-                .reachable
+        debug_assert_eq!(
+            self.nr_reachable,
+            self.reachable
                 .iter()
-                .zip(self.idle.as_words())
-                .any(|(r, i)| r & i != 0)
+                .map(|r| r.count_ones() as usize)
+                .sum::<usize>(),
+            "nr_reachable is not the weight of reachable"
+        );
+        self.nr_free > 0
+            || (self.nr_reachable > 0
+                && self
+                    .reachable
+                    .iter()
+                    .zip(self.idle.as_words())
+                    .any(|(r, i)| r & i != 0))
     }
 
     /// The first CPU whose summary disagrees with its runqueue.
