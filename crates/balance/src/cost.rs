@@ -103,19 +103,20 @@ lbsim_kernel::int_params! {
 impl CostModel {
     /// The simulated time `work` takes (saturating: with every cost at its largest,
     /// [`MAX_COST_NS`], and every count at `u32::MAX` the exact sum would pass `u64`).
+    ///
+    /// Every term is non-negative, so the exact sum in `u128` (a `u64` cost times a `u32`
+    /// count cannot pass it, nor can five such terms) clamped to `u64::MAX` is what adding
+    /// the terms one by one with saturating `u64` arithmetic gives; it is computed that way
+    /// because the balancer asks for its pass's clock at every group and idle CPU.
     #[inline]
     pub fn charge(&self, work: &WorkAccount) -> u64 {
-        [
-            (self.lb_domain_ns, work.domains),
-            (self.lb_cpu_ns, work.cpus_scanned),
-            (self.lb_task_ns, work.tasks_examined),
-            (self.lb_migrate_ns, work.tasks_moved),
-            (self.lb_redo_ns, work.redo_passes),
-        ]
-        .iter()
-        .fold(0u64, |sum, &(cost_ns, count)| {
-            sum.saturating_add(cost_ns.saturating_mul(u64::from(count)))
-        })
+        let term = |cost_ns: u64, count: u32| u128::from(cost_ns) * u128::from(count);
+        let sum = term(self.lb_domain_ns, work.domains)
+            + term(self.lb_cpu_ns, work.cpus_scanned)
+            + term(self.lb_task_ns, work.tasks_examined)
+            + term(self.lb_migrate_ns, work.tasks_moved)
+            + term(self.lb_redo_ns, work.redo_passes);
+        u64::try_from(sum).unwrap_or(u64::MAX)
     }
 }
 
@@ -179,5 +180,44 @@ mod tests {
             redo_passes: u32::MAX,
         };
         assert_eq!(c.charge(&w), u64::MAX);
+    }
+
+    /// The `u128` sum is the term-by-term saturating `u64` sum it replaced, including for
+    /// costs beyond [`MAX_COST_NS`] (fields set directly) where a product saturates.
+    #[test]
+    fn charge_is_the_saturating_sum() {
+        let saturating = |c: &CostModel, w: &WorkAccount| {
+            [
+                (c.lb_domain_ns, w.domains),
+                (c.lb_cpu_ns, w.cpus_scanned),
+                (c.lb_task_ns, w.tasks_examined),
+                (c.lb_migrate_ns, w.tasks_moved),
+                (c.lb_redo_ns, w.redo_passes),
+            ]
+            .iter()
+            .fold(0u64, |sum, &(cost_ns, count)| {
+                sum.saturating_add(cost_ns.saturating_mul(u64::from(count)))
+            })
+        };
+        let costs = [0, 1, 300, MAX_COST_NS, u64::MAX / 3, u64::MAX];
+        let counts = [0, 1, 7, 4096, u32::MAX / 2, u32::MAX];
+        let mut c = CostModel::default();
+        for (i, &a) in costs.iter().enumerate() {
+            for (j, &n) in counts.iter().enumerate() {
+                c.lb_domain_ns = a;
+                c.lb_cpu_ns = costs[(i + 1) % costs.len()];
+                c.lb_task_ns = costs[(i + j) % costs.len()];
+                c.lb_migrate_ns = costs[(i + 2 * j) % costs.len()];
+                c.lb_redo_ns = costs[j % costs.len()];
+                let w = WorkAccount {
+                    domains: n,
+                    cpus_scanned: counts[(j + 1) % counts.len()],
+                    tasks_examined: counts[(i + j) % counts.len()],
+                    tasks_moved: counts[i % counts.len()],
+                    redo_passes: counts[(2 * i + j) % counts.len()],
+                };
+                assert_eq!(c.charge(&w), saturating(&c, &w), "{c:?} {w:?}");
+            }
+        }
     }
 }

@@ -13,7 +13,9 @@
 use lbsim_topology::CpuId;
 
 use crate::ctx::{BalanceCtx, IlbKick, NohzFlags};
-use crate::lb::{CpuIdleType, Pass, check_cpu_capacity, idle_cpu, ttwu_pending};
+use crate::lb::{
+    CpuIdleType, Pass, check_cpu_capacity, idle_cpu, idle_cpu_with, ttwu_pending_with,
+};
 use crate::newidle::update_blocked_averages;
 use crate::rebalance::rebalance_domains;
 use crate::state::{BalanceState, msecs_to_jiffies};
@@ -260,10 +262,14 @@ pub fn nohz_idle_balance_flags(
     let cpus: Vec<CpuId> = st.nohz.idle_cpus_mask.iter_wrap(start).collect();
     let mut aborted = false;
     for balance_cpu in cpus {
-        if !idle_cpu(ctx, balance_cpu, pass.now_ns(ctx)) {
+        // The pass's clock moves only with the work done below: one reading serves both
+        // tests, taken only if a wake-up IPI may be in flight.
+        let mut at = None;
+        let mut clock = || *at.get_or_insert_with(|| pass.now_ns(ctx));
+        if !idle_cpu_with(ctx, balance_cpu, &mut clock) {
             continue;
         }
-        if ctx.rqs[this_cpu.index()].nr_running > 0 || ttwu_pending(ctx, this_cpu, pass.now_ns(ctx))
+        if ctx.rqs[this_cpu.index()].nr_running > 0 || ttwu_pending_with(ctx, this_cpu, &mut clock)
         {
             if flags.contains(NohzFlags::STATS) {
                 has_blocked_load = true;

@@ -444,6 +444,30 @@ impl Topology {
         &self.span_cpus[self.span_starts[i] as usize..self.span_starts[i + 1] as usize]
     }
 
+    /// Whether every CPU of an interned span is in `of` (`cpumask_subset(span, of)`),
+    /// reading only the words from the span's first CPU to its last (`of` must be as wide
+    /// as the span).
+    #[inline]
+    pub fn span_is_subset(&self, id: SpanId, of: &Cpumask) -> bool {
+        let span = self.span(id);
+        assert_eq!(
+            span.nr_cpu_ids(),
+            of.nr_cpu_ids(),
+            "cpumasks of different widths"
+        );
+        let cpus = self.span_cpus(id);
+        let (Some(first), Some(last)) = (cpus.first(), cpus.last()) else {
+            return true;
+        };
+        let words = first.index() / 64..=last.index() / 64;
+        let fast = span.as_words()[words.clone()]
+            .iter()
+            .zip(&of.as_words()[words])
+            .all(|(a, b)| a & !b == 0);
+        debug_assert_eq!(fast, span.is_subset(of), "span_is_subset differs");
+        fast
+    }
+
     /// A group.
     #[inline]
     pub fn group(&self, id: GroupId) -> &SchedGroup {

@@ -20,13 +20,29 @@ pub(super) fn rq<'c>(ctx: &'c BalanceCtx<'_>, cpu: CpuId) -> &'c Rq {
 /// idle task, has nothing queued and no wake-up on its wake list (`rq->ttwu_pending`, or a
 /// wake-up the engine reports sent by `at_ns`).
 pub fn idle_cpu(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: u64) -> bool {
+    idle_cpu_with(ctx, cpu, || at_ns)
+}
+
+/// [`idle_cpu`] with the time given by `at_ns`, called only if a wake-up may be pending
+/// beyond the runqueue's own flag (lbsim's: the pass's clock is a computation, and the
+/// balancer asks for it at every CPU it reads).
+#[inline]
+pub fn idle_cpu_with(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: impl FnOnce() -> u64) -> bool {
     let r = rq(ctx, cpu);
-    r.curr.is_none() && r.nr_running == 0 && !ttwu_pending(ctx, cpu, at_ns)
+    r.curr.is_none() && r.nr_running == 0 && !ttwu_pending_with(ctx, cpu, at_ns)
 }
 
 /// `rq->ttwu_pending` at `at_ns`: set by the runqueue, or by a wake-up IPI already sent.
 pub fn ttwu_pending(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: u64) -> bool {
-    rq(ctx, cpu).ttwu_pending() || ctx.pending.ttwu_pending_at(cpu, at_ns)
+    ttwu_pending_with(ctx, cpu, || at_ns)
+}
+
+/// [`ttwu_pending`] with the time given by `at_ns`, called only if a wake-up IPI may be in
+/// flight ([`crate::ctx::PendingWakeups::none_pending`] is false).
+#[inline]
+pub fn ttwu_pending_with(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: impl FnOnce() -> u64) -> bool {
+    rq(ctx, cpu).ttwu_pending()
+        || (!ctx.pending.none_pending() && ctx.pending.ttwu_pending_at(cpu, at_ns()))
 }
 
 /// `sched_smt_active()`: some core has more than one hardware thread.

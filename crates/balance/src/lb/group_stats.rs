@@ -10,8 +10,8 @@ use crate::ctx::BalanceCtx;
 use crate::state::{BalanceState, msecs_to_jiffies};
 
 use super::cpu::{
-    capacity_of, cpu_load, cpu_runnable, cpu_util_cfs, idle_cpu, rq, sched_asym, sched_asym_prefer,
-    sched_reduced_capacity, update_cpu_capacity,
+    capacity_of, cpu_load, cpu_runnable, cpu_util_cfs, idle_cpu_with, rq, sched_asym,
+    sched_asym_prefer, sched_reduced_capacity, update_cpu_capacity,
 };
 use super::types::{CpuIdleType, GroupType, SdLbStats, SgLbStats};
 use super::{LbEnv, Pass, SCHED_CAPACITY_SCALE, capacity_greater};
@@ -144,14 +144,17 @@ struct CpuSums {
     scanned: u32,
 }
 
-/// The CPU loop of update_sg_lb_stats(), CPU by CPU, as the kernel runs it.
+/// The CPU loop of update_sg_lb_stats(), CPU by CPU, as the kernel runs it, at the time of
+/// `pass`'s clock (read only if a CPU's idleness depends on it).
 fn sum_cpus(
     ctx: &BalanceCtx<'_>,
     env: &LbEnv,
     group: &SchedGroup,
     local_group: bool,
-    at: u64,
+    pass: &Pass,
 ) -> CpuSums {
+    let mut at = None;
+    let mut clock = || *at.get_or_insert_with(|| pass.now_ns(ctx));
     let topo = ctx.topo;
     let sd = env.sd(topo);
     let mut out = CpuSums {
@@ -178,7 +181,7 @@ fn sum_cpus(
         }
         // cpu_overutilized() is false without an energy model (v6.10+; in v6.6 it only
         // fed rd->overutilized, which nothing reads without a perf domain).
-        if nr_running == 0 && idle_cpu(ctx, i, at) {
+        if nr_running == 0 && idle_cpu_with(ctx, i, &mut clock) {
             sgs.idle_cpus += 1;
             continue;
         }
@@ -217,7 +220,7 @@ fn sum_cpus_from_spans(
         || !ctx.pending.none_pending()
         || (!local_group && sd.flags.contains(SdFlag::AsymCpucapacity))
         || env.cpus_trimmed
-        || (sd.flags.contains(SdFlag::Overlap) && !topo.span(group.span).is_subset(&env.cpus))
+        || (sd.flags.contains(SdFlag::Overlap) && !topo.span_is_subset(group.span, &env.cpus))
     {
         return None;
     }
@@ -248,7 +251,9 @@ fn sum_cpus_from_spans(
 /// Follows fair.c: update_sg_lb_stats() (v6.6-v6.12). Counts one CPU scanned per CPU the
 /// kernel reads. Deliberately differs in how: the CPU loop's sums come from the sums kept
 /// per group ([`crate::rqs`]) where those equal it (checked against the loop in debug
-/// builds), and from the loop otherwise.
+/// builds), and from the loop otherwise. The CPUs read are added to the pass's work last,
+/// so that the loop's idle_cpu() and sched_group_asym() both read the pass's clock as of
+/// the group's start (and read it only if they need it).
 pub fn update_sg_lb_stats(
     ctx: &BalanceCtx<'_>,
     st: &BalanceState,
@@ -260,19 +265,17 @@ pub fn update_sg_lb_stats(
 ) -> SgLbStats {
     let topo = ctx.topo;
     let sd = env.sd(topo);
-    let at = pass.now_ns(ctx);
     let sums = match sum_cpus_from_spans(ctx, env, group, local_group) {
         Some(fast) => {
             debug_assert_eq!(
                 fast,
-                sum_cpus(ctx, env, group, local_group, at),
+                sum_cpus(ctx, env, group, local_group, pass),
                 "the group sums differ from the CPU loop"
             );
             fast
         }
-        None => sum_cpus(ctx, env, group, local_group, at),
+        None => sum_cpus(ctx, env, group, local_group, pass),
     };
-    pass.work.cpus_scanned += sums.scanned;
     if sums.overloaded {
         *sg_overloaded = true;
     }
@@ -282,7 +285,7 @@ pub fn update_sg_lb_stats(
     if !local_group
         && env.idle.is_idle()
         && sgs.sum_h_nr_running > 0
-        && sched_group_asym(ctx, env, &sgs, group, at)
+        && sched_group_asym(ctx, env, &sgs, group, pass.now_ns(ctx))
     {
         sgs.group_asym_packing = true;
     }
@@ -293,6 +296,7 @@ pub fn update_sg_lb_stats(
     if sgs.group_type == GroupType::Overloaded {
         sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity;
     }
+    pass.work.cpus_scanned += sums.scanned;
     sgs
 }
 
