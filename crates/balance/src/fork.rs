@@ -231,7 +231,7 @@ fn wakeup_sums_from_spans(
     let span = ctx.topo.span(group.span);
     let contributes = span.test(t.cpu)
         && (t.se.avg.last_update_time != 0 || ctx.rqs[t.cpu.index()].curr == Some(p));
-    if group.group_weight < crate::rqs::SPAN_SUMS_MIN_CPUS
+    if group.group_weight < crate::rqs::span_sums_min_cpus(ctx.topo)
         || asym
         || contributes
         || !ctx.pending.none_pending()

@@ -66,6 +66,24 @@ impl Contribution {
 /// sums with the loop (`lb::group_stats`, `fork`) covers the small machines they run.
 pub const SPAN_SUMS_MIN_CPUS: u32 = if cfg!(debug_assertions) { 1 } else { 16 };
 
+/// The machines from which on the balancer reads the sums for groups of every size (see
+/// [`span_sums_min_cpus`]).
+pub const SPAN_SUMS_ALL_GROUPS_MIN_MACHINE: usize = 1024;
+
+/// The smallest group whose sums the balancer reads on `topo`: [`SPAN_SUMS_MIN_CPUS`], but
+/// every group from [`SPAN_SUMS_ALL_GROUPS_MIN_MACHINE`] CPUs on. On such a machine the
+/// sums are kept anyway (its NUMA and LLC groups are larger), for every group span, so a
+/// small group's costs one read where the loop reads each of its CPUs' runqueues, which no
+/// longer fit in the caches.
+#[inline]
+pub fn span_sums_min_cpus(topo: &Topology) -> u32 {
+    if topo.nr_cpus() >= SPAN_SUMS_ALL_GROUPS_MIN_MACHINE {
+        1
+    } else {
+        SPAN_SUMS_MIN_CPUS
+    }
+}
+
 /// The sums of one group span: what `update_sg_lb_stats()`'s loop adds up when every CPU of
 /// the span is in `env->cpus` and no wake-up is pending beyond the runqueues' own flags.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -216,7 +216,7 @@ fn sum_cpus_from_spans(
 ) -> Option<CpuSums> {
     let topo = ctx.topo;
     let sd = env.sd(topo);
-    if group.group_weight < crate::rqs::SPAN_SUMS_MIN_CPUS
+    if group.group_weight < crate::rqs::span_sums_min_cpus(topo)
         || !ctx.pending.none_pending()
         || (!local_group && sd.flags.contains(SdFlag::AsymCpucapacity))
         || env.cpus_trimmed
@@ -431,9 +431,22 @@ pub fn update_sd_lb_stats(
     let mut sds = SdLbStats::default();
     let mut sum_util = 0u64;
     let mut sg_overloaded = false;
-    for gid in topo.group_ids(sd) {
+    let overlap = sd.flags.contains(SdFlag::Overlap);
+    for (k, gid) in topo.group_ids(sd).enumerate() {
         let sg = topo.group(gid);
-        let local_group = topo.span(sg.span).test(env.dst_cpu);
+        // The groups of a domain without SD_OVERLAP partition its span, and the first one
+        // (`sd->groups`) holds `sd_cpu` and its whole balance mask, where `dst_cpu` is
+        // (lbsim's shortcut: the test reads no span; checked in debug builds).
+        let local_group = if overlap {
+            topo.span(sg.span).test(env.dst_cpu)
+        } else {
+            k == 0
+        };
+        debug_assert_eq!(
+            local_group,
+            topo.span(sg.span).test(env.dst_cpu),
+            "the local group is not sd->groups"
+        );
         if local_group {
             sds.local = Some(gid);
             if env.idle != CpuIdleType::NewlyIdle || ctx.jiffies >= st.sgc(sg.sgc).next_update {
