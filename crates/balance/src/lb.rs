@@ -143,7 +143,12 @@ impl LbEnv {
     pub fn new(topo: &Topology, this_cpu: CpuId, level: usize, idle: CpuIdleType) -> LbEnv {
         let sd = &topo.domains(this_cpu)[level];
         let mut cpus = topo.span(sd.span).clone();
-        cpus.and_assign(topo.machine().all_cpus());
+        // `cpumask_and(cpus, sched_domain_span(sd), cpu_active_mask)`; lbsim skips the
+        // writes when the span is all active (it always is without hotplug).
+        let active = topo.machine().all_cpus();
+        if !topo.span_is_subset(sd.span, active) {
+            cpus.and_assign(active);
+        }
         LbEnv::with_cpus(topo, this_cpu, level, idle, cpus)
     }
 

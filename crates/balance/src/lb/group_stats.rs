@@ -118,19 +118,20 @@ fn smt_balance(env: &LbEnv, sgs: &SgLbStats, group: &SchedGroup) -> bool {
     env.idle.is_idle() && group.flags.contains(SdFlag::ShareCpucapacity) && sgs.sum_h_nr_running > 1
 }
 
-/// Follows fair.c: sched_group_asym() (v6.6 sched_asym(); v6.12 form).
+/// Follows fair.c: sched_group_asym() (v6.6 sched_asym(); v6.12 form). `at_ns` gives the
+/// pass's time, read only for a group with an `asym_prefer_cpu`.
 fn sched_group_asym(
     ctx: &BalanceCtx<'_>,
     env: &LbEnv,
     sgs: &SgLbStats,
     group: &SchedGroup,
-    at_ns: u64,
+    at_ns: impl FnOnce() -> u64,
 ) -> bool {
     if group.flags.contains(SdFlag::ShareCpucapacity) && sgs.group_weight - sgs.idle_cpus != 1 {
         return false;
     }
     match group.asym_prefer_cpu {
-        Some(prefer) => sched_asym(ctx, env.sd(ctx.topo), env.dst_cpu, prefer, at_ns),
+        Some(prefer) => sched_asym(ctx, env.sd(ctx.topo), env.dst_cpu, prefer, at_ns()),
         None => false,
     }
 }
@@ -285,7 +286,7 @@ pub fn update_sg_lb_stats(
     if !local_group
         && env.idle.is_idle()
         && sgs.sum_h_nr_running > 0
-        && sched_group_asym(ctx, env, &sgs, group, pass.now_ns(ctx))
+        && sched_group_asym(ctx, env, &sgs, group, || pass.now_ns(ctx))
     {
         sgs.group_asym_packing = true;
     }

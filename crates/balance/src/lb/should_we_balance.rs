@@ -2,7 +2,7 @@
 //! the domain.
 
 use crate::params::LbFeat;
-use lbsim_topology::{CpuId, SdFlag};
+use lbsim_topology::{CpuId, Cpumask, SdFlag};
 
 use crate::ctx::BalanceCtx;
 
@@ -36,13 +36,17 @@ pub fn should_we_balance(ctx: &BalanceCtx<'_>, env: &LbEnv, pass: &mut Pass) -> 
     let topo = ctx.topo;
     let sd = env.sd(topo);
     let sg = topo.local_group(sd);
-    let mut swb_cpus = topo.span(sg.balance_mask).clone();
-    swb_cpus.and_assign(&env.cpus);
     let smt = sched_smt_active(topo);
     let mut idle_smt: Option<CpuId> = None;
-    let mut next = swb_cpus.first();
-    while let Some(cpu) = next {
-        next = swb_cpus.next(cpu);
+    // The kernel walks `swb_cpus = group_balance_mask(sg) & env->cpus` in order, removing
+    // an idle CPU's busy core's siblings from it as it goes. lbsim walks the balance mask's
+    // CPU list, skipping those not in `env->cpus` and those removed so far (kept in
+    // `removed`, made at the first removal): the same CPUs in the same order.
+    let mut removed: Option<Cpumask> = None;
+    for &cpu in topo.span_cpus(sg.balance_mask) {
+        if !env.cpus.test(cpu) || removed.as_ref().is_some_and(|r| r.test(cpu)) {
+            continue;
+        }
         pass.work.cpus_scanned += 1;
         if !idle_cpu(ctx, cpu, at) {
             continue;
@@ -51,8 +55,9 @@ pub fn should_we_balance(ctx: &BalanceCtx<'_>, env: &LbEnv, pass: &mut Pass) -> 
             if idle_smt.is_none() {
                 idle_smt = Some(cpu);
             }
-            swb_cpus.andnot_assign(topo.machine().smt_mask(cpu));
-            next = swb_cpus.next_from(cpu);
+            removed
+                .get_or_insert_with(|| Cpumask::new(env.cpus.nr_cpu_ids()))
+                .or_assign(topo.machine().smt_mask(cpu));
             continue;
         }
         return cpu == env.dst_cpu;
