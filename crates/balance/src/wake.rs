@@ -413,7 +413,7 @@ pub fn update_idle_core(ctx: &BalanceCtx<'_>, st: &mut BalanceState, cpu: CpuId)
     if !sched_smt_active(ctx.topo) || test_idle_cores(ctx, st, cpu) {
         return work;
     }
-    for sibling in ctx.topo.machine().smt_mask(cpu).iter() {
+    for &sibling in ctx.topo.machine().smt_siblings(cpu) {
         if sibling == cpu {
             continue;
         }
@@ -516,9 +516,9 @@ fn select_idle_core(
     idle_cpu: &mut Option<CpuId>,
     work: &mut WorkAccount,
 ) -> Option<CpuId> {
-    let smt = sis.ctx.topo.machine().smt_mask(core);
+    let machine = sis.ctx.topo.machine();
     let mut idle = true;
-    for cpu in smt.iter() {
+    for &cpu in machine.smt_siblings(core) {
         work.cpus_scanned += 1;
         if !sis.available_idle_cpu(cpu) {
             idle = false;
@@ -538,7 +538,7 @@ fn select_idle_core(
     if idle {
         return Some(core);
     }
-    cpus.andnot_assign(smt);
+    cpus.andnot_assign(machine.smt_mask(core));
     None
 }
 
@@ -553,7 +553,7 @@ fn select_idle_smt(
     let ctx = sis.ctx;
     let span = ctx.topo.span(sd.span);
     let cpus_mask = &ctx.tasks[sis.p].cpus_mask;
-    for cpu in ctx.topo.machine().smt_mask(target).iter() {
+    for &cpu in ctx.topo.machine().smt_siblings(target) {
         if !cpus_mask.test(cpu) || cpu == target || !span.test(cpu) {
             continue;
         }

@@ -59,7 +59,8 @@ impl<B: Balancer> Core<B> {
         let n = smt.busy[core] as usize;
         let machine = self.cfg.topology.machine();
         let share = u64::from(machine.smt_throughput().thread_speed_1024(n.max(1)));
-        let siblings: smallvec::SmallVec<[CpuId; 8]> = machine.smt_mask(cpu).iter().collect();
+        let siblings: smallvec::SmallVec<[CpuId; 8]> =
+            machine.smt_siblings(cpu).iter().copied().collect();
         for s in siblings {
             let speed = (self.cpus[s.index()].capacity * share / 1024).max(1);
             if s == cpu || self.rqs[s.index()].curr.is_none() {

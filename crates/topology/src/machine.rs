@@ -226,6 +226,10 @@ pub struct Machine {
     node_reclaim_distance: u32,
     all: Cpumask,
     core_masks: Vec<Cpumask>,
+    /// Each core's CPUs in order: core `k` is `core_cpus[core_starts[k]..core_starts[k + 1]]`
+    /// (what iterating [`Machine::smt_mask`] visits, without scanning its empty words).
+    core_cpus: Vec<CpuId>,
+    core_starts: Vec<u32>,
     cluster_masks: Vec<Cpumask>,
     llc_masks: Vec<Cpumask>,
     package_masks: Vec<Cpumask>,
@@ -402,12 +406,21 @@ impl Machine {
         };
         let count = |ids: &[u32]| ids.iter().max().map_or(0, |m| *m as usize + 1);
         let core_masks = masks(&|c| c.core, count(&core));
+        let mut core_cpus = Vec::with_capacity(n);
+        let mut core_starts = Vec::with_capacity(core_masks.len() + 1);
+        for m in &core_masks {
+            core_starts.push(core_cpus.len() as u32);
+            core_cpus.extend(m.iter());
+        }
+        core_starts.push(core_cpus.len() as u32);
         Ok(Machine {
             has_smt: core_masks.iter().any(|m| m.weight() > 1),
             smt_throughput: SmtThroughput::default_table(),
             idle_tables: vec![IdleStates::none()],
             idle_of: vec![0; n],
             core_masks,
+            core_cpus,
+            core_starts,
             cluster_masks: masks(&|c| c.cluster, count(&cluster)),
             llc_masks: masks(&|c| c.llc, count(&llc)),
             package_masks: masks(&|c| c.package, count(&package)),
@@ -510,6 +523,13 @@ impl Machine {
     /// The SMT siblings of `cpu`, itself included (`topology_sibling_cpumask()`, `cpu_smt_mask()`).
     pub fn smt_mask(&self, cpu: CpuId) -> &Cpumask {
         &self.core_masks[self.cpus[cpu.index()].core as usize]
+    }
+
+    /// The CPUs of [`Machine::smt_mask`] in order, as a list.
+    #[inline]
+    pub fn smt_siblings(&self, cpu: CpuId) -> &[CpuId] {
+        let k = self.cpus[cpu.index()].core as usize;
+        &self.core_cpus[self.core_starts[k] as usize..self.core_starts[k + 1] as usize]
     }
 
     /// The CPUs of `cpu`'s cluster (`cpu_topology[cpu].cluster_sibling`).

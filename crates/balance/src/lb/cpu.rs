@@ -54,9 +54,9 @@ pub fn sched_smt_active(topo: &Topology) -> bool {
 pub fn is_core_idle(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: u64) -> bool {
     ctx.topo
         .machine()
-        .smt_mask(cpu)
+        .smt_siblings(cpu)
         .iter()
-        .all(|s| s == cpu || idle_cpu(ctx, s, at_ns))
+        .all(|&s| s == cpu || idle_cpu(ctx, s, at_ns))
 }
 
 /// Follows fair.c: cpu_load() (v6.6-v6.12): `rq->cfs.avg.load_avg`.

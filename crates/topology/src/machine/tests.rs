@@ -27,6 +27,8 @@ fn labels_become_dense_ids_and_masks() {
     assert_eq!(m.cpu(CpuId(2)).thread, 1);
     assert_eq!(m.cpu(CpuId(3)).thread, 1);
     assert_eq!(m.smt_mask(CpuId(1)).to_cpulist(), "1,3");
+    assert_eq!(m.smt_siblings(CpuId(3)), &[CpuId(1), CpuId(3)]);
+    assert_eq!(m.smt_siblings(CpuId(0)), &[CpuId(0), CpuId(2)]);
     assert_eq!(m.llc_mask(CpuId(1)).to_cpulist(), "0-3");
     assert!(m.has_smt());
     assert_eq!(m.nr_nodes(), 1);
