@@ -16,8 +16,9 @@ use crate::prelude::*;
 /// reaches hold each CPU, so that the test is a word-wise intersection with the idle mask
 /// instead of a walk over every waiting CPU's tasks at every event. A CPU whose reach is
 /// empty and stays empty (not waiting, or `free`, or waiting only with tasks allowed
-/// everywhere) costs nothing more than the test of its flags (`reach_empty`), and the test
-/// itself is skipped while no reach holds any CPU (`nr_reachable`).
+/// everywhere) costs nothing more than the test of its flags (`reach_empty`), and the
+/// intersection is kept as a count (`nr_idle_reachable`) as the idle mask and the reaches
+/// change, so that the test reads no mask.
 #[derive(Clone, Debug)]
 pub(crate) struct IwoSummary {
     idle: Cpumask,
@@ -42,8 +43,8 @@ pub(crate) struct IwoSummary {
     reach_count: Vec<u32>,
     /// The CPUs whose `reach_count` is not zero, as mask words.
     reachable: Vec<u64>,
-    /// How many CPUs `reachable` holds.
-    nr_reachable: usize,
+    /// How many CPUs are both `idle` and `reachable`.
+    nr_idle_reachable: usize,
     /// Words per mask.
     words: usize,
     /// A reach being computed.
@@ -69,7 +70,7 @@ impl IwoSummary {
             reach_empty: vec![true; nr_cpus],
             reach_count: vec![0; nr_cpus],
             reachable: vec![0; words],
-            nr_reachable: 0,
+            nr_idle_reachable: 0,
             words,
             scratch: vec![0; words],
         }
@@ -109,6 +110,13 @@ impl IwoSummary {
                 } else {
                     self.idle.clear(cpu);
                     self.nr_idle -= 1;
+                }
+                if self.reach_count[cpu.index()] > 0 {
+                    if idle {
+                        self.nr_idle_reachable += 1;
+                    } else {
+                        self.nr_idle_reachable -= 1;
+                    }
                 }
             }
             if waiting != self.waiting.test(cpu) {
@@ -190,13 +198,17 @@ impl IwoSummary {
                         *count += 1;
                         if *count == 1 {
                             self.reachable[k] |= 1 << b;
-                            self.nr_reachable += 1;
+                            if self.idle.test(CpuId(i as u32)) {
+                                self.nr_idle_reachable += 1;
+                            }
                         }
                     } else {
                         *count -= 1;
                         if *count == 0 {
                             self.reachable[k] &= !(1 << b);
-                            self.nr_reachable -= 1;
+                            if self.idle.test(CpuId(i as u32)) {
+                                self.nr_idle_reachable -= 1;
+                            }
                         }
                     }
                 }
@@ -205,20 +217,15 @@ impl IwoSummary {
             self.reach_empty[ci] = empty;
         }
         debug_assert_eq!(
-            self.nr_reachable,
+            self.nr_idle_reachable,
             self.reachable
                 .iter()
-                .map(|r| r.count_ones() as usize)
+                .zip(self.idle.as_words())
+                .map(|(r, i)| (r & i).count_ones() as usize)
                 .sum::<usize>(),
-            "nr_reachable is not the weight of reachable"
+            "nr_idle_reachable is not the weight of reachable & idle"
         );
-        self.nr_free > 0
-            || (self.nr_reachable > 0
-                && self
-                    .reachable
-                    .iter()
-                    .zip(self.idle.as_words())
-                    .any(|(r, i)| r & i != 0))
+        self.nr_free > 0 || self.nr_idle_reachable > 0
     }
 
     /// The first CPU whose summary disagrees with its runqueue.
