@@ -160,18 +160,27 @@ impl<B: Balancer> Core<B> {
         let sync = cfg.workload.new_sync_state();
         let bg_rng = streams.rng(Stream::Background, 0);
         let checker = check::Checker::new(cfg.check, &mut balancer);
+        // The tasks of the spec and the background threads, sized at once: a run with tens of
+        // thousands of tasks would otherwise hold up to twice the room it needs.
+        let nr_tasks = cfg.workload.tasks.len();
+        let nr_runs = nr_tasks
+            + if cfg.engine.background_wakeups_hz > 0 {
+                nr_cpus
+            } else {
+                0
+            };
         let mut sim = Core {
             balancer,
             now: 0,
             tick_nsec,
             fx: Effects::default(),
             rqs: rqs.into(),
-            tasks: Tasks::with_key(),
+            tasks: Tasks::with_capacity_and_key(nr_runs),
             cpus,
-            runs: Vec::new(),
-            run_of: SecondaryMap::new(),
+            runs: Vec::with_capacity(nr_runs),
+            run_of: SecondaryMap::with_capacity(nr_runs),
             masks: std::collections::BTreeMap::new(),
-            by_ref: Vec::new(),
+            by_ref: Vec::with_capacity(nr_tasks),
             not_created: 0,
             workload_exited: 0,
             trace: None,
@@ -231,6 +240,7 @@ impl<B: Balancer> Core<B> {
         }
         // Every task of the spec has its TaskRef (its index) from the start, whenever it is
         // created: at its start time by the launcher, or when another task spawns it.
+        sim.obs.tasks.reserve_exact(nr_tasks);
         for (i, spec) in sim.cfg.workload.tasks.iter().enumerate() {
             sim.obs.tasks.push(TaskObservation::not_created(spec));
             sim.by_ref.push(NOT_CREATED);

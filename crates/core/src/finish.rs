@@ -38,14 +38,19 @@ impl<B: Balancer> Core<B> {
         }
         self.account_all();
         self.flush_tallies();
-        let mut tasks = Vec::new();
+        // The runqueue task of each created task, and the group moves of those that moved:
+        // what their results need beyond their observations once the runs are dropped. The
+        // runs, then the runqueue tasks, are dropped before the results are complete, so that
+        // the end of a run with many tasks does not hold all three at once (its peak memory).
+        let mut ids: Vec<TaskId> = Vec::with_capacity(self.by_ref.len() - self.not_created);
+        let mut moves = Vec::new();
         let mut migrations = 0;
         let mut switches = 0;
         for (i, &ri) in self.by_ref.iter().enumerate() {
             if ri == NOT_CREATED {
                 continue;
             }
-            let r = &self.runs[ri as usize];
+            let r = &mut self.runs[ri as usize];
             let t = &self.tasks[r.id];
             let work_ns = (r.work_units / 1024) as u64;
             let o = &mut self.obs.tasks[i];
@@ -67,17 +72,34 @@ impl<B: Balancer> Core<B> {
             o.last_cpu = Some(t.cpu.0);
             migrations += t.se.nr_migrations;
             switches += t.nvcsw + t.nivcsw;
+            if !r.tg_moves.is_empty() {
+                moves.push((ids.len(), std::mem::take(&mut r.tg_moves)));
+            }
+            ids.push(r.id);
+        }
+        drop(std::mem::take(&mut self.runs));
+        let spec_tasks = &mut self.cfg.workload.tasks;
+        let mut tasks = Vec::with_capacity(ids.len());
+        let mut moves = moves.into_iter().peekable();
+        let created = self
+            .by_ref
+            .iter()
+            .enumerate()
+            .filter(|&(_, &ri)| ri != NOT_CREATED);
+        for (k, ((i, _), &id)) in created.zip(&ids).enumerate() {
+            let o = &self.obs.tasks[i];
+            let t = &mut self.tasks[id];
+            let tg = t.tg;
             // A moved task's stints: each group it left (with the runtime and time at the
             // move), then its group now.
             let mut task_group_stints = Vec::new();
-            if !r.tg_moves.is_empty() {
+            if let Some((_, tg_moves)) = moves.next_if(|&(m, _)| m == k) {
                 let tree = self.tg_tree.as_ref().expect("moves need task groups");
                 let (mut from_ns, mut ran) = (o.created_ns.unwrap_or(0), 0);
-                let ends = r
-                    .tg_moves
+                let ends = tg_moves
                     .iter()
                     .copied()
-                    .chain([(t.tg, r.runtime_ns, self.now)]);
+                    .chain([(tg, o.runtime_ns, self.now)]);
                 for (tg, runtime_ns, at) in ends {
                     task_group_stints.push(crate::result::TaskGroupStint {
                         cgroup: tree.paths[tg as usize].clone(),
@@ -87,28 +109,36 @@ impl<B: Balancer> Core<B> {
                     (from_ns, ran) = (at, runtime_ns);
                 }
             }
+            // The group string of a task of the spec is moved out of the spec (not needed
+            // any more); a task forked from a template has its observation's.
+            let group = match spec_tasks.get_mut(i) {
+                Some(spec) => std::mem::take(&mut spec.group),
+                None => o.group.clone(),
+            };
             tasks.push(TaskResult {
-                name: t.name.clone(),
-                group: o.group.clone(),
-                cpu: t.cpu.0,
-                runtime_ns: r.runtime_ns,
-                work_ns,
-                wait_ns: t.sched_info.run_delay,
-                nr_migrations: t.se.nr_migrations,
-                nr_switches: t.nvcsw + t.nivcsw,
+                // Moved out: the runqueue tasks are dropped below.
+                name: std::mem::take(&mut t.name),
+                group,
+                cpu: o.last_cpu.unwrap_or(0),
+                runtime_ns: o.runtime_ns,
+                work_ns: o.work_ns,
+                wait_ns: o.wait_ns,
+                nr_migrations: o.nr_migrations,
+                nr_switches: o.nr_voluntary_switches + o.nr_involuntary_switches,
                 cgroup: self
                     .tg_tree
                     .as_ref()
-                    .filter(|tree| t.tg != 0 && tree.autogroup[t.tg as usize].is_none())
-                    .map(|tree| tree.paths[t.tg as usize].clone()),
+                    .filter(|tree| tg != 0 && tree.autogroup[tg as usize].is_none())
+                    .map(|tree| tree.paths[tg as usize].clone()),
                 autogroup: self
                     .tg_tree
                     .as_ref()
-                    .filter(|tree| tree.autogroup[t.tg as usize].is_some())
-                    .map(|tree| tree.paths[t.tg as usize].clone()),
+                    .filter(|tree| tree.autogroup[tg as usize].is_some())
+                    .map(|tree| tree.paths[tg as usize].clone()),
                 task_group_stints,
             });
         }
+        drop(std::mem::take(&mut self.tasks));
         self.obs.sim_time_ns = self.now;
         // Fairness compares tasks that do the same thing: the largest group (a benchmark's
         // workers, not its main thread).
