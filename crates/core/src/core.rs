@@ -46,7 +46,13 @@ pub struct Core<B: Balancer> {
     /// The per-CPU time series, when [`Core::with_cpu_series`] asked for them.
     pub(crate) series: Option<crate::series::Sampler>,
     pub(crate) sync: SyncState,
+    /// What the run observed. Its per-task table stays empty until the end of the run
+    /// (`finish()` builds it from the spec, the runs and the runqueue tasks): for a run
+    /// of many tasks it would double what the spec holds.
     pub(crate) obs: RunObservations,
+    /// The observations of the tasks forked from templates (`Action::Fork`), whose
+    /// [`TaskRef`]s follow the spec's: TaskRef `spec.tasks.len() + k` is entry `k`.
+    pub(crate) forked: Vec<TaskObservation>,
     pub(crate) streams: SeedStreams,
     pub(crate) bg_rng: Pcg64Mcg,
     pub(crate) latency: Samples,
@@ -189,6 +195,7 @@ impl<B: Balancer> Core<B> {
             series: None,
             sync,
             obs: RunObservations::default(),
+            forked: Vec::new(),
             streams,
             bg_rng,
             latency: Samples::default(),
@@ -240,9 +247,7 @@ impl<B: Balancer> Core<B> {
         }
         // Every task of the spec has its TaskRef (its index) from the start, whenever it is
         // created: at its start time by the launcher, or when another task spawns it.
-        sim.obs.tasks.reserve_exact(nr_tasks);
         for (i, spec) in sim.cfg.workload.tasks.iter().enumerate() {
-            sim.obs.tasks.push(TaskObservation::not_created(spec));
             sim.by_ref.push(NOT_CREATED);
             sim.not_created += 1;
             if !spec.spawned {
@@ -305,6 +310,8 @@ impl<B: Balancer> Core<B> {
             max_wait_ns: 0,
             autogroup: 0,
             tg_moves: Vec::new(),
+            created_ns: self.now,
+            exited_ns: None,
         });
         self.run_of.insert(id, idx);
         if let Some(tr) = &mut self.trace {

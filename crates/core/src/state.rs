@@ -77,6 +77,10 @@ pub(crate) struct TaskRun {
     /// the move and the time of the move, so that a group's runtime share counts the time a
     /// task ran while in it. Empty for a task that never moved.
     pub(crate) tg_moves: Vec<(u32, u64, u64)>,
+    /// When the task was created.
+    pub(crate) created_ns: u64,
+    /// When it exited, if it did.
+    pub(crate) exited_ns: Option<u64>,
 }
 
 /// Per-CPU engine state (what is not the runqueue's).

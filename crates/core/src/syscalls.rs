@@ -83,7 +83,7 @@ impl<B: Balancer> Core<B> {
                     return;
                 }
                 Action::Fork(t) => {
-                    let wref = TaskRef(self.obs.tasks.len() as u32);
+                    let wref = self.next_forked_ref();
                     match self.cfg.workload.fork_task(t, &mut self.sync, wref) {
                         Ok(spec) => self.create_workload_task(spec, cpu, None),
                         Err(e) => {
