@@ -302,7 +302,6 @@ impl<B: Balancer> Core<B> {
             block_pending: false,
             exit_pending: false,
             timer: None,
-            timer_at: None,
             wake_ns: None,
             on_cpu_since: 0,
             runtime_ns: 0,
@@ -435,8 +434,7 @@ impl<B: Balancer> Core<B> {
                 self.segment_end(CpuId(cpu));
             }
             Ev::Timer { run } => {
-                self.runs[run as usize].timer = None;
-                if let Some((c, at)) = self.runs[run as usize].timer_at.take() {
+                if let Some((_, c, at)) = self.runs[run as usize].timer.take() {
                     self.cpus[c as usize].timers.remove(&(at, run));
                 }
                 self.timer(run);
