@@ -7,9 +7,7 @@
 use lbsim_topology::{CpuId, SchedDomain, SchedGroup, SdFlag, Topology};
 
 use crate::ctx::BalanceCtx;
-use crate::lb::{
-    CpuIdleType, LbEnv, Pass, SCHED_CAPACITY_SCALE, arch_scale_cpu_capacity, idle_cpu,
-};
+use crate::lb::{CpuIdleType, LbEnv, Pass, SCHED_CAPACITY_SCALE, arch_scale_cpu_capacity};
 use crate::params::LbFeat;
 use crate::state::{BalanceState, msecs_to_jiffies};
 
@@ -155,6 +153,20 @@ pub fn group_classify(
     LegacyGroupType::Other
 }
 
+/// Follows fair.c: idle_cpu() ([`crate::lb::idle_cpu`]), with the pass clock `at_ns` read
+/// only when the answer depends on it: a CPU running or queueing a task, or with a wake-up
+/// already queued on its runqueue, is not idle whatever the time; only a wake-up IPI in
+/// flight ([`crate::ctx::PendingWakeups`]) asks for the time. The same answer as idle_cpu()
+/// at `at_ns()`; lbsim's, to spare computing the clock in the per-CPU loops.
+#[inline]
+pub fn idle_cpu_at(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: impl FnOnce() -> u64) -> bool {
+    let r = &ctx.rqs[cpu.index()];
+    r.curr.is_none()
+        && r.nr_running == 0
+        && !r.ttwu_pending()
+        && !ctx.pending.ttwu_pending_at(cpu, at_ns())
+}
+
 /// Follows fair.c: update_sg_lb_stats() (v4.6): per CPU of the group (in `env->cpus`),
 /// `group_load` += target_load() for the local group or source_load() for the others at
 /// the domain's load index, `group_util` += cpu_util(), `sum_nr_running` +=
@@ -178,7 +190,10 @@ pub fn update_sg_lb_stats(
     let topo = ctx.topo;
     let sd = env.sd(topo);
     let load_idx = get_sd_load_idx(&lg.load_idx(sd), env.idle);
-    let at = pass.now_ns(ctx);
+    // The pass clock when the scan starts, for idle_cpu(): read only if a CPU's idleness
+    // depends on it (see [`idle_cpu_at`]).
+    let (start_ns, work0) = (pass.start_ns, pass.work);
+    let at = || start_ns.saturating_add(ctx.cost.charge(&work0));
     let mut sgs = SgLbStats::default();
     // Loop invariants, read once: the switches, and whether misfit loads count here.
     let tip_avg_high = lg.tip_avg_high(ctx);
@@ -205,7 +220,7 @@ pub fn update_sg_lb_stats(
             *overload = true;
         }
         sgs.sum_weighted_load += weighted;
-        if r.nr_running == 0 && idle_cpu(ctx, i, at) {
+        if r.nr_running == 0 && idle_cpu_at(ctx, i, at) {
             sgs.idle_cpus += 1;
         }
         if misfit && sgs.group_misfit_task_load < r.misfit_task_load {

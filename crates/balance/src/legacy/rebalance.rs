@@ -20,6 +20,7 @@ use crate::rebalance::{get_sd_balance_interval, update_newidle_cost};
 use crate::state::BalanceState;
 
 use super::LegacyState;
+use super::group_stats::idle_cpu_at;
 use super::load_balance::load_balance;
 
 /// Follows fair.c: get_sd_balance_interval() (v4.6-v5.9): [`get_sd_balance_interval`]
@@ -286,9 +287,12 @@ pub fn nohz_idle_balance(
     if idle == CpuIdleType::Idle && kicked {
         let mut next_balance = ctx.jiffies + 60 * u64::from(ctx.hz);
         let mut update_next = false;
-        let cpus: Vec<CpuId> = st.nohz.idle_cpus_mask.iter().collect();
-        for balance_cpu in cpus {
-            if balance_cpu == this_cpu || !idle_cpu(ctx, balance_cpu, pass.now_ns(ctx)) {
+        // A copy of the mask, in storage kept between passes (lbsim's).
+        let mut cpus = std::mem::take(&mut lg.nohz_cpus_scratch);
+        cpus.clear();
+        cpus.extend(st.nohz.idle_cpus_mask.iter());
+        for &balance_cpu in &cpus {
+            if balance_cpu == this_cpu || !idle_cpu_at(ctx, balance_cpu, || pass.now_ns(ctx)) {
                 continue;
             }
             if ctx.rqs[c].nr_running > 0 || ctx.rqs[c].need_resched() {
@@ -311,6 +315,7 @@ pub fn nohz_idle_balance(
                 update_next = true;
             }
         }
+        lg.nohz_cpus_scratch = cpus;
         if update_next {
             st.nohz.next_balance = next_balance;
         }
