@@ -73,7 +73,8 @@ fn serialize_trylock(st: &mut BalanceState, cpu: CpuId, at_ns: u64) -> bool {
 /// bottom-up, decay `max_newidle_lb_cost` once a second; stop walking once
 /// should_we_balance() said no (but keep decaying); run load_balance() when the domain's
 /// interval (busy: times `busy_factor`; `idle != CPU_IDLE` counts as busy) has passed,
-/// under the SD_SERIALIZE trylock; then set `rq->next_balance` (and, at CPU_IDLE, pull
+/// under the SD_SERIALIZE trylock (the interval is [`balance_interval`]'s, computed from the
+/// domain in hand); then set `rq->next_balance` (and, at CPU_IDLE, pull
 /// `nohz.next_balance`) and, after a decay, `max_idle_balance_cost`.
 pub fn rebalance_domains(
     ctx: &mut BalanceCtx<'_>,
@@ -102,7 +103,14 @@ pub fn rebalance_domains(
             }
             break;
         }
-        let mut interval = balance_interval(ctx, st, cpu, level, idle != CpuIdleType::Idle);
+        let mut interval = get_sd_balance_interval(
+            sd,
+            st.sd(cpu, level),
+            idle != CpuIdleType::Idle,
+            hz,
+            st.max_load_balance_interval,
+            false,
+        );
         let need_serialize = sd.flags.contains(SdFlag::Serialize);
         let locked = need_serialize && serialize_trylock(st, cpu, pass.now_ns(ctx));
         if !need_serialize || locked {
@@ -115,7 +123,14 @@ pub fn rebalance_domains(
                     };
                 }
                 st.sd_mut(cpu, level).last_balance = jiffies;
-                interval = balance_interval(ctx, st, cpu, level, idle != CpuIdleType::Idle);
+                interval = get_sd_balance_interval(
+                    sd,
+                    st.sd(cpu, level),
+                    idle != CpuIdleType::Idle,
+                    hz,
+                    st.max_load_balance_interval,
+                    false,
+                );
             }
             if locked {
                 st.serialize_busy_until_ns = pass.now_ns(ctx);
