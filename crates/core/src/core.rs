@@ -46,7 +46,13 @@ pub struct Core<B: Balancer> {
     /// The per-CPU time series, when [`Core::with_cpu_series`] asked for them.
     pub(crate) series: Option<crate::series::Sampler>,
     pub(crate) sync: SyncState,
+    /// What the run observed. Its per-task table stays empty until the end of the run
+    /// (`finish()` builds it from the spec, the runs and the runqueue tasks): for a run
+    /// of many tasks it would double what the spec holds.
     pub(crate) obs: RunObservations,
+    /// The observations of the tasks forked from templates (`Action::Fork`), whose
+    /// [`TaskRef`]s follow the spec's: TaskRef `spec.tasks.len() + k` is entry `k`.
+    pub(crate) forked: Vec<TaskObservation>,
     pub(crate) streams: SeedStreams,
     pub(crate) bg_rng: Pcg64Mcg,
     pub(crate) latency: Samples,
@@ -160,18 +166,27 @@ impl<B: Balancer> Core<B> {
         let sync = cfg.workload.new_sync_state();
         let bg_rng = streams.rng(Stream::Background, 0);
         let checker = check::Checker::new(cfg.check, &mut balancer);
+        // The tasks of the spec and the background threads, sized at once: a run with tens of
+        // thousands of tasks would otherwise hold up to twice the room it needs.
+        let nr_tasks = cfg.workload.tasks.len();
+        let nr_runs = nr_tasks
+            + if cfg.engine.background_wakeups_hz > 0 {
+                nr_cpus
+            } else {
+                0
+            };
         let mut sim = Core {
             balancer,
             now: 0,
             tick_nsec,
             fx: Effects::default(),
             rqs: rqs.into(),
-            tasks: Tasks::with_key(),
+            tasks: Tasks::with_capacity_and_key(nr_runs),
             cpus,
-            runs: Vec::new(),
-            run_of: SecondaryMap::new(),
+            runs: Vec::with_capacity(nr_runs),
+            run_of: SecondaryMap::with_capacity(nr_runs),
             masks: std::collections::BTreeMap::new(),
-            by_ref: Vec::new(),
+            by_ref: Vec::with_capacity(nr_tasks),
             not_created: 0,
             workload_exited: 0,
             trace: None,
@@ -180,6 +195,7 @@ impl<B: Balancer> Core<B> {
             series: None,
             sync,
             obs: RunObservations::default(),
+            forked: Vec::new(),
             streams,
             bg_rng,
             latency: Samples::default(),
@@ -232,7 +248,6 @@ impl<B: Balancer> Core<B> {
         // Every task of the spec has its TaskRef (its index) from the start, whenever it is
         // created: at its start time by the launcher, or when another task spawns it.
         for (i, spec) in sim.cfg.workload.tasks.iter().enumerate() {
-            sim.obs.tasks.push(TaskObservation::not_created(spec));
             sim.by_ref.push(NOT_CREATED);
             sim.not_created += 1;
             if !spec.spawned {
@@ -287,7 +302,6 @@ impl<B: Balancer> Core<B> {
             block_pending: false,
             exit_pending: false,
             timer: None,
-            timer_at: None,
             wake_ns: None,
             on_cpu_since: 0,
             runtime_ns: 0,
@@ -295,6 +309,8 @@ impl<B: Balancer> Core<B> {
             max_wait_ns: 0,
             autogroup: 0,
             tg_moves: Vec::new(),
+            created_ns: self.now,
+            exited_ns: None,
         });
         self.run_of.insert(id, idx);
         if let Some(tr) = &mut self.trace {
@@ -418,8 +434,7 @@ impl<B: Balancer> Core<B> {
                 self.segment_end(CpuId(cpu));
             }
             Ev::Timer { run } => {
-                self.runs[run as usize].timer = None;
-                if let Some((c, at)) = self.runs[run as usize].timer_at.take() {
+                if let Some((_, c, at)) = self.runs[run as usize].timer.take() {
                     self.cpus[c as usize].timers.remove(&(at, run));
                 }
                 self.timer(run);

@@ -3,6 +3,16 @@
 
 use crate::prelude::*;
 
+/// What the end of a run keeps of a created task's run once the runs are dropped.
+struct Ended {
+    id: TaskId,
+    runtime_ns: u64,
+    work_ns: u64,
+    max_wait_ns: u64,
+    created_ns: u64,
+    exited_ns: Option<u64>,
+}
+
 impl<B: Balancer> Core<B> {
     /// The operations each live task had counted since its last tally probes, recorded as its
     /// last probes at the run's end (a run that stops before a benchmark's own end still
@@ -38,28 +48,110 @@ impl<B: Balancer> Core<B> {
         }
         self.account_all();
         self.flush_tallies();
-        let mut tasks = Vec::new();
-        let mut migrations = 0;
-        let mut switches = 0;
-        for (i, &ri) in self.by_ref.iter().enumerate() {
+        let cpus = self
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(c, s)| CpuResult {
+                cpu: c as u32,
+                busy_ns: s.busy_ns,
+                idle_ns: s.idle_ns,
+                avg_nr_running: if self.now == 0 {
+                    0.0
+                } else {
+                    s.nr_running_ns as f64 / self.now as f64
+                },
+                nr_switches: self.rqs[c].nr_switches,
+                cpuidle: self.cpuidle_stats(CpuId(c as u32)),
+            })
+            .collect();
+        // The runqueues are not needed any more: their timelines and task lists are dropped
+        // before the per-task tables are built.
+        drop(std::mem::replace(
+            &mut self.rqs,
+            lbsim_balance::rqs::Rqs::new(Vec::new()),
+        ));
+        // The per-task tables, built in two passes so that the end of a run with many tasks
+        // never holds the runs (576 bytes a task), the runqueue tasks (312) and the
+        // observations and results (168 each) at once: the first pass keeps what the runs
+        // know (and the group moves of the tasks that moved), then the runs are dropped; the
+        // second builds each task's observation and result from that, its runqueue task and
+        // its spec (whose strings it moves: the spec is not needed any more), then the
+        // runqueue tasks are dropped.
+        let mut ended: Vec<Ended> = Vec::with_capacity(self.by_ref.len() - self.not_created);
+        let mut moves = Vec::new();
+        for &ri in &self.by_ref {
             if ri == NOT_CREATED {
                 continue;
             }
-            let r = &self.runs[ri as usize];
-            let t = &self.tasks[r.id];
-            let work_ns = (r.work_units / 1024) as u64;
-            let o = &mut self.obs.tasks[i];
-            o.runtime_ns = r.runtime_ns;
-            o.work_ns = work_ns;
+            let r = &mut self.runs[ri as usize];
+            if !r.tg_moves.is_empty() {
+                moves.push((ended.len(), std::mem::take(&mut r.tg_moves)));
+            }
+            ended.push(Ended {
+                id: r.id,
+                runtime_ns: r.runtime_ns,
+                work_ns: (r.work_units / 1024) as u64,
+                max_wait_ns: r.max_wait_ns,
+                created_ns: r.created_ns,
+                exited_ns: r.exited_ns,
+            });
+        }
+        drop(std::mem::take(&mut self.runs));
+        let nr_spec = self.cfg.workload.tasks.len();
+        let mut forked = std::mem::take(&mut self.forked).into_iter();
+        let mut moves = moves.into_iter().peekable();
+        let mut ended = ended.into_iter().enumerate();
+        let mut observations = Vec::with_capacity(self.by_ref.len());
+        let mut tasks = Vec::with_capacity(self.by_ref.len() - self.not_created);
+        let mut migrations = 0;
+        let mut switches = 0;
+        for (i, &ri) in self.by_ref.iter().enumerate() {
+            let mut o = if i < nr_spec {
+                let spec = &mut self.cfg.workload.tasks[i];
+                // TaskObservation::not_created(spec), its strings moved.
+                TaskObservation {
+                    name: std::mem::take(&mut spec.name),
+                    part: spec.part,
+                    group: std::mem::take(&mut spec.group),
+                    created_ns: None,
+                    exited_ns: None,
+                    runtime_ns: 0,
+                    work_ns: 0,
+                    wait_ns: 0,
+                    max_wait_ns: 0,
+                    nr_waits: 0,
+                    final_wait_ns: 0,
+                    nr_voluntary_switches: 0,
+                    nr_involuntary_switches: 0,
+                    nr_migrations: 0,
+                    last_cpu: None,
+                }
+            } else {
+                forked.next().expect("one observation per forked task")
+            };
+            if ri == NOT_CREATED {
+                observations.push(o);
+                continue;
+            }
+            let (k, e) = ended.next().expect("one entry per created task");
+            let t = &mut self.tasks[e.id];
+            if i < nr_spec {
+                // Its name went to its runqueue task at its creation.
+                o.name.clone_from(&t.name);
+            }
+            o.created_ns = Some(e.created_ns);
+            o.exited_ns = e.exited_ns;
+            o.runtime_ns = e.runtime_ns;
+            o.work_ns = e.work_ns;
             o.wait_ns = t.sched_info.run_delay;
-            o.max_wait_ns = r.max_wait_ns;
+            o.max_wait_ns = e.max_wait_ns;
             // A task still queued, not running (sched_info's `last_queued` set): its wait so
             // far is the run's last delay, as `perf sched latency` counts it.
-            let final_wait_ns = t
+            o.final_wait_ns = t
                 .sched_info
                 .last_queued
                 .map_or(0, |q| self.now.saturating_sub(q));
-            o.final_wait_ns = final_wait_ns;
             o.nr_waits = t.sched_info.pcount + u64::from(t.sched_info.last_queued.is_some());
             o.nr_voluntary_switches = t.nvcsw;
             o.nr_involuntary_switches = t.nivcsw;
@@ -67,17 +159,17 @@ impl<B: Balancer> Core<B> {
             o.last_cpu = Some(t.cpu.0);
             migrations += t.se.nr_migrations;
             switches += t.nvcsw + t.nivcsw;
+            let tg = t.tg;
             // A moved task's stints: each group it left (with the runtime and time at the
             // move), then its group now.
             let mut task_group_stints = Vec::new();
-            if !r.tg_moves.is_empty() {
+            if let Some((_, tg_moves)) = moves.next_if(|&(m, _)| m == k) {
                 let tree = self.tg_tree.as_ref().expect("moves need task groups");
-                let (mut from_ns, mut ran) = (o.created_ns.unwrap_or(0), 0);
-                let ends = r
-                    .tg_moves
+                let (mut from_ns, mut ran) = (e.created_ns, 0);
+                let ends = tg_moves
                     .iter()
                     .copied()
-                    .chain([(t.tg, r.runtime_ns, self.now)]);
+                    .chain([(tg, e.runtime_ns, self.now)]);
                 for (tg, runtime_ns, at) in ends {
                     task_group_stints.push(crate::result::TaskGroupStint {
                         cgroup: tree.paths[tg as usize].clone(),
@@ -88,27 +180,31 @@ impl<B: Balancer> Core<B> {
                 }
             }
             tasks.push(TaskResult {
-                name: t.name.clone(),
+                // Moved out: the runqueue tasks are dropped below.
+                name: std::mem::take(&mut t.name),
                 group: o.group.clone(),
                 cpu: t.cpu.0,
-                runtime_ns: r.runtime_ns,
-                work_ns,
+                runtime_ns: e.runtime_ns,
+                work_ns: e.work_ns,
                 wait_ns: t.sched_info.run_delay,
                 nr_migrations: t.se.nr_migrations,
                 nr_switches: t.nvcsw + t.nivcsw,
                 cgroup: self
                     .tg_tree
                     .as_ref()
-                    .filter(|tree| t.tg != 0 && tree.autogroup[t.tg as usize].is_none())
-                    .map(|tree| tree.paths[t.tg as usize].clone()),
+                    .filter(|tree| tg != 0 && tree.autogroup[tg as usize].is_none())
+                    .map(|tree| tree.paths[tg as usize].clone()),
                 autogroup: self
                     .tg_tree
                     .as_ref()
-                    .filter(|tree| tree.autogroup[t.tg as usize].is_some())
-                    .map(|tree| tree.paths[t.tg as usize].clone()),
+                    .filter(|tree| tree.autogroup[tg as usize].is_some())
+                    .map(|tree| tree.paths[tg as usize].clone()),
                 task_group_stints,
             });
+            observations.push(o);
         }
+        self.obs.tasks = observations;
+        drop(std::mem::take(&mut self.tasks));
         self.obs.sim_time_ns = self.now;
         // Fairness compares tasks that do the same thing: the largest group (a benchmark's
         // workers, not its main thread).
@@ -185,23 +281,6 @@ impl<B: Balancer> Core<B> {
                 });
             }
         }
-        let cpus = self
-            .cpus
-            .iter()
-            .enumerate()
-            .map(|(c, s)| CpuResult {
-                cpu: c as u32,
-                busy_ns: s.busy_ns,
-                idle_ns: s.idle_ns,
-                avg_nr_running: if self.now == 0 {
-                    0.0
-                } else {
-                    s.nr_running_ns as f64 / self.now as f64
-                },
-                nr_switches: self.rqs[c].nr_switches,
-                cpuidle: self.cpuidle_stats(CpuId(c as u32)),
-            })
-            .collect();
         let jiffies = self.now / self.tick_nsec;
         let cpu_stats: Vec<CpuSchedstat> = self
             .cpus

@@ -5,8 +5,19 @@
 use crate::prelude::*;
 
 impl<B: Balancer> Core<B> {
+    /// Task `i` of the spec, for its creation: a copy, with the name moved out of the run's
+    /// spec (the runqueue task keeps it, and the end of the run takes it from there).
+    fn spec_to_create(&mut self, i: usize) -> lbsim_workload::TaskSpec {
+        let spec = &mut self.cfg.workload.tasks[i];
+        let name = std::mem::take(&mut spec.name);
+        lbsim_workload::TaskSpec {
+            name,
+            ..spec.clone()
+        }
+    }
+
     pub(crate) fn start_task(&mut self, i: u32) {
-        let spec = self.cfg.workload.tasks[i as usize].clone();
+        let spec = self.spec_to_create(i as usize);
         // Top-level tasks are forked by the launcher (rt-app's or the benchmark's main thread),
         // which lbsim places on CPU 0, or on the task's first allowed CPU.
         let nr = self.rqs.len();
@@ -26,14 +37,18 @@ impl<B: Balancer> Core<B> {
 
     /// A spawned task of the spec (`pthread_create()` by the task running on `cpu`).
     pub(crate) fn spawn_task(&mut self, r: TaskRef, cpu: CpuId) {
-        if self.by_ref.get(r.index()) != Some(&NOT_CREATED) {
-            self.error.get_or_insert(SimError::Workload(format!(
-                "task {} is spawned a second time",
-                self.obs.tasks[r.index()].name
-            )));
-            return;
+        match self.by_ref.get(r.index()) {
+            Some(&NOT_CREATED) => {}
+            created => {
+                // The name of a created task of the spec is its runqueue task's.
+                let name = created.map_or("?", |&ri| &self.tasks[self.runs[ri as usize].id].name);
+                self.error.get_or_insert(SimError::Workload(format!(
+                    "task {name} is spawned a second time"
+                )));
+                return;
+            }
         }
-        let spec = self.cfg.workload.tasks[r.index()].clone();
+        let spec = self.spec_to_create(r.index());
         let parent = self.rqs[cpu.index()].curr;
         self.create_workload_task_of(spec, cpu, Some(r), parent);
     }
@@ -68,12 +83,12 @@ impl<B: Balancer> Core<B> {
     /// whose group is the root).
     fn create_workload_task_of(
         &mut self,
-        spec: lbsim_workload::TaskSpec,
+        mut spec: lbsim_workload::TaskSpec,
         parent_cpu: CpuId,
         of_spec: Option<TaskRef>,
         parent: Option<TaskId>,
     ) {
-        let wref = of_spec.unwrap_or(TaskRef(self.obs.tasks.len() as u32));
+        let wref = of_spec.unwrap_or_else(|| self.next_forked_ref());
         let mask = self.affinity_mask(spec.affinity);
         if mask.is_empty() {
             self.error.get_or_insert(SimError::Workload(format!(
@@ -83,8 +98,15 @@ impl<B: Balancer> Core<B> {
             return;
         }
         let policy = spec.policy;
+        // A task of the spec moves its name into its runqueue task; a forked task's
+        // observation keeps a copy.
+        let name = if of_spec.is_some() {
+            std::mem::take(&mut spec.name)
+        } else {
+            spec.name.clone()
+        };
         let mut task = Task::new(
-            spec.name.clone(),
+            name,
             policy,
             spec.nice,
             Arc::clone(&mask),
@@ -137,11 +159,10 @@ impl<B: Balancer> Core<B> {
         self.set_affinity(ri as usize, mask);
         if of_spec.is_some() {
             self.by_ref[wref.index()] = ri;
-            self.obs.tasks[wref.index()] = TaskObservation::new(&spec, self.now);
             self.not_created -= 1;
         } else {
             self.by_ref.push(ri);
-            self.obs.tasks.push(TaskObservation::new(&spec, self.now));
+            self.forked.push(TaskObservation::new(&spec, self.now));
         }
         // fork: sched_fork() / task_fork_fair() on the parent's CPU.
         let now = self.now;
@@ -177,6 +198,12 @@ impl<B: Balancer> Core<B> {
         // sched_wakeup_new apart from sched_wakeup).
         self.rqs[cpu.index()].wake_up_new_task(&mut self.tasks, id, now);
         self.after_enqueue(cpu, parent_cpu);
+    }
+
+    /// The [`TaskRef`] of the next task forked from a template: after the spec's tasks and
+    /// those forked so far.
+    pub(crate) fn next_forked_ref(&self) -> TaskRef {
+        TaskRef((self.cfg.workload.tasks.len() + self.forked.len()) as u32)
     }
 
     pub(crate) fn checked_placement(&mut self, p: TaskId, cpu: CpuId) -> CpuId {

@@ -190,9 +190,9 @@ impl<B: Balancer> Core<B> {
             && let Some(p) = prev
         {
             self.rqs[ci].task_dead_fair(&mut self.tasks, p, now);
-            let r = &self.runs[self.run_of[p] as usize];
-            if let Kind::Workload { wref, .. } = r.kind {
-                self.obs.tasks[wref.index()].exited_ns = Some(now);
+            let r = &mut self.runs[self.run_of[p] as usize];
+            if matches!(r.kind, Kind::Workload { .. }) {
+                r.exited_ns = Some(now);
             }
         }
         if changed {

@@ -56,10 +56,9 @@ pub(crate) struct TaskRun {
     pub(crate) block_pending: bool,
     /// The task exits at its next `__schedule()`.
     pub(crate) exit_pending: bool,
-    /// The task's pending sleep timer (cancelled when a wake-up makes it moot).
-    pub(crate) timer: Option<EventKey>,
-    /// Where the pending sleep timer is queued: its CPU and expiry.
-    pub(crate) timer_at: Option<(u32, u64)>,
+    /// The task's pending sleep timer (cancelled when a wake-up makes it moot): its event,
+    /// and where it is queued: its CPU and expiry.
+    pub(crate) timer: Option<(EventKey, u32, u64)>,
     /// When it was last woken (for the wake-up latency), until it runs.
     pub(crate) wake_ns: Option<u64>,
     /// When it last started running (context-switched in).
@@ -77,6 +76,10 @@ pub(crate) struct TaskRun {
     /// the move and the time of the move, so that a group's runtime share counts the time a
     /// task ran while in it. Empty for a task that never moved.
     pub(crate) tg_moves: Vec<(u32, u64, u64)>,
+    /// When the task was created.
+    pub(crate) created_ns: u64,
+    /// When it exited, if it did.
+    pub(crate) exited_ns: Option<u64>,
 }
 
 /// Per-CPU engine state (what is not the runqueue's).

@@ -83,7 +83,7 @@ impl<B: Balancer> Core<B> {
                     return;
                 }
                 Action::Fork(t) => {
-                    let wref = TaskRef(self.obs.tasks.len() as u32);
+                    let wref = self.next_forked_ref();
                     match self.cfg.workload.fork_task(t, &mut self.sync, wref) {
                         Ok(spec) => self.create_workload_task(spec, cpu, None),
                         Err(e) => {
@@ -223,19 +223,16 @@ impl<B: Balancer> Core<B> {
     pub(crate) fn arm_timer(&mut self, ri: usize, at: u64) {
         self.cancel_timer(ri);
         let key = self.fx.at(at, Ev::Timer { run: ri as u32 });
-        self.runs[ri].timer = Some(key);
         // The hrtimer is queued on the CPU the task sleeps on.
         let cpu = self.tasks[self.runs[ri].id].cpu.0;
-        self.runs[ri].timer_at = Some((cpu, at));
+        self.runs[ri].timer = Some((key, cpu, at));
         self.cpus[cpu as usize].timers.insert((at, ri as u32));
     }
 
     /// `hrtimer_cancel()` of task `ri`'s sleep timer, if one is pending.
     pub(crate) fn cancel_timer(&mut self, ri: usize) {
-        if let Some(key) = self.runs[ri].timer.take() {
+        if let Some((key, c, at)) = self.runs[ri].timer.take() {
             self.fx.cancel(key);
-        }
-        if let Some((c, at)) = self.runs[ri].timer_at.take() {
             self.cpus[c as usize].timers.remove(&(at, ri as u32));
         }
     }

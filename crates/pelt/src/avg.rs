@@ -111,9 +111,13 @@ impl SchedAvg {
 
         // Step 1: decay old *_sum if we crossed period boundaries.
         if periods != 0 {
-            self.load_sum = decay_load(self.load_sum, periods);
-            self.runnable_sum = decay_load(self.runnable_sum, periods);
-            self.util_sum = decay_load(u64::from(self.util_sum), periods) as u32;
+            // (lbsim: sums already zero, as an idle CPU's rt, dl and irq signals are, stay
+            // zero; decay_load(0, n) is 0, so they are left as they are.)
+            if !self.load_avg_is_decayed() {
+                self.load_sum = decay_load(self.load_sum, periods);
+                self.runnable_sum = decay_load(self.runnable_sum, periods);
+                self.util_sum = decay_load(u64::from(self.util_sum), periods) as u32;
+            }
 
             // Step 2.
             delta %= PELT_PERIOD_UNITS;
@@ -179,6 +183,13 @@ impl SchedAvg {
     /// Follows pelt.c: ___update_load_avg() (v6.6-v6.12).
     #[inline]
     pub fn update_load_avg(&mut self, load: u64) {
+        // (lbsim: with every sum zero every average is zero; the three divisions are spared.)
+        if self.load_avg_is_decayed() {
+            self.load_avg = 0;
+            self.runnable_avg = 0;
+            self.util_avg = 0;
+            return;
+        }
         let divider = u64::from(self.get_pelt_divider());
         self.load_avg = load.wrapping_mul(self.load_sum) / divider;
         self.runnable_avg = self.runnable_sum / divider;

@@ -168,6 +168,8 @@ impl<B: Balancer> Sim<B> {
                 break;
             }
         }
+        // The pending events are not needed any more: their memory is free for the results.
+        drop(self.queue);
         let mut result = self.core.close(end_ns);
         result.events = self.events;
         result.event_hash = self.hash;

@@ -1,4 +1,4 @@
-//! The event queue: two binary heaps ordered by `(time, seq)`.
+//! The event queue: two 4-ary heaps ordered by `(time, seq)`.
 //!
 //! `seq` is a counter that grows with every push, so two events at the same time pop in the
 //! order they were pushed. That makes a run a pure function of its inputs and seed.
@@ -20,7 +20,8 @@
 //! one goes to a small heap of near events, the others to a heap of far ones; a pop takes
 //! the earlier `(time, seq)` of the two tops. The order is the total order of `(time, seq)`
 //! whichever heap an event is in (the split only decides how deep each pop's walk is: about
-//! 4 levels instead of 10 in `tbench:clients=96` on xeon-4s, where 800 events are pending).
+//! 4 levels instead of 10 of a binary heap in `tbench:clients=96` on xeon-4s, where 800
+//! events are pending; the heaps are 4-ary, which halves that again).
 
 use crate::time::SimTime;
 
@@ -49,13 +50,18 @@ impl<E> Entry<E> {
     }
 }
 
-/// A binary min-heap of entries by [`Entry::key`]. A pop moves the hole at the top down to
-/// a leaf along the smaller children (one comparison a level, no branch on it) and puts the
+/// A 4-ary min-heap of entries by [`Entry::key`]: half the levels of a binary heap, each
+/// a comparison of four children (as two pairs, then the pair's winners, without branches
+/// on the keys); `(time, seq)` keys are unique, so any min-heap pops the same sequence. A
+/// pop moves the hole at the top down to a leaf along the smallest children and puts the
 /// last entry there, sifting it up (it rarely moves: it was a leaf), as std's
 /// `BinaryHeap::pop` does; keys are compared as integers rather than as tuples.
 struct Heap<E> {
     v: Vec<Entry<E>>,
 }
+
+/// Children per node.
+const ARITY: usize = 4;
 
 impl<E: Copy> Heap<E> {
     #[inline]
@@ -68,7 +74,7 @@ impl<E: Copy> Heap<E> {
     fn sift_up(v: &mut [Entry<E>], mut i: usize, e: Entry<E>) {
         let key = e.key();
         while i > 0 {
-            let parent = (i - 1) / 2;
+            let parent = (i - 1) / ARITY;
             if v[parent].key() <= key {
                 break;
             }
@@ -76,6 +82,26 @@ impl<E: Copy> Heap<E> {
             i = parent;
         }
         v[i] = e;
+    }
+
+    /// The smallest of the children `first..first + 4` (all four present).
+    #[inline(always)]
+    fn min4(v: &[Entry<E>], first: usize) -> usize {
+        let a = first + usize::from(v[first + 1].key() < v[first].key());
+        let b = first + 2 + usize::from(v[first + 3].key() < v[first + 2].key());
+        if v[b].key() < v[a].key() { b } else { a }
+    }
+
+    /// The smallest of the children `first..n` (fewer than four).
+    #[inline(always)]
+    fn min_tail(v: &[Entry<E>], first: usize, n: usize) -> usize {
+        let mut c = first;
+        for j in first + 1..n {
+            if v[j].key() < v[c].key() {
+                c = j;
+            }
+        }
+        c
     }
 
     #[inline]
@@ -95,16 +121,18 @@ impl<E: Copy> Heap<E> {
         let v = &mut self.v[..];
         let top = v[0];
         let mut hole = 0;
-        let mut child = 1;
-        while child + 1 < n {
-            child += usize::from(v[child + 1].key() < v[child].key());
-            v[hole] = v[child];
-            hole = child;
-            child = 2 * hole + 1;
+        let mut first = 1;
+        while first + ARITY <= n {
+            let c = Self::min4(v, first);
+            v[hole] = v[c];
+            hole = c;
+            first = ARITY * hole + 1;
         }
-        if child < n {
-            v[hole] = v[child];
-            hole = child;
+        if first < n {
+            // Fewer than four children: they are leaves.
+            let c = Self::min_tail(v, first, n);
+            v[hole] = v[c];
+            hole = c;
         }
         Self::sift_up(v, hole, last);
         Some(top)
@@ -114,22 +142,26 @@ impl<E: Copy> Heap<E> {
     fn retain(&mut self, keep: &mut impl FnMut(&Entry<E>) -> bool) {
         self.v.retain(|e| keep(e));
         let n = self.v.len();
-        for i in (0..n / 2).rev() {
+        for i in (0..n.div_ceil(ARITY)).rev() {
             let v = &mut self.v[..];
             let e = v[i];
             let key = e.key();
             let mut hole = i;
-            let mut child = 2 * hole + 1;
-            while child < n {
-                if child + 1 < n && v[child + 1].key() < v[child].key() {
-                    child += 1;
-                }
-                if key <= v[child].key() {
+            loop {
+                let first = ARITY * hole + 1;
+                if first >= n {
                     break;
                 }
-                v[hole] = v[child];
-                hole = child;
-                child = 2 * hole + 1;
+                let c = if first + ARITY <= n {
+                    Self::min4(v, first)
+                } else {
+                    Self::min_tail(v, first, n)
+                };
+                if key <= v[c].key() {
+                    break;
+                }
+                v[hole] = v[c];
+                hole = c;
             }
             v[hole] = e;
         }

@@ -210,7 +210,13 @@ impl Cursor {
         let mut silent = 0u32;
         loop {
             if !self.queue.is_empty() {
-                let (action, meas) = self.queue.remove(0);
+                // The first: popped when it is the only one (the usual case), which shifts
+                // nothing.
+                let (action, meas) = if self.queue.len() == 1 {
+                    self.queue.pop().expect("one queued")
+                } else {
+                    self.queue.remove(0)
+                };
                 self.pending = match meas {
                     Meas::None => None,
                     Meas::Run => Some(Pending::Run { start_ns: now_ns }),

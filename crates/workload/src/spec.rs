@@ -396,7 +396,7 @@ impl WorkloadSpec {
 
     /// Fresh run-time state for this workload's sync objects.
     pub fn new_sync_state(&self) -> SyncState {
-        SyncState::new(&self.sync, self.templates.len())
+        SyncState::new(&self.sync, self.templates.len()).with_spec_tasks(self.tasks.len())
     }
 
     /// Combines several workloads (several `--workload` options) into one run: tasks,

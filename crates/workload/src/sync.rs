@@ -286,6 +286,9 @@ pub struct SyncState {
     lists: Vec<Vec<TaskRef>>,
     timers: Vec<TimerState>,
     tasks: Vec<TaskSync>,
+    /// The tasks of the spec: room `tasks` takes at its first growth (a task's index may be
+    /// any of them, and growing by doubling would hold up to twice the room needed).
+    nr_spec_tasks: usize,
     fork_seq: Vec<u32>,
 }
 
@@ -342,12 +345,24 @@ impl SyncState {
                 })
                 .collect(),
             tasks: Vec::new(),
+            nr_spec_tasks: 0,
             fork_seq: vec![0; n_templates],
         }
     }
 
+    /// [`SyncState::new`] for a run whose spec has `nr_tasks` tasks: the per-task state, if
+    /// any task needs it, is sized for all of them at once.
+    pub fn with_spec_tasks(mut self, nr_tasks: usize) -> SyncState {
+        self.nr_spec_tasks = nr_tasks;
+        self
+    }
+
     fn task(&mut self, t: TaskRef) -> &mut TaskSync {
         if self.tasks.len() <= t.index() {
+            if self.tasks.capacity() == 0 {
+                self.tasks
+                    .reserve_exact((t.index() + 1).max(self.nr_spec_tasks));
+            }
             self.tasks.resize_with(t.index() + 1, TaskSync::default);
         }
         &mut self.tasks[t.index()]

@@ -7,9 +7,7 @@
 use lbsim_topology::{CpuId, SchedDomain, SchedGroup, SdFlag, Topology};
 
 use crate::ctx::BalanceCtx;
-use crate::lb::{
-    CpuIdleType, LbEnv, Pass, SCHED_CAPACITY_SCALE, arch_scale_cpu_capacity, idle_cpu,
-};
+use crate::lb::{CpuIdleType, LbEnv, Pass, SCHED_CAPACITY_SCALE, arch_scale_cpu_capacity};
 use crate::params::LbFeat;
 use crate::state::{BalanceState, msecs_to_jiffies};
 
@@ -155,6 +153,20 @@ pub fn group_classify(
     LegacyGroupType::Other
 }
 
+/// Follows fair.c: idle_cpu() ([`crate::lb::idle_cpu`]), with the pass clock `at_ns` read
+/// only when the answer depends on it: a CPU running or queueing a task, or with a wake-up
+/// already queued on its runqueue, is not idle whatever the time; only a wake-up IPI in
+/// flight ([`crate::ctx::PendingWakeups`]) asks for the time. The same answer as idle_cpu()
+/// at `at_ns()`; lbsim's, to spare computing the clock in the per-CPU loops.
+#[inline]
+pub fn idle_cpu_at(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: impl FnOnce() -> u64) -> bool {
+    let r = &ctx.rqs[cpu.index()];
+    r.curr.is_none()
+        && r.nr_running == 0
+        && !r.ttwu_pending()
+        && !ctx.pending.ttwu_pending_at(cpu, at_ns())
+}
+
 /// Follows fair.c: update_sg_lb_stats() (v4.6): per CPU of the group (in `env->cpus`),
 /// `group_load` += target_load() for the local group or source_load() for the others at
 /// the domain's load index, `group_util` += cpu_util(), `sum_nr_running` +=
@@ -175,15 +187,58 @@ pub fn update_sg_lb_stats(
     overload: &mut bool,
     pass: &mut Pass,
 ) -> SgLbStats {
+    let scan = SgScan::new(ctx, lg, env);
+    sg_lb_stats(ctx, st, lg, env, &scan, group, local_group, overload, pass)
+}
+
+/// What update_sg_lb_stats() reads the same for every group of one domain's pass: the
+/// domain, its load index, the switches and the release's rules (lbsim's: computed once per
+/// update_sd_lb_stats() rather than once per group).
+struct SgScan<'a> {
+    sd: &'a SchedDomain,
+    load_idx: usize,
+    tip_avg_high: bool,
+    lb_bias: bool,
+    /// Misfit loads count here (v4.20+, on SD_ASYM_CPUCAPACITY).
+    misfit: bool,
+    /// v5.3+: `load_per_task` from `group_load`.
+    load_per_task_from_group_load: bool,
+}
+
+impl<'a> SgScan<'a> {
+    fn new(ctx: &BalanceCtx<'a>, lg: &LegacyState, env: &LbEnv) -> SgScan<'a> {
+        let sd = env.sd(ctx.topo);
+        SgScan {
+            sd,
+            load_idx: get_sd_load_idx(&lg.load_idx(sd), env.idle),
+            tip_avg_high: lg.tip_avg_high(ctx),
+            lb_bias: lg.lb_bias_on(),
+            misfit: lg.version.group_misfit_task() && sd.flags.contains(SdFlag::AsymCpucapacity),
+            load_per_task_from_group_load: lg.version.load_per_task_from_group_load(),
+        }
+    }
+}
+
+/// [`update_sg_lb_stats`] with the domain's invariants read.
+#[allow(clippy::too_many_arguments)]
+fn sg_lb_stats(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    lg: &LegacyState,
+    env: &LbEnv,
+    scan: &SgScan<'_>,
+    group: &SchedGroup,
+    local_group: bool,
+    overload: &mut bool,
+    pass: &mut Pass,
+) -> SgLbStats {
     let topo = ctx.topo;
-    let sd = env.sd(topo);
-    let load_idx = get_sd_load_idx(&lg.load_idx(sd), env.idle);
-    let at = pass.now_ns(ctx);
+    let (load_idx, tip_avg_high, lb_bias) = (scan.load_idx, scan.tip_avg_high, scan.lb_bias);
+    // The pass clock when the scan starts, for idle_cpu(): read only if a CPU's idleness
+    // depends on it (see [`idle_cpu_at`]).
+    let (start_ns, work0) = (pass.start_ns, pass.work);
+    let at = || start_ns.saturating_add(ctx.cost.charge(&work0));
     let mut sgs = SgLbStats::default();
-    // Loop invariants, read once: the switches, and whether misfit loads count here.
-    let tip_avg_high = lg.tip_avg_high(ctx);
-    let lb_bias = lg.lb_bias_on();
-    let misfit = lg.version.group_misfit_task() && sd.flags.contains(SdFlag::AsymCpucapacity);
     for &i in topo.span_cpus(group.span) {
         if !env.cpus.test(i) {
             continue;
@@ -205,17 +260,18 @@ pub fn update_sg_lb_stats(
             *overload = true;
         }
         sgs.sum_weighted_load += weighted;
-        if r.nr_running == 0 && idle_cpu(ctx, i, at) {
+        if r.nr_running == 0 && idle_cpu_at(ctx, i, at) {
             sgs.idle_cpus += 1;
         }
-        if misfit && sgs.group_misfit_task_load < r.misfit_task_load {
+        if scan.misfit && sgs.group_misfit_task_load < r.misfit_task_load {
             sgs.group_misfit_task_load = r.misfit_task_load;
         }
     }
-    sgs.group_capacity = st.sgc(group.sgc).capacity.max(1);
+    let sgc = st.sgc(group.sgc);
+    sgs.group_capacity = sgc.capacity.max(1);
     sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity;
     if sgs.sum_nr_running != 0 {
-        let sum = if lg.version.load_per_task_from_group_load() {
+        let sum = if scan.load_per_task_from_group_load {
             sgs.group_load
         } else {
             sgs.sum_weighted_load
@@ -223,8 +279,8 @@ pub fn update_sg_lb_stats(
         sgs.load_per_task = sum / u64::from(sgs.sum_nr_running);
     }
     sgs.group_weight = group.group_weight;
-    sgs.group_no_capacity = group_is_overloaded(sd.imbalance_pct, &sgs);
-    sgs.group_type = group_classify(lg.version, st.sgc(group.sgc).imbalance, &sgs);
+    sgs.group_no_capacity = group_is_overloaded(scan.sd.imbalance_pct, &sgs);
+    sgs.group_type = group_classify(lg.version, sgc.imbalance, &sgs);
     sgs
 }
 
@@ -327,6 +383,8 @@ pub fn update_sd_lb_stats(
     let prefer_sibling = child_prefer_sibling(child, lg.version);
     let mut sds = SdLbStats::default();
     let mut overload = false;
+    let feat_nr_diff = ctx.features.enabled(LbFeat::PreferSiblingNrDiff);
+    let scan = SgScan::new(ctx, lg, env);
     for gid in topo.group_ids(sd) {
         let sg = topo.group(gid);
         let local_group = topo.span(sg.span).test(env.dst_cpu);
@@ -336,7 +394,17 @@ pub fn update_sd_lb_stats(
                 update_group_capacity(ctx, st, lg, env.dst_cpu, env.level);
             }
         }
-        let mut sgs = update_sg_lb_stats(ctx, st, lg, env, sg, local_group, &mut overload, pass);
+        let mut sgs = sg_lb_stats(
+            ctx,
+            st,
+            lg,
+            env,
+            &scan,
+            sg,
+            local_group,
+            &mut overload,
+            pass,
+        );
         st.checks.group_classified(sgs.group_type.as_group_type());
         if local_group {
             sds.local_stat = sgs;
@@ -344,7 +412,7 @@ pub fn update_sd_lb_stats(
             // `PREFER_SIBLING_NR_DIFF` (05b40e057734, v4.12; the profiles switch it on from
             // 4.12, as LegacyVersion::prefer_sibling_nr_diff() dates it), so that seed 004's
             // A/B runs on its own release.
-            let bigger = if ctx.features.enabled(LbFeat::PreferSiblingNrDiff) {
+            let bigger = if feat_nr_diff {
                 sgs.sum_nr_running > sds.local_stat.sum_nr_running + 1
             } else {
                 sgs.sum_nr_running > 1

@@ -7,8 +7,7 @@ use lbsim_topology::{CpuId, Cpumask};
 
 use crate::ctx::{BalanceCtx, StopperRequest};
 use crate::lb::{
-    CpuIdleType, LbEnv, MAX_PINNED_INTERVAL, MigrationType, Pass, SCHED_NR_MIGRATE_BREAK, idle_cpu,
-    lbf,
+    CpuIdleType, LbEnv, MAX_PINNED_INTERVAL, MigrationType, Pass, SCHED_NR_MIGRATE_BREAK, lbf,
 };
 use crate::state::BalanceState;
 use crate::trace::{LbEvent, LbOutcome, LbRecord};
@@ -16,6 +15,7 @@ use crate::trace::{LbEvent, LbOutcome, LbRecord};
 use super::LegacyState;
 use super::detach::{attach_tasks, detach_one_task, detach_tasks};
 use super::find_busiest_queue::find_busiest_queue;
+use super::group_stats::idle_cpu_at;
 use super::imbalance::find_busiest_group;
 
 /// Follows fair.c: should_we_balance() (v4.6): at newidle every CPU balances; otherwise
@@ -32,14 +32,16 @@ pub fn should_we_balance(ctx: &BalanceCtx<'_>, env: &LbEnv, pass: &mut Pass) -> 
     }
     let topo = ctx.topo;
     let sg = topo.local_group(env.sd(topo));
-    let at = pass.now_ns(ctx);
+    // The pass clock when the scan starts, read only if an idle_cpu() answer depends on it.
+    let (start_ns, work0) = (pass.start_ns, pass.work);
+    let at = || start_ns.saturating_add(ctx.cost.charge(&work0));
     let mask = topo.span(sg.balance_mask);
     for &cpu in topo.span_cpus(sg.span) {
         if !env.cpus.test(cpu) {
             continue;
         }
         pass.work.cpus_scanned += 1;
-        if !mask.test(cpu) || !idle_cpu(ctx, cpu, at) {
+        if !mask.test(cpu) || !idle_cpu_at(ctx, cpu, at) {
             continue;
         }
         return cpu == env.dst_cpu;
@@ -115,13 +117,13 @@ pub fn load_balance(
     let mut env = if version.v5_4_load_balance_tail() {
         LbEnv::new(topo, this_cpu, level, idle)
     } else {
-        LbEnv::with_cpus(
-            topo,
-            this_cpu,
-            level,
-            idle,
-            topo.machine().all_cpus().clone(),
-        )
+        // Every active CPU, in the mask the last pass left (lbsim reuses its storage): a
+        // pass only clears CPUs of it, so setting every active CPU again restores it.
+        let all = topo.machine().all_cpus();
+        let mut cpus = lg.cpus_scratch.take().unwrap_or_else(|| all.clone());
+        cpus.or_assign(all);
+        debug_assert!(cpus == *all);
+        LbEnv::with_cpus(topo, this_cpu, level, idle, cpus)
     };
     if idle == CpuIdleType::NewlyIdle {
         env.dst_grpmask = None;
@@ -331,6 +333,9 @@ pub fn load_balance(
             active_balance,
         };
         st.trace.push(LbEvent::Balance(record));
+    }
+    if !version.v5_4_load_balance_tail() {
+        lg.cpus_scratch = Some(env.cpus);
     }
     moved
 }

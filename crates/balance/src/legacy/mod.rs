@@ -53,7 +53,7 @@ pub mod version;
 pub mod wake;
 
 use lbsim_rq::TaskId;
-use lbsim_topology::{CpuId, SchedDomain, Topology};
+use lbsim_topology::{CpuId, Cpumask, SchedDomain, Topology};
 
 use crate::ctx::{
     BalanceCtx, BalanceOutcome, Balancer, NewidleStep, Placement, StopperRequest, TickOutcome,
@@ -84,6 +84,13 @@ pub struct LegacyState {
     pub cpu_load: Vec<CpuLoad>,
     /// Per CPU, `rq->cpu_capacity_orig`.
     pub capacity_orig: Vec<u64>,
+    /// lbsim's: the storage of load_balance()'s `env->cpus` (every active CPU before v5.4),
+    /// kept between passes so that a pass refills it instead of allocating a mask. No state:
+    /// its contents are rewritten by each pass.
+    pub(crate) cpus_scratch: Option<Cpumask>,
+    /// lbsim's: the storage of nohz_idle_balance()'s copy of `nohz.idle_cpus_mask`, kept
+    /// between passes (no state).
+    pub(crate) nohz_cpus_scratch: Vec<CpuId>,
 }
 
 impl LegacyState {
@@ -112,6 +119,8 @@ impl LegacyState {
                 n
             ],
             capacity_orig,
+            cpus_scratch: None,
+            nohz_cpus_scratch: Vec::new(),
         }
     }
 

@@ -20,6 +20,7 @@ use crate::rebalance::{get_sd_balance_interval, update_newidle_cost};
 use crate::state::BalanceState;
 
 use super::LegacyState;
+use super::group_stats::idle_cpu_at;
 use super::load_balance::load_balance;
 
 /// Follows fair.c: get_sd_balance_interval() (v4.6-v5.9): [`get_sd_balance_interval`]
@@ -72,7 +73,8 @@ fn serialize_trylock(st: &mut BalanceState, cpu: CpuId, at_ns: u64) -> bool {
 /// bottom-up, decay `max_newidle_lb_cost` once a second; stop walking once
 /// should_we_balance() said no (but keep decaying); run load_balance() when the domain's
 /// interval (busy: times `busy_factor`; `idle != CPU_IDLE` counts as busy) has passed,
-/// under the SD_SERIALIZE trylock; then set `rq->next_balance` (and, at CPU_IDLE, pull
+/// under the SD_SERIALIZE trylock (the interval is [`balance_interval`]'s, computed from the
+/// domain in hand); then set `rq->next_balance` (and, at CPU_IDLE, pull
 /// `nohz.next_balance`) and, after a decay, `max_idle_balance_cost`.
 pub fn rebalance_domains(
     ctx: &mut BalanceCtx<'_>,
@@ -101,7 +103,14 @@ pub fn rebalance_domains(
             }
             break;
         }
-        let mut interval = balance_interval(ctx, st, cpu, level, idle != CpuIdleType::Idle);
+        let mut interval = get_sd_balance_interval(
+            sd,
+            st.sd(cpu, level),
+            idle != CpuIdleType::Idle,
+            hz,
+            st.max_load_balance_interval,
+            false,
+        );
         let need_serialize = sd.flags.contains(SdFlag::Serialize);
         let locked = need_serialize && serialize_trylock(st, cpu, pass.now_ns(ctx));
         if !need_serialize || locked {
@@ -114,7 +123,14 @@ pub fn rebalance_domains(
                     };
                 }
                 st.sd_mut(cpu, level).last_balance = jiffies;
-                interval = balance_interval(ctx, st, cpu, level, idle != CpuIdleType::Idle);
+                interval = get_sd_balance_interval(
+                    sd,
+                    st.sd(cpu, level),
+                    idle != CpuIdleType::Idle,
+                    hz,
+                    st.max_load_balance_interval,
+                    false,
+                );
             }
             if locked {
                 st.serialize_busy_until_ns = pass.now_ns(ctx);
@@ -286,9 +302,12 @@ pub fn nohz_idle_balance(
     if idle == CpuIdleType::Idle && kicked {
         let mut next_balance = ctx.jiffies + 60 * u64::from(ctx.hz);
         let mut update_next = false;
-        let cpus: Vec<CpuId> = st.nohz.idle_cpus_mask.iter().collect();
-        for balance_cpu in cpus {
-            if balance_cpu == this_cpu || !idle_cpu(ctx, balance_cpu, pass.now_ns(ctx)) {
+        // A copy of the mask, in storage kept between passes (lbsim's).
+        let mut cpus = std::mem::take(&mut lg.nohz_cpus_scratch);
+        cpus.clear();
+        cpus.extend(st.nohz.idle_cpus_mask.iter());
+        for &balance_cpu in &cpus {
+            if balance_cpu == this_cpu || !idle_cpu_at(ctx, balance_cpu, || pass.now_ns(ctx)) {
                 continue;
             }
             if ctx.rqs[c].nr_running > 0 || ctx.rqs[c].need_resched() {
@@ -311,6 +330,7 @@ pub fn nohz_idle_balance(
                 update_next = true;
             }
         }
+        lg.nohz_cpus_scratch = cpus;
         if update_next {
             st.nohz.next_balance = next_balance;
         }

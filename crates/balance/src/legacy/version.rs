@@ -66,7 +66,9 @@ impl LegacyVersion {
     }
 
     const fn at_least(self, major: u8, minor: u8) -> bool {
-        self.major > major || (self.major == major && self.minor >= minor)
+        // `(major, minor)` ordered as one integer: a single comparison (these predicates run
+        // in the balancer's per-CPU loops).
+        ((self.major as u16) << 8 | self.minor as u16) >= ((major as u16) << 8 | minor as u16)
     }
 
     /// v4.7 (cfa10334318d, "Correct unit of load_above_capacity"): calculate_imbalance()
