@@ -111,13 +111,9 @@ impl SchedAvg {
 
         // Step 1: decay old *_sum if we crossed period boundaries.
         if periods != 0 {
-            // (lbsim: sums already zero, as an idle CPU's rt, dl and irq signals are, stay
-            // zero; decay_load(0, n) is 0, so they are left as they are.)
-            if !self.load_avg_is_decayed() {
-                self.load_sum = decay_load(self.load_sum, periods);
-                self.runnable_sum = decay_load(self.runnable_sum, periods);
-                self.util_sum = decay_load(u64::from(self.util_sum), periods) as u32;
-            }
+            self.load_sum = decay_load(self.load_sum, periods);
+            self.runnable_sum = decay_load(self.runnable_sum, periods);
+            self.util_sum = decay_load(u64::from(self.util_sum), periods) as u32;
 
             // Step 2.
             delta %= PELT_PERIOD_UNITS;
@@ -176,6 +172,36 @@ impl SchedAvg {
         self.accumulate_sum(delta, load, runnable, running) != 0
     }
 
+    /// [`SchedAvg::update_load_sum`] then, if a period boundary was crossed,
+    /// [`SchedAvg::update_load_avg`], for a signal whose sums are all zero and that
+    /// accrues nothing (`load == 0`): the same result (zero sums decay to zero, and zero
+    /// sums give zero averages) with only the time bookkeeping (`last_update_time`,
+    /// `period_contrib`) done. lbsim's: an idle CPU's rt, dl and irq signals are updated
+    /// at every blocked-load update and are zero when no such task or interrupt ran.
+    #[inline]
+    pub fn update_decayed_idle(&mut self, now: u64) -> bool {
+        debug_assert!(self.load_avg_is_decayed());
+        let delta = now.wrapping_sub(self.last_update_time);
+        if (delta as i64) < 0 {
+            self.last_update_time = now;
+            return false;
+        }
+        let delta = delta >> 10;
+        if delta == 0 {
+            return false;
+        }
+        self.last_update_time = self.last_update_time.wrapping_add(delta << 10);
+        let delta = delta.wrapping_add(u64::from(self.period_contrib));
+        self.period_contrib = (delta % PELT_PERIOD_UNITS) as u32;
+        if delta / PELT_PERIOD_UNITS == 0 {
+            return false;
+        }
+        self.load_avg = 0;
+        self.runnable_avg = 0;
+        self.util_avg = 0;
+        true
+    }
+
     /// Recomputes the averages from the sums: `load_avg = load * load_sum /
     /// divider`, `runnable_avg = runnable_sum / divider`, `util_avg = util_sum /
     /// divider`.
@@ -183,13 +209,6 @@ impl SchedAvg {
     /// Follows pelt.c: ___update_load_avg() (v6.6-v6.12).
     #[inline]
     pub fn update_load_avg(&mut self, load: u64) {
-        // (lbsim: with every sum zero every average is zero; the three divisions are spared.)
-        if self.load_avg_is_decayed() {
-            self.load_avg = 0;
-            self.runnable_avg = 0;
-            self.util_avg = 0;
-            return;
-        }
         let divider = u64::from(self.get_pelt_divider());
         self.load_avg = load.wrapping_mul(self.load_sum) / divider;
         self.runnable_avg = self.runnable_sum / divider;

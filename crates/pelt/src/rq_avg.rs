@@ -12,8 +12,12 @@ use crate::clock::cap_scale;
 /// rt task was `rq->curr` since the last update. Returns whether the average
 /// was recomputed.
 ///
-/// Follows pelt.c: update_rt_rq_load_avg() (v6.6-v6.12).
+/// Follows pelt.c: update_rt_rq_load_avg() (v6.6-v6.12); a signal at zero with no rt
+/// task running takes [`SchedAvg::update_decayed_idle`] (the same result).
 pub fn update_rt_rq_load_avg(now: u64, avg_rt: &mut SchedAvg, running: bool) -> bool {
+    if !running && avg_rt.load_avg_is_decayed() {
+        return avg_rt.update_decayed_idle(now);
+    }
     let r = u64::from(running);
     if avg_rt.update_load_sum(now, r, r, running) {
         avg_rt.update_load_avg(1);
@@ -25,8 +29,12 @@ pub fn update_rt_rq_load_avg(now: u64, avg_rt: &mut SchedAvg, running: bool) -> 
 /// Updates `rq->avg_dl` to `now` (`rq_clock_pelt()`); `running` is whether a
 /// deadline task was `rq->curr` since the last update.
 ///
-/// Follows pelt.c: update_dl_rq_load_avg() (v6.6-v6.12).
+/// Follows pelt.c: update_dl_rq_load_avg() (v6.6-v6.12); a signal at zero with no
+/// deadline task running takes [`SchedAvg::update_decayed_idle`] (the same result).
 pub fn update_dl_rq_load_avg(now: u64, avg_dl: &mut SchedAvg, running: bool) -> bool {
+    if !running && avg_dl.load_avg_is_decayed() {
+        return avg_dl.update_decayed_idle(now);
+    }
     let r = u64::from(running);
     if avg_dl.update_load_sum(now, r, r, running) {
         avg_dl.update_load_avg(1);
@@ -41,7 +49,9 @@ pub fn update_dl_rq_load_avg(now: u64, avg_dl: &mut SchedAvg, running: bool) -> 
 /// running` as idle and then accrues `running` as busy, i.e. the interrupts are
 /// assumed to have happened just before the update.
 ///
-/// Follows pelt.c: update_irq_load_avg() (v6.6-v6.12, CONFIG_HAVE_SCHED_AVG_IRQ).
+/// Follows pelt.c: update_irq_load_avg() (v6.6-v6.12, CONFIG_HAVE_SCHED_AVG_IRQ); a
+/// signal at zero with no irq time takes [`SchedAvg::update_decayed_idle`] (the same
+/// result).
 pub fn update_irq_load_avg(
     rq_clock: u64,
     avg_irq: &mut SchedAvg,
@@ -51,6 +61,10 @@ pub fn update_irq_load_avg(
 ) -> bool {
     let running = cap_scale(running, freq_capacity);
     let running = cap_scale(running, cpu_capacity);
+    if running == 0 && avg_irq.load_avg_is_decayed() {
+        // The second update below has no time to account (lbsim: the decayed shortcut).
+        return avg_irq.update_decayed_idle(rq_clock);
+    }
 
     let mut ret = avg_irq.update_load_sum(rq_clock.wrapping_sub(running), 0, 0, false);
     ret |= avg_irq.update_load_sum(rq_clock, 1, 1, true);

@@ -567,7 +567,8 @@ impl Cpumask {
         if chunksz == 0 {
             chunksz = 32;
         }
-        let mut out = String::new();
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = String::with_capacity(nr_bits.div_ceil(32) * 9);
         let mut i = nr_bits.div_ceil(32) * 32;
         while i >= 32 {
             i -= 32;
@@ -580,8 +581,13 @@ impl Cpumask {
             if !out.is_empty() {
                 out.push(',');
             }
+            // `{val:0width$x}`, written digit by digit (a 4096-CPU machine's schedstat
+            // output formats thousands of such masks): `val` holds `chunksz` bits, so it
+            // has at most `width` digits.
             let width = chunksz.div_ceil(4);
-            out.push_str(&format!("{val:0width$x}"));
+            for d in (0..width).rev() {
+                out.push(char::from(DIGITS[((val >> (4 * d)) & 0xf) as usize]));
+            }
             chunksz = 32;
         }
         out
