@@ -109,24 +109,11 @@ impl<B: Balancer> Core<B> {
         for (i, &ri) in self.by_ref.iter().enumerate() {
             let mut o = if i < nr_spec {
                 let spec = &mut self.cfg.workload.tasks[i];
-                // TaskObservation::not_created(spec), its strings moved.
-                TaskObservation {
-                    name: std::mem::take(&mut spec.name),
-                    part: spec.part,
-                    group: std::mem::take(&mut spec.group),
-                    created_ns: None,
-                    exited_ns: None,
-                    runtime_ns: 0,
-                    work_ns: 0,
-                    wait_ns: 0,
-                    max_wait_ns: 0,
-                    nr_waits: 0,
-                    final_wait_ns: 0,
-                    nr_voluntary_switches: 0,
-                    nr_involuntary_switches: 0,
-                    nr_migrations: 0,
-                    last_cpu: None,
-                }
+                TaskObservation::not_created_named(
+                    std::mem::take(&mut spec.name),
+                    spec.part,
+                    std::mem::take(&mut spec.group),
+                )
             } else {
                 forked.next().expect("one observation per forked task")
             };

@@ -149,19 +149,9 @@ impl SchedAvg {
     /// units are consumed; `load == 0` forces `runnable` and `running` to 0.
     #[inline]
     pub fn update_load_sum(&mut self, now: u64, load: u64, runnable: u64, running: bool) -> bool {
-        let delta = now.wrapping_sub(self.last_update_time);
-        // This should only happen when time goes backwards.
-        if (delta as i64) < 0 {
-            self.last_update_time = now;
+        let Some(delta) = self.consume_units(now) else {
             return false;
-        }
-
-        // 1024 ns is the unit of measurement.
-        let delta = delta >> 10;
-        if delta == 0 {
-            return false;
-        }
-        self.last_update_time = self.last_update_time.wrapping_add(delta << 10);
+        };
 
         let (runnable, running) = if load == 0 {
             (0, false)
@@ -170,6 +160,28 @@ impl SchedAvg {
         };
 
         self.accumulate_sum(delta, load, runnable, running) != 0
+    }
+
+    /// The head of ___update_load_sum(): the whole 1024-ns units elapsed since
+    /// `last_update_time`, which moves on by them; `None` when none elapsed, or when time
+    /// went backwards (then `last_update_time` resyncs to `now`).
+    ///
+    /// Follows pelt.c: ___update_load_sum() (v6.6-v6.12), its first lines.
+    #[inline]
+    fn consume_units(&mut self, now: u64) -> Option<u64> {
+        let delta = now.wrapping_sub(self.last_update_time);
+        // This should only happen when time goes backwards.
+        if (delta as i64) < 0 {
+            self.last_update_time = now;
+            return None;
+        }
+        // 1024 ns is the unit of measurement.
+        let delta = delta >> 10;
+        if delta == 0 {
+            return None;
+        }
+        self.last_update_time = self.last_update_time.wrapping_add(delta << 10);
+        Some(delta)
     }
 
     /// [`SchedAvg::update_load_sum`] then, if a period boundary was crossed,
@@ -181,16 +193,9 @@ impl SchedAvg {
     #[inline]
     pub fn update_decayed_idle(&mut self, now: u64) -> bool {
         debug_assert!(self.load_avg_is_decayed());
-        let delta = now.wrapping_sub(self.last_update_time);
-        if (delta as i64) < 0 {
-            self.last_update_time = now;
+        let Some(delta) = self.consume_units(now) else {
             return false;
-        }
-        let delta = delta >> 10;
-        if delta == 0 {
-            return false;
-        }
-        self.last_update_time = self.last_update_time.wrapping_add(delta << 10);
+        };
         let delta = delta.wrapping_add(u64::from(self.period_contrib));
         self.period_contrib = (delta % PELT_PERIOD_UNITS) as u32;
         if delta / PELT_PERIOD_UNITS == 0 {

@@ -57,10 +57,15 @@ impl TaskObservation {
 
     /// The entry of a task of the spec not created yet (it keeps its [`TaskRef`]).
     pub fn not_created(spec: &TaskSpec) -> TaskObservation {
+        TaskObservation::not_created_named(spec.name.clone(), spec.part, spec.group.clone())
+    }
+
+    /// [`TaskObservation::not_created`] from its spec's strings, moved rather than copied.
+    pub fn not_created_named(name: String, part: u16, group: String) -> TaskObservation {
         TaskObservation {
-            name: spec.name.clone(),
-            part: spec.part,
-            group: spec.group.clone(),
+            name,
+            part,
+            group,
             created_ns: None,
             exited_ns: None,
             runtime_ns: 0,
