@@ -7,7 +7,9 @@
 use lbsim_topology::{CpuId, SchedDomain, SchedGroup, SdFlag, Topology};
 
 use crate::ctx::BalanceCtx;
-use crate::lb::{CpuIdleType, LbEnv, Pass, SCHED_CAPACITY_SCALE, arch_scale_cpu_capacity};
+use crate::lb::{
+    CpuIdleType, LbEnv, Pass, SCHED_CAPACITY_SCALE, arch_scale_cpu_capacity, idle_cpu_with,
+};
 use crate::params::LbFeat;
 use crate::state::{BalanceState, msecs_to_jiffies};
 
@@ -153,20 +155,6 @@ pub fn group_classify(
     LegacyGroupType::Other
 }
 
-/// Follows fair.c: idle_cpu() ([`crate::lb::idle_cpu`]), with the pass clock `at_ns` read
-/// only when the answer depends on it: a CPU running or queueing a task, or with a wake-up
-/// already queued on its runqueue, is not idle whatever the time; only a wake-up IPI in
-/// flight ([`crate::ctx::PendingWakeups`]) asks for the time. The same answer as idle_cpu()
-/// at `at_ns()`; lbsim's, to spare computing the clock in the per-CPU loops.
-#[inline]
-pub fn idle_cpu_at(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: impl FnOnce() -> u64) -> bool {
-    let r = &ctx.rqs[cpu.index()];
-    r.curr.is_none()
-        && r.nr_running == 0
-        && !r.ttwu_pending()
-        && !ctx.pending.ttwu_pending_at(cpu, at_ns())
-}
-
 /// Follows fair.c: update_sg_lb_stats() (v4.6): per CPU of the group (in `env->cpus`),
 /// `group_load` += target_load() for the local group or source_load() for the others at
 /// the domain's load index, `group_util` += cpu_util(), `sum_nr_running` +=
@@ -234,16 +222,18 @@ fn sg_lb_stats(
 ) -> SgLbStats {
     let topo = ctx.topo;
     let (load_idx, tip_avg_high, lb_bias) = (scan.load_idx, scan.tip_avg_high, scan.lb_bias);
-    // The pass clock when the scan starts, for idle_cpu(): read only if a CPU's idleness
-    // depends on it (see [`idle_cpu_at`]).
-    let (start_ns, work0) = (pass.start_ns, pass.work);
-    let at = || start_ns.saturating_add(ctx.cost.charge(&work0));
+    // The pass clock when the scan starts, for idle_cpu(), read only if a wake-up may be in
+    // flight ([`idle_cpu_with`]). The CPUs read are counted in `scanned` and charged after
+    // the loop, so that the pass (and its clock) stays as it was at the start meanwhile.
+    let pass_at_start = &*pass;
+    let at = || pass_at_start.now_ns(ctx);
+    let mut scanned = 0u32;
     let mut sgs = SgLbStats::default();
     for &i in topo.span_cpus(group.span) {
         if !env.cpus.test(i) {
             continue;
         }
-        pass.work.cpus_scanned += 1;
+        scanned += 1;
         let r = &ctx.rqs[i.index()];
         // weighted_cpuload(), which source_load()/target_load() start from, read once.
         let weighted = weighted_cpuload(r, ctx.tasks, tip_avg_high);
@@ -260,13 +250,14 @@ fn sg_lb_stats(
             *overload = true;
         }
         sgs.sum_weighted_load += weighted;
-        if r.nr_running == 0 && idle_cpu_at(ctx, i, at) {
+        if r.nr_running == 0 && idle_cpu_with(ctx, i, at) {
             sgs.idle_cpus += 1;
         }
         if scan.misfit && sgs.group_misfit_task_load < r.misfit_task_load {
             sgs.group_misfit_task_load = r.misfit_task_load;
         }
     }
+    pass.work.cpus_scanned += scanned;
     let sgc = st.sgc(group.sgc);
     sgs.group_capacity = sgc.capacity.max(1);
     sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity;

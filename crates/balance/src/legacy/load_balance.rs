@@ -7,7 +7,8 @@ use lbsim_topology::{CpuId, Cpumask};
 
 use crate::ctx::{BalanceCtx, StopperRequest};
 use crate::lb::{
-    CpuIdleType, LbEnv, MAX_PINNED_INTERVAL, MigrationType, Pass, SCHED_NR_MIGRATE_BREAK, lbf,
+    CpuIdleType, LbEnv, MAX_PINNED_INTERVAL, MigrationType, Pass, SCHED_NR_MIGRATE_BREAK,
+    idle_cpu_with, lbf,
 };
 use crate::state::BalanceState;
 use crate::trace::{LbEvent, LbOutcome, LbRecord};
@@ -15,7 +16,6 @@ use crate::trace::{LbEvent, LbOutcome, LbRecord};
 use super::LegacyState;
 use super::detach::{attach_tasks, detach_one_task, detach_tasks};
 use super::find_busiest_queue::find_busiest_queue;
-use super::group_stats::idle_cpu_at;
 use super::imbalance::find_busiest_group;
 
 /// Follows fair.c: should_we_balance() (v4.6): at newidle every CPU balances; otherwise
@@ -32,21 +32,27 @@ pub fn should_we_balance(ctx: &BalanceCtx<'_>, env: &LbEnv, pass: &mut Pass) -> 
     }
     let topo = ctx.topo;
     let sg = topo.local_group(env.sd(topo));
-    // The pass clock when the scan starts, read only if an idle_cpu() answer depends on it.
-    let (start_ns, work0) = (pass.start_ns, pass.work);
-    let at = || start_ns.saturating_add(ctx.cost.charge(&work0));
+    // The pass clock when the scan starts, read only if a wake-up may be in flight
+    // ([`idle_cpu_with`]); the CPUs read are charged once the scan ends, so that the clock
+    // stays the scan's start meanwhile.
+    let pass_at_start = &*pass;
+    let at = || pass_at_start.now_ns(ctx);
     let mask = topo.span(sg.balance_mask);
+    let mut scanned = 0u32;
+    let mut first_idle = None;
     for &cpu in topo.span_cpus(sg.span) {
         if !env.cpus.test(cpu) {
             continue;
         }
-        pass.work.cpus_scanned += 1;
-        if !mask.test(cpu) || !idle_cpu_at(ctx, cpu, at) {
+        scanned += 1;
+        if !mask.test(cpu) || !idle_cpu_with(ctx, cpu, at) {
             continue;
         }
-        return cpu == env.dst_cpu;
+        first_idle = Some(cpu);
+        break;
     }
-    sg.balance_cpu == env.dst_cpu
+    pass.work.cpus_scanned += scanned;
+    first_idle.unwrap_or(sg.balance_cpu) == env.dst_cpu
 }
 
 /// Follows fair.c: need_active_balance() (v4.6; v4.20 adds the misfit case): at newidle
@@ -117,14 +123,15 @@ pub fn load_balance(
     let mut env = if version.v5_4_load_balance_tail() {
         LbEnv::new(topo, this_cpu, level, idle)
     } else {
-        // Every active CPU, in the mask the last pass left (lbsim reuses its storage): a
-        // pass only clears CPUs of it, so setting every active CPU again restores it.
+        // Every active CPU, in the mask the last pass put back (lbsim reuses its storage;
+        // a pass that cleared CPUs of it set them again).
         let all = topo.machine().all_cpus();
-        let mut cpus = lg.cpus_scratch.take().unwrap_or_else(|| all.clone());
-        cpus.or_assign(all);
+        let cpus = lg.cpus_scratch.take().unwrap_or_else(|| all.clone());
         debug_assert!(cpus == *all);
         LbEnv::with_cpus(topo, this_cpu, level, idle, cpus)
     };
+    // Whether a CPU was cleared from `env->cpus` (lbsim's: to restore the kept mask).
+    let mut cpus_cleared = false;
     if idle == CpuIdleType::NewlyIdle {
         env.dst_grpmask = None;
     }
@@ -201,6 +208,7 @@ pub fn load_balance(
                 }
                 if env.flags & lbf::DST_PINNED != 0 && env.imbalance > 0 {
                     env.cpus.clear(env.dst_cpu);
+                    cpus_cleared = true;
                     env.dst_cpu = env.new_dst_cpu;
                     env.flags &= !lbf::DST_PINNED;
                     env.loop_ = 0;
@@ -220,6 +228,7 @@ pub fn load_balance(
             if env.flags & lbf::ALL_PINNED != 0 {
                 st.checks.all_pinned();
                 env.cpus.clear(busiest);
+                cpus_cleared = true;
                 let again = if version.v5_4_load_balance_tail() {
                     let dst_group = topo.span(topo.local_group(sd).span);
                     !env.cpus.is_subset(dst_group)
@@ -335,7 +344,11 @@ pub fn load_balance(
         st.trace.push(LbEvent::Balance(record));
     }
     if !version.v5_4_load_balance_tail() {
-        lg.cpus_scratch = Some(env.cpus);
+        let mut cpus = env.cpus;
+        if cpus_cleared {
+            cpus.or_assign(topo.machine().all_cpus());
+        }
+        lg.cpus_scratch = Some(cpus);
     }
     moved
 }

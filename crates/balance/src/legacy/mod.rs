@@ -85,8 +85,9 @@ pub struct LegacyState {
     /// Per CPU, `rq->cpu_capacity_orig`.
     pub capacity_orig: Vec<u64>,
     /// lbsim's: the storage of load_balance()'s `env->cpus` (every active CPU before v5.4),
-    /// kept between passes so that a pass refills it instead of allocating a mask. No state:
-    /// its contents are rewritten by each pass.
+    /// kept between passes so that a pass takes it instead of allocating a mask. No state:
+    /// a pass that clears CPUs of it sets them again before it puts it back, so it always
+    /// holds every active CPU here.
     pub(crate) cpus_scratch: Option<Cpumask>,
     /// lbsim's: the storage of nohz_idle_balance()'s copy of `nohz.idle_cpus_mask`, kept
     /// between passes (no state).
@@ -289,7 +290,8 @@ impl Balancer for LegacyBalancer {
     /// or more tasks, as [`crate::kernel::KernelBalancer`] does (the kernel sets it in
     /// add_nr_running(), which the engine does not report).
     fn newidle_begin(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> NewidleStep {
-        if ctx.rqs.iter().any(|r| r.nr_running >= 2) {
+        // Already set, the flag stays set: the scan could only set it again.
+        if !self.state.rd.overloaded && ctx.rqs.iter().any(|r| r.nr_running >= 2) {
             self.state.rd.overloaded = true;
         }
         let mut pass = Pass::new(ctx.now_ns);

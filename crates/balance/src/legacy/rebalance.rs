@@ -13,14 +13,13 @@
 use lbsim_topology::{CpuId, SdFlag};
 
 use crate::ctx::{BalanceCtx, IlbKick, NohzFlags};
-use crate::lb::{CpuIdleType, Pass, idle_cpu};
+use crate::lb::{CpuIdleType, Pass, idle_cpu, idle_cpu_with};
 use crate::newidle::update_blocked_averages;
 use crate::nohz::{kick_ilb, nohz_balance_exit_idle};
 use crate::rebalance::{get_sd_balance_interval, update_newidle_cost};
 use crate::state::BalanceState;
 
 use super::LegacyState;
-use super::group_stats::idle_cpu_at;
 use super::load_balance::load_balance;
 
 /// Follows fair.c: get_sd_balance_interval() (v4.6-v5.9): [`get_sd_balance_interval`]
@@ -307,7 +306,7 @@ pub fn nohz_idle_balance(
         cpus.clear();
         cpus.extend(st.nohz.idle_cpus_mask.iter());
         for &balance_cpu in &cpus {
-            if balance_cpu == this_cpu || !idle_cpu_at(ctx, balance_cpu, || pass.now_ns(ctx)) {
+            if balance_cpu == this_cpu || !idle_cpu_with(ctx, balance_cpu, || pass.now_ns(ctx)) {
                 continue;
             }
             if ctx.rqs[c].nr_running > 0 || ctx.rqs[c].need_resched() {
