@@ -207,8 +207,10 @@ impl<'a> SgScan<'a> {
     }
 }
 
-/// [`update_sg_lb_stats`] with the domain's invariants read.
+/// [`update_sg_lb_stats`] with the domain's invariants read (inlined into the group loop
+/// of [`update_sd_lb_stats`], whose invariants then stay in registers across groups).
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn sg_lb_stats(
     ctx: &BalanceCtx<'_>,
     st: &BalanceState,
@@ -294,14 +296,15 @@ pub fn update_sd_pick_busiest(
     version: LegacyVersion,
 ) -> bool {
     let busiest = &sds.busiest_stat;
-    let sd = env.sd(ctx.topo);
+    // `env->sd`, read by the v4.20+ rules only.
+    let sd = || env.sd(ctx.topo);
     if version.group_misfit_task() && sgs.group_type == LegacyGroupType::MisfitTask {
         let local = sds.local.map(|g| ctx.topo.group(g));
         let smaller = local.is_some_and(|l| {
             st.sgc(sg.sgc).max_capacity * CAPACITY_MARGIN
                 < st.sgc(l.sgc).max_capacity * SCHED_CAPACITY_SCALE
         });
-        if !smaller || !group_has_capacity(sd.imbalance_pct, &sds.local_stat) {
+        if !smaller || !group_has_capacity(sd().imbalance_pct, &sds.local_stat) {
             return false;
         }
     }
@@ -314,7 +317,7 @@ pub fn update_sd_pick_busiest(
     if sgs.avg_load <= busiest.avg_load {
         return false;
     }
-    if version.group_misfit_task() && sd.flags.contains(SdFlag::AsymCpucapacity) {
+    if version.group_misfit_task() && sd().flags.contains(SdFlag::AsymCpucapacity) {
         if let Some(l) = sds.local.map(|g| ctx.topo.group(g))
             && sgs.sum_nr_running <= sgs.group_weight
             && st.sgc(l.sgc).min_capacity * CAPACITY_MARGIN

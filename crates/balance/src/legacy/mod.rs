@@ -290,8 +290,10 @@ impl Balancer for LegacyBalancer {
     /// or more tasks, as [`crate::kernel::KernelBalancer`] does (the kernel sets it in
     /// add_nr_running(), which the engine does not report).
     fn newidle_begin(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> NewidleStep {
-        // Already set, the flag stays set: the scan could only set it again.
-        if !self.state.rd.overloaded && ctx.rqs.iter().any(|r| r.nr_running >= 2) {
+        // Already set, the flag stays set: the scan could only set it again. Some runqueue
+        // has `nr_running >= 2` exactly when the OR of every `nr_running` is (a count is at
+        // least 2 when a bit above the lowest is set), which folds without a branch a CPU.
+        if !self.state.rd.overloaded && ctx.rqs.iter().fold(0, |acc, r| acc | r.nr_running) >= 2 {
             self.state.rd.overloaded = true;
         }
         let mut pass = Pass::new(ctx.now_ns);

@@ -58,9 +58,10 @@ pub fn update_next_balance(
 }
 
 /// `spin_trylock(&balancing)` in simulated time, as [`crate::rebalance`] holds it: taken
-/// until the holder's pass at that level ends.
-fn serialize_trylock(st: &mut BalanceState, cpu: CpuId, at_ns: u64) -> bool {
-    if st.serialize_owner.is_some_and(|o| o != cpu) && at_ns < st.serialize_busy_until_ns {
+/// until the holder's pass at that level ends. The time, `at_ns()`, is read only when
+/// another CPU held the flag last.
+fn serialize_trylock(st: &mut BalanceState, cpu: CpuId, at_ns: impl FnOnce() -> u64) -> bool {
+    if st.serialize_owner.is_some_and(|o| o != cpu) && at_ns() < st.serialize_busy_until_ns {
         return false;
     }
     st.serialize_owner = Some(cpu);
@@ -91,29 +92,28 @@ pub fn rebalance_domains(
     let mut need_decay = false;
     let mut max_cost = 0u64;
     update_blocked_averages(ctx, st, cpu, pass);
+    // Set once, at boot (lbsim's: read once per call).
+    let max_interval = st.max_load_balance_interval;
     for (level, sd) in topo.domains(cpu).iter().enumerate() {
-        if update_newidle_cost(st.sd_mut(cpu, level), 0, jiffies, hz) {
+        // The domain's state, looked up once until load_balance() may change it.
+        let s = st.sd_mut(cpu, level);
+        if update_newidle_cost(s, 0, jiffies, hz) {
             need_decay = true;
         }
-        max_cost += st.sd(cpu, level).max_newidle_lb_cost;
+        max_cost += s.max_newidle_lb_cost;
         if !continue_balancing {
             if need_decay {
                 continue;
             }
             break;
         }
-        let mut interval = get_sd_balance_interval(
-            sd,
-            st.sd(cpu, level),
-            idle != CpuIdleType::Idle,
-            hz,
-            st.max_load_balance_interval,
-            false,
-        );
+        let busy = idle != CpuIdleType::Idle;
+        let mut interval = get_sd_balance_interval(sd, s, busy, hz, max_interval, false);
+        let mut last_balance = s.last_balance;
         let need_serialize = sd.flags.contains(SdFlag::Serialize);
-        let locked = need_serialize && serialize_trylock(st, cpu, pass.now_ns(ctx));
+        let locked = need_serialize && serialize_trylock(st, cpu, || pass.now_ns(ctx));
         if !need_serialize || locked {
-            if jiffies >= st.sd(cpu, level).last_balance + interval {
+            if jiffies >= last_balance + interval {
                 if load_balance(ctx, st, lg, cpu, level, idle, &mut continue_balancing, pass) > 0 {
                     idle = if idle_cpu(ctx, cpu, pass.now_ns(ctx)) {
                         CpuIdleType::Idle
@@ -121,21 +121,17 @@ pub fn rebalance_domains(
                         CpuIdleType::NotIdle
                     };
                 }
-                st.sd_mut(cpu, level).last_balance = jiffies;
-                interval = get_sd_balance_interval(
-                    sd,
-                    st.sd(cpu, level),
-                    idle != CpuIdleType::Idle,
-                    hz,
-                    st.max_load_balance_interval,
-                    false,
-                );
+                let s = st.sd_mut(cpu, level);
+                s.last_balance = jiffies;
+                last_balance = jiffies;
+                let busy = idle != CpuIdleType::Idle;
+                interval = get_sd_balance_interval(sd, s, busy, hz, max_interval, false);
             }
             if locked {
                 st.serialize_busy_until_ns = pass.now_ns(ctx);
             }
         }
-        let due = st.sd(cpu, level).last_balance + interval;
+        let due = last_balance + interval;
         if next_balance > due {
             next_balance = due;
             update_next = true;
