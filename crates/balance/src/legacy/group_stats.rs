@@ -155,6 +155,26 @@ pub fn group_classify(
     LegacyGroupType::Other
 }
 
+/// Follows fair.c: idle_cpu() ([`idle_cpu_with`]) of `cpu`, whose runqueue is `r`, for a
+/// scan that asked once whether a wake-up IPI may be in flight (`ipi_in_flight`): when none
+/// may be, the answer is the runqueue's own (nothing running or queued, no wake-up queued on
+/// it), which is what idle_cpu_with() gives then, without asking again.
+#[inline]
+fn rq_idle(
+    ctx: &BalanceCtx<'_>,
+    r: &lbsim_rq::Rq,
+    cpu: CpuId,
+    ipi_in_flight: bool,
+    at_ns: impl FnOnce() -> u64,
+) -> bool {
+    if ipi_in_flight {
+        return idle_cpu_with(ctx, cpu, at_ns);
+    }
+    let idle = r.curr.is_none() && r.nr_running == 0 && !r.ttwu_pending();
+    debug_assert_eq!(idle, idle_cpu_with(ctx, cpu, at_ns));
+    idle
+}
+
 /// Follows fair.c: update_sg_lb_stats() (v4.6): per CPU of the group (in `env->cpus`),
 /// `group_load` += target_load() for the local group or source_load() for the others at
 /// the domain's load index, `group_util` += cpu_util(), `sum_nr_running` +=
@@ -194,6 +214,7 @@ struct SgScan<'a> {
 }
 
 impl<'a> SgScan<'a> {
+    #[inline]
     fn new(ctx: &BalanceCtx<'a>, lg: &LegacyState, env: &LbEnv) -> SgScan<'a> {
         let sd = env.sd(ctx.topo);
         SgScan {
@@ -229,6 +250,9 @@ fn sg_lb_stats(
     // the loop, so that the pass (and its clock) stays as it was at the start meanwhile.
     let pass_at_start = &*pass;
     let at = || pass_at_start.now_ns(ctx);
+    // Whether a wake-up IPI may be in flight, asked once per group rather than at each idle
+    // CPU: when none may be, idle_cpu() is the runqueue's own answer.
+    let ipi_in_flight = !ctx.pending.none_pending();
     let mut scanned = 0u32;
     let mut sgs = SgLbStats::default();
     for &i in topo.span_cpus(group.span) {
@@ -252,7 +276,7 @@ fn sg_lb_stats(
             *overload = true;
         }
         sgs.sum_weighted_load += weighted;
-        if r.nr_running == 0 && idle_cpu_with(ctx, i, at) {
+        if r.nr_running == 0 && rq_idle(ctx, r, i, ipi_in_flight, at) {
             sgs.idle_cpus += 1;
         }
         if scan.misfit && sgs.group_misfit_task_load < r.misfit_task_load {

@@ -111,9 +111,14 @@ pub fn rebalance_domains(
         let mut interval = get_sd_balance_interval(sd, s, busy, hz, max_interval, false);
         let mut last_balance = s.last_balance;
         let need_serialize = sd.flags.contains(SdFlag::Serialize);
-        let locked = need_serialize && serialize_trylock(st, cpu, || pass.now_ns(ctx));
+        // The pass clock when the flag was tried, if read: still the clock at the unlock
+        // unless load_balance() ran in between.
+        let mut lock_ns = None;
+        let locked =
+            need_serialize && serialize_trylock(st, cpu, || *lock_ns.insert(pass.now_ns(ctx)));
         if !need_serialize || locked {
             if jiffies >= last_balance + interval {
+                lock_ns = None;
                 if load_balance(ctx, st, lg, cpu, level, idle, &mut continue_balancing, pass) > 0 {
                     idle = if idle_cpu(ctx, cpu, pass.now_ns(ctx)) {
                         CpuIdleType::Idle
@@ -128,7 +133,7 @@ pub fn rebalance_domains(
                 interval = get_sd_balance_interval(sd, s, busy, hz, max_interval, false);
             }
             if locked {
-                st.serialize_busy_until_ns = pass.now_ns(ctx);
+                st.serialize_busy_until_ns = lock_ns.unwrap_or_else(|| pass.now_ns(ctx));
             }
         }
         let due = last_balance + interval;
