@@ -403,9 +403,23 @@ pub fn update_sd_lb_stats(
     let mut overload = false;
     let feat_nr_diff = ctx.features.enabled(LbFeat::PreferSiblingNrDiff);
     let scan = SgScan::new(ctx, lg, env);
-    for gid in topo.group_ids(sd) {
+    let overlap = sd.flags.contains(SdFlag::Overlap);
+    for (k, gid) in topo.group_ids(sd).enumerate() {
         let sg = topo.group(gid);
-        let local_group = topo.span(sg.span).test(env.dst_cpu);
+        // The groups of a domain without SD_OVERLAP partition its span, and the first one
+        // (`sd->groups`) holds `sd_cpu` and its whole balance mask, where `dst_cpu` is
+        // (lbsim's shortcut, as in today's balancer: the test reads no span; checked in
+        // debug builds).
+        let local_group = if overlap {
+            topo.span(sg.span).test(env.dst_cpu)
+        } else {
+            k == 0
+        };
+        debug_assert_eq!(
+            local_group,
+            topo.span(sg.span).test(env.dst_cpu),
+            "the local group is not sd->groups"
+        );
         if local_group {
             sds.local = Some(gid);
             if env.idle != CpuIdleType::NewlyIdle || ctx.jiffies >= st.sgc(sg.sgc).next_update {

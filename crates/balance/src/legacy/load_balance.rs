@@ -299,11 +299,13 @@ pub fn load_balance(
                 .sd_mut(this_cpu, level)
                 .lb_mut(idle)
                 .lb_balanced += 1;
-            st.sd_mut(this_cpu, level).nr_balance_failed = 0;
+        }
+        let s = st.sd_mut(this_cpu, level);
+        if exit != Exit::OnePinned {
+            s.nr_balance_failed = 0;
         }
         // out_one_pinned: (v5.4: not at newidle)
         if !(version.v5_4_load_balance_tail() && idle == CpuIdleType::NewlyIdle) {
-            let s = st.sd_mut(this_cpu, level);
             if (env.flags & lbf::ALL_PINNED != 0 && s.balance_interval < MAX_PINNED_INTERVAL)
                 || s.balance_interval < sd.max_interval
             {
