@@ -211,6 +211,10 @@ struct SgScan<'a> {
     misfit: bool,
     /// v5.3+: `load_per_task` from `group_load`.
     load_per_task_from_group_load: bool,
+    /// Every CPU of every group of the domain is in `env->cpus`, so the scan need not test
+    /// them: no CPU has been cleared from it (`env.cpus_trimmed`) and it holds every active
+    /// CPU (before v5.4) or the domain's span, which holds its groups unless they overlap.
+    cpus_all: bool,
 }
 
 impl<'a> SgScan<'a> {
@@ -224,6 +228,8 @@ impl<'a> SgScan<'a> {
             lb_bias: lg.lb_bias_on(),
             misfit: lg.version.group_misfit_task() && sd.flags.contains(SdFlag::AsymCpucapacity),
             load_per_task_from_group_load: lg.version.load_per_task_from_group_load(),
+            cpus_all: !env.cpus_trimmed
+                && (!lg.version.v5_4_load_balance_tail() || !sd.flags.contains(SdFlag::Overlap)),
         }
     }
 }
@@ -256,7 +262,12 @@ fn sg_lb_stats(
     let mut scanned = 0u32;
     let mut sgs = SgLbStats::default();
     for &i in topo.span_cpus(group.span) {
-        if !env.cpus.test(i) {
+        debug_assert!(
+            !scan.cpus_all || env.cpus.test(i),
+            "CPU{} not in env->cpus",
+            i.0
+        );
+        if !scan.cpus_all && !env.cpus.test(i) {
             continue;
         }
         scanned += 1;
@@ -310,6 +321,7 @@ fn sg_lb_stats(
 /// (group_smaller_min_cpu_capacity()), and of two misfit groups the
 /// one with the larger misfit load wins. (SD_ASYM_PACKING is not built by the topology
 /// crate, so its tail, which only matters there, is left out.)
+#[inline]
 pub fn update_sd_pick_busiest(
     ctx: &BalanceCtx<'_>,
     st: &BalanceState,

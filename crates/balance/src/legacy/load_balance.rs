@@ -130,8 +130,6 @@ pub fn load_balance(
         debug_assert!(cpus == *all);
         LbEnv::with_cpus(topo, this_cpu, level, idle, cpus)
     };
-    // Whether a CPU was cleared from `env->cpus` (lbsim's: to restore the kept mask).
-    let mut cpus_cleared = false;
     if idle == CpuIdleType::NewlyIdle {
         env.dst_grpmask = None;
     }
@@ -208,7 +206,7 @@ pub fn load_balance(
                 }
                 if env.flags & lbf::DST_PINNED != 0 && env.imbalance > 0 {
                     env.cpus.clear(env.dst_cpu);
-                    cpus_cleared = true;
+                    env.cpus_trimmed = true;
                     env.dst_cpu = env.new_dst_cpu;
                     env.flags &= !lbf::DST_PINNED;
                     env.loop_ = 0;
@@ -228,7 +226,7 @@ pub fn load_balance(
             if env.flags & lbf::ALL_PINNED != 0 {
                 st.checks.all_pinned();
                 env.cpus.clear(busiest);
-                cpus_cleared = true;
+                env.cpus_trimmed = true;
                 let again = if version.v5_4_load_balance_tail() {
                     let dst_group = topo.span(topo.local_group(sd).span);
                     !env.cpus.is_subset(dst_group)
@@ -347,7 +345,7 @@ pub fn load_balance(
     }
     if !version.v5_4_load_balance_tail() {
         let mut cpus = env.cpus;
-        if cpus_cleared {
+        if env.cpus_trimmed {
             cpus.or_assign(topo.machine().all_cpus());
         }
         lg.cpus_scratch = Some(cpus);
