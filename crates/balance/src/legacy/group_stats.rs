@@ -160,7 +160,7 @@ pub fn group_classify(
 /// may be, the answer is the runqueue's own (nothing running or queued, no wake-up queued on
 /// it), which is what idle_cpu_with() gives then, without asking again.
 #[inline]
-fn rq_idle(
+pub(super) fn rq_idle(
     ctx: &BalanceCtx<'_>,
     r: &lbsim_rq::Rq,
     cpu: CpuId,

@@ -7,8 +7,7 @@ use lbsim_topology::{CpuId, Cpumask};
 
 use crate::ctx::{BalanceCtx, StopperRequest};
 use crate::lb::{
-    CpuIdleType, LbEnv, MAX_PINNED_INTERVAL, MigrationType, Pass, SCHED_NR_MIGRATE_BREAK,
-    idle_cpu_with, lbf,
+    CpuIdleType, LbEnv, MAX_PINNED_INTERVAL, MigrationType, Pass, SCHED_NR_MIGRATE_BREAK, lbf,
 };
 use crate::state::BalanceState;
 use crate::trace::{LbEvent, LbOutcome, LbRecord};
@@ -16,6 +15,7 @@ use crate::trace::{LbEvent, LbOutcome, LbRecord};
 use super::LegacyState;
 use super::detach::{attach_tasks, detach_one_task, detach_tasks};
 use super::find_busiest_queue::find_busiest_queue;
+use super::group_stats::rq_idle;
 use super::imbalance::find_busiest_group;
 
 /// Follows fair.c: should_we_balance() (v4.6): at newidle every CPU balances; otherwise
@@ -33,19 +33,27 @@ pub fn should_we_balance(ctx: &BalanceCtx<'_>, env: &LbEnv, pass: &mut Pass) -> 
     let topo = ctx.topo;
     let sg = topo.local_group(env.sd(topo));
     // The pass clock when the scan starts, read only if a wake-up may be in flight
-    // ([`idle_cpu_with`]); the CPUs read are charged once the scan ends, so that the clock
+    // ([`rq_idle`]); the CPUs read are charged once the scan ends, so that the clock
     // stays the scan's start meanwhile.
     let pass_at_start = &*pass;
     let at = || pass_at_start.now_ns(ctx);
+    let ipi_in_flight = !ctx.pending.none_pending();
     let mask = topo.span(sg.balance_mask);
     let mut scanned = 0u32;
     let mut first_idle = None;
     for &cpu in topo.span_cpus(sg.span) {
-        if !env.cpus.test(cpu) {
+        // With no CPU cleared from `env->cpus`, it holds the local group (every active
+        // CPU, or from v5.4 the domain's span), so the test is skipped.
+        debug_assert!(
+            env.cpus_trimmed || env.cpus.test(cpu),
+            "CPU{} not in env->cpus",
+            cpu.0
+        );
+        if env.cpus_trimmed && !env.cpus.test(cpu) {
             continue;
         }
         scanned += 1;
-        if !mask.test(cpu) || !idle_cpu_with(ctx, cpu, at) {
+        if !mask.test(cpu) || !rq_idle(ctx, &ctx.rqs[cpu.index()], cpu, ipi_in_flight, at) {
             continue;
         }
         first_idle = Some(cpu);
@@ -303,12 +311,11 @@ pub fn load_balance(
             s.nr_balance_failed = 0;
         }
         // out_one_pinned: (v5.4: not at newidle)
-        if !(version.v5_4_load_balance_tail() && idle == CpuIdleType::NewlyIdle) {
-            if (env.flags & lbf::ALL_PINNED != 0 && s.balance_interval < MAX_PINNED_INTERVAL)
-                || s.balance_interval < sd.max_interval
-            {
-                s.balance_interval *= 2;
-            }
+        if !(version.v5_4_load_balance_tail() && idle == CpuIdleType::NewlyIdle)
+            && ((env.flags & lbf::ALL_PINNED != 0 && s.balance_interval < MAX_PINNED_INTERVAL)
+                || s.balance_interval < sd.max_interval)
+        {
+            s.balance_interval *= 2;
         }
     }
     if st.trace.enabled

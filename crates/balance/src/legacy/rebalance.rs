@@ -13,13 +13,14 @@
 use lbsim_topology::{CpuId, SdFlag};
 
 use crate::ctx::{BalanceCtx, IlbKick, NohzFlags};
-use crate::lb::{CpuIdleType, Pass, idle_cpu, idle_cpu_with};
+use crate::lb::{CpuIdleType, Pass, idle_cpu};
 use crate::newidle::update_blocked_averages;
 use crate::nohz::{kick_ilb, nohz_balance_exit_idle};
 use crate::rebalance::{get_sd_balance_interval, update_newidle_cost};
 use crate::state::BalanceState;
 
 use super::LegacyState;
+use super::group_stats::rq_idle;
 use super::load_balance::load_balance;
 
 /// Follows fair.c: get_sd_balance_interval() (v4.6-v5.9): [`get_sd_balance_interval`]
@@ -306,8 +307,12 @@ pub fn nohz_idle_balance(
         let mut cpus = std::mem::take(&mut lg.nohz_cpus_scratch);
         cpus.clear();
         cpus.extend(st.nohz.idle_cpus_mask.iter());
+        let ipi_in_flight = !ctx.pending.none_pending();
         for &balance_cpu in &cpus {
-            if balance_cpu == this_cpu || !idle_cpu_with(ctx, balance_cpu, || pass.now_ns(ctx)) {
+            let r = &ctx.rqs[balance_cpu.index()];
+            if balance_cpu == this_cpu
+                || !rq_idle(ctx, r, balance_cpu, ipi_in_flight, || pass.now_ns(ctx))
+            {
                 continue;
             }
             if ctx.rqs[c].nr_running > 0 || ctx.rqs[c].need_resched() {
