@@ -142,13 +142,11 @@ impl LbEnv {
     /// The env sched_balance_rq() sets up for `this_cpu` at `level`.
     pub fn new(topo: &Topology, this_cpu: CpuId, level: usize, idle: CpuIdleType) -> LbEnv {
         let sd = &topo.domains(this_cpu)[level];
-        let mut cpus = topo.span(sd.span).clone();
-        // `cpumask_and(cpus, sched_domain_span(sd), cpu_active_mask)`; lbsim skips the
-        // writes when the span is all active (it always is without hotplug).
-        let active = topo.machine().all_cpus();
-        if !topo.span_is_subset(sd.span, active) {
-            cpus.and_assign(active);
-        }
+        // `cpumask_and(cpus, sched_domain_span(sd), cpu_active_mask)`: every CPU is active
+        // (no hotplug) and every span is made of the machine's CPUs, so the AND is the span
+        // itself (checked in debug builds).
+        let cpus = topo.span(sd.span).clone();
+        debug_assert!(topo.span_is_subset(sd.span, topo.machine().all_cpus()));
         LbEnv::with_cpus(topo, this_cpu, level, idle, cpus)
     }
 
