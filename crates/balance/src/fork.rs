@@ -156,8 +156,58 @@ pub fn update_sg_wakeup_stats(
     p: TaskId,
     work: &mut WorkAccount,
 ) -> SgLbStats {
-    let asym = sd.flags.contains(SdFlag::AsymCpucapacity);
-    let mut sgs = match wakeup_sums_from_spans(ctx, group, p, asym) {
+    let inv = WakeupInvariants::of(ctx, sd, p);
+    update_sg_wakeup_stats_with(ctx, st, sd, group, p, &inv, work)
+}
+
+/// What [`update_sg_wakeup_stats`] reads the same way for every group of one
+/// sched_balance_find_dst_group() call (nothing it reads changes during the call: the
+/// context is borrowed shared), so that the caller reads it once.
+#[derive(Clone, Copy, Debug)]
+struct WakeupInvariants {
+    /// The domain has `SD_ASYM_CPUCAPACITY`.
+    asym: bool,
+    /// `p`'s CPU (`task_cpu(p)`).
+    p_cpu: CpuId,
+    /// `p` adds to its CPU's sums: it is not new (cpu_load_without() and the others
+    /// subtract it), or it is that CPU's current task (idle_cpu_without()).
+    p_counts: bool,
+    /// The group sums may answer at all: no asymmetric capacities, no wake-up pending
+    /// beyond the runqueues' own flags.
+    sums_usable: bool,
+    /// [`crate::rqs::span_sums_min_cpus`].
+    min_cpus: u32,
+    /// `LB_TIP_AVG_HIGH`.
+    tip_avg_high: bool,
+}
+
+impl WakeupInvariants {
+    fn of(ctx: &BalanceCtx<'_>, sd: &SchedDomain, p: TaskId) -> WakeupInvariants {
+        let asym = sd.flags.contains(SdFlag::AsymCpucapacity);
+        let t = &ctx.tasks[p];
+        WakeupInvariants {
+            asym,
+            p_cpu: t.cpu,
+            p_counts: t.se.avg.last_update_time != 0 || ctx.rqs[t.cpu.index()].curr == Some(p),
+            sums_usable: !asym && ctx.pending.none_pending(),
+            min_cpus: crate::rqs::span_sums_min_cpus(ctx.topo),
+            tip_avg_high: ctx.features.enabled(crate::params::LbFeat::LbTipAvgHigh),
+        }
+    }
+}
+
+/// [`update_sg_wakeup_stats`] with its invariants read by the caller.
+fn update_sg_wakeup_stats_with(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    sd: &SchedDomain,
+    group: &SchedGroup,
+    p: TaskId,
+    inv: &WakeupInvariants,
+    work: &mut WorkAccount,
+) -> SgLbStats {
+    let asym = inv.asym;
+    let mut sgs = match wakeup_sums_from_spans(ctx, group, inv) {
         Some((fast, scanned)) => {
             debug_assert_eq!(
                 (fast, scanned),
@@ -224,24 +274,17 @@ fn wakeup_sums(
 fn wakeup_sums_from_spans(
     ctx: &BalanceCtx<'_>,
     group: &SchedGroup,
-    p: TaskId,
-    asym: bool,
+    inv: &WakeupInvariants,
 ) -> Option<(SgLbStats, u32)> {
-    let t = &ctx.tasks[p];
-    let span = ctx.topo.span(group.span);
-    let contributes = span.test(t.cpu)
-        && (t.se.avg.last_update_time != 0 || ctx.rqs[t.cpu.index()].curr == Some(p));
-    if group.group_weight < crate::rqs::span_sums_min_cpus(ctx.topo)
-        || asym
-        || contributes
-        || !ctx.pending.none_pending()
+    if !inv.sums_usable
+        || group.group_weight < inv.min_cpus
+        || (inv.p_counts && ctx.topo.span(group.span).test(inv.p_cpu))
     {
         return None;
     }
-    let tip_avg_high = ctx.features.enabled(crate::params::LbFeat::LbTipAvgHigh);
     let s = ctx
         .rqs
-        .span_sums(ctx.topo, ctx.tasks, group.span, tip_avg_high)?;
+        .span_sums(ctx.topo, ctx.tasks, group.span, inv.tip_avg_high)?;
     let sgs = SgLbStats {
         group_load: s.group_load,
         group_util: s.group_util,
@@ -328,14 +371,21 @@ pub fn sched_balance_find_dst_group(
         ..SgLbStats::default()
     };
     work.domains += 1;
+    // Every group holds a CPU of the domain's span (its own in a partition, the CPU it was
+    // built from in an overlapping domain), so when `p` may run on the whole span every
+    // group intersects its mask (lbsim's shortcut: one test per domain, not per group;
+    // checked in debug builds).
+    let all_allowed = topo.span_is_subset(sd.span, cpus_mask);
+    let inv = WakeupInvariants::of(ctx, sd, p);
     for gid in topo.group_ids(sd) {
         let group = topo.group(gid);
         let span = topo.span(group.span);
-        if !span.intersects(cpus_mask) {
+        debug_assert!(!all_allowed || span.intersects(cpus_mask));
+        if !all_allowed && !span.intersects(cpus_mask) {
             continue;
         }
         let local_group = span.test(this_cpu);
-        let sgs = update_sg_wakeup_stats(ctx, st, sd, group, p, work);
+        let sgs = update_sg_wakeup_stats_with(ctx, st, sd, group, p, &inv, work);
         if local_group {
             local = Some(gid);
             local_sgs = sgs;
@@ -422,9 +472,9 @@ pub fn sched_balance_find_dst_group_cpu(
     this_cpu: CpuId,
     work: &mut WorkAccount,
 ) -> CpuId {
-    let span = ctx.topo.span(group.span);
+    let cpus = ctx.topo.span_cpus(group.span);
     if group.group_weight == 1 {
-        return span.first().expect("a sched group spans at least one CPU");
+        return *cpus.first().expect("a sched group spans at least one CPU");
     }
     let mut min_load = u64::MAX;
     let mut min_exit_latency = u32::MAX;
@@ -432,7 +482,13 @@ pub fn sched_balance_find_dst_group_cpu(
     let mut least_loaded_cpu = this_cpu;
     let mut shallowest_idle_cpu: Option<CpuId> = None;
     let cpus_mask = &ctx.tasks[p].cpus_mask;
-    for i in span.iter().filter(|&i| cpus_mask.test(i)) {
+    // The group's CPUs in order from its list (what for_each_cpu_and() visits); the mask is
+    // tested per CPU only if `p` may not run on all of them.
+    let all_allowed = ctx.topo.span_is_subset(group.span, cpus_mask);
+    for &i in cpus {
+        if !all_allowed && !cpus_mask.test(i) {
+            continue;
+        }
         work.cpus_scanned += 1;
         if sched_idle_cpu(ctx, i) {
             return i;

@@ -160,12 +160,11 @@ impl Balancer for KernelBalancer {
     /// Follows fair.c: newidle_balance() (v6.6; sched_balance_newidle() since v6.10) up to
     /// its first check point after some work (see [`crate::newidle`]).
     fn newidle_begin(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> NewidleStep {
-        // The machine-wide count of the group sums answers on a big machine (as cheaply as
+        // The machine-wide count that `Rqs` keeps answers on a big machine (as cheaply as
         // the kernel's flag set in add_nr_running()); a small one is scanned (but for debug
         // builds, which compare the two).
         let overloaded = if ctx.rqs.len() >= 64 || cfg!(debug_assertions) {
-            let tip = ctx.features.enabled(crate::params::LbFeat::LbTipAvgHigh);
-            ctx.rqs.any_overloaded(ctx.topo, ctx.tasks, tip)
+            ctx.rqs.any_overloaded()
         } else {
             ctx.rqs.iter().any(|r| r.nr_running >= 2)
         };

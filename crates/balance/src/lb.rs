@@ -141,14 +141,30 @@ pub struct LbEnv {
 impl LbEnv {
     /// The env sched_balance_rq() sets up for `this_cpu` at `level`.
     pub fn new(topo: &Topology, this_cpu: CpuId, level: usize, idle: CpuIdleType) -> LbEnv {
+        LbEnv::new_reusing(topo, this_cpu, level, idle, None)
+    }
+
+    /// [`LbEnv::new`], writing `env->cpus` into `spare` (a mask no longer used) if given.
+    pub fn new_reusing(
+        topo: &Topology,
+        this_cpu: CpuId,
+        level: usize,
+        idle: CpuIdleType,
+        spare: Option<Cpumask>,
+    ) -> LbEnv {
         let sd = &topo.domains(this_cpu)[level];
-        let mut cpus = topo.span(sd.span).clone();
-        // `cpumask_and(cpus, sched_domain_span(sd), cpu_active_mask)`; lbsim skips the
-        // writes when the span is all active (it always is without hotplug).
-        let active = topo.machine().all_cpus();
-        if !topo.span_is_subset(sd.span, active) {
-            cpus.and_assign(active);
-        }
+        // `cpumask_and(cpus, sched_domain_span(sd), cpu_active_mask)`: every CPU is active
+        // (no hotplug) and every span is made of the machine's CPUs, so the AND is the span
+        // itself (checked in debug builds).
+        let span = topo.span(sd.span);
+        let cpus = match spare {
+            Some(mut cpus) => {
+                cpus.copy_from(span);
+                cpus
+            }
+            None => span.clone(),
+        };
+        debug_assert!(topo.span_is_subset(sd.span, topo.machine().all_cpus()));
         LbEnv::with_cpus(topo, this_cpu, level, idle, cpus)
     }
 
@@ -261,6 +277,7 @@ pub fn load_balance(
             if !lb.continue_balancing {
                 *continue_balancing = false;
             }
+            lb.recycle(st);
             return ld_moved;
         }
     }
@@ -347,12 +364,17 @@ impl LoadBalance {
         LoadBalance {
             this_cpu,
             parent_sgc,
-            env: LbEnv::new(topo, this_cpu, level, idle),
+            env: LbEnv::new_reusing(topo, this_cpu, level, idle, st.env_cpus_spare.pop()),
             ld_moved: 0,
             active_balance: false,
             continue_balancing: true,
             found: None,
         }
+    }
+
+    /// Ends a finished balance, leaving its `env->cpus` for the next one to reuse.
+    pub fn recycle(self, st: &mut BalanceState) {
+        st.env_cpus_spare.push(self.env.cpus);
     }
 
     /// `*continue_balancing` as the caller sees it: false once should_we_balance() said no.

@@ -247,7 +247,11 @@ fn newidle_run(
                     );
                     cursor.curr_cost += domain_cost;
                     cursor.t0 = t1;
-                    cursor.at = At::DomainCheck;
+                    if let At::ShouldWeBalance(lb) =
+                        std::mem::replace(&mut cursor.at, At::DomainCheck)
+                    {
+                        lb.recycle(st);
+                    }
                     if stop_here(ctx, pass) {
                         return NewidleProgress::Pending(cursor);
                     }

@@ -120,70 +120,119 @@ impl SpanSums {
         self.reduced_cpus += u32::from(c.reduced);
     }
 
-    fn sub(&mut self, c: &Contribution) {
-        self.group_load = self.group_load.wrapping_sub(c.load);
-        self.group_util = self.group_util.wrapping_sub(c.util);
-        self.group_runnable = self.group_runnable.wrapping_sub(c.runnable);
-        self.sum_h_nr_running = self.sum_h_nr_running.wrapping_sub(c.h_nr_running);
-        self.sum_nr_running = self.sum_nr_running.wrapping_sub(c.nr_running);
-        self.idle_cpus -= u32::from(c.idle);
-        self.overloaded_cpus -= u32::from(c.nr_running > 1);
-        self.reduced_cpus -= u32::from(c.reduced);
+    /// Adds a CPU's change (the counts' differences wrap to the same totals a recount
+    /// gives, each staying within `0..=nr_cpus`).
+    fn apply(&mut self, d: &Delta) {
+        self.group_load = self.group_load.wrapping_add(d.load);
+        self.group_util = self.group_util.wrapping_add(d.util);
+        self.group_runnable = self.group_runnable.wrapping_add(d.runnable);
+        self.sum_h_nr_running = self.sum_h_nr_running.wrapping_add(d.h_nr_running);
+        self.sum_nr_running = self.sum_nr_running.wrapping_add(d.nr_running);
+        self.idle_cpus = self.idle_cpus.wrapping_add(d.idle);
+        self.overloaded_cpus = self.overloaded_cpus.wrapping_add(d.overloaded);
+        self.reduced_cpus = self.reduced_cpus.wrapping_add(d.reduced);
+    }
+}
+
+/// What one CPU's change adds to each sum (wrapping differences; the counts as `i32`
+/// moved into `u32` two's complement), computed once and added to every span holding the
+/// CPU.
+#[derive(Clone, Copy, Debug)]
+struct Delta {
+    load: u64,
+    util: u64,
+    runnable: u64,
+    h_nr_running: u32,
+    nr_running: u32,
+    idle: u32,
+    overloaded: u32,
+    reduced: u32,
+}
+
+impl Delta {
+    fn between(old: &Contribution, new: &Contribution) -> Delta {
+        let count = |b: bool| u32::from(b);
+        Delta {
+            load: new.load.wrapping_sub(old.load),
+            util: new.util.wrapping_sub(old.util),
+            runnable: new.runnable.wrapping_sub(old.runnable),
+            h_nr_running: new.h_nr_running.wrapping_sub(old.h_nr_running),
+            nr_running: new.nr_running.wrapping_sub(old.nr_running),
+            idle: count(new.idle).wrapping_sub(count(old.idle)),
+            overloaded: count(new.nr_running > 1).wrapping_sub(count(old.nr_running > 1)),
+            reduced: count(new.reduced).wrapping_sub(count(old.reduced)),
+        }
     }
 }
 
 /// The sums of every group span, and each CPU's contribution to them.
+///
+/// Stored compactly for the catch-up's sake (it touches every span holding a changed CPU):
+/// one [`SpanSums`] per group span, in the order the spans are first met among the groups
+/// (`slot_of_span` maps a span index to it), and the slots holding each CPU as one flat list
+/// (`slots[slot_starts[c]..slot_starts[c + 1]]`).
 #[derive(Clone, Debug)]
 struct Sums {
     /// `LB_TIP_AVG_HIGH` when built (it changes `cpu_load()`).
     tip_avg_high: bool,
-    /// By span index; `None` for a span that is no group's.
-    spans: Vec<Option<SpanSums>>,
-    /// The spans holding each CPU.
-    spans_of: Vec<Vec<u32>>,
+    /// By slot.
+    sums: Vec<SpanSums>,
+    /// By span index: the span's slot, or [`NO_SLOT`] for a span that is no group's.
+    slot_of_span: Vec<u32>,
+    /// The slots holding each CPU, CPU after CPU.
+    slots: Vec<u32>,
+    /// Where each CPU's slots start in `slots` (one more entry than CPUs).
+    slot_starts: Vec<u32>,
     /// What each CPU last added.
     contrib: Vec<Contribution>,
-    /// CPUs with `nr_running > 1`, machine-wide.
-    overloaded_cpus: u32,
 }
+
+/// `Sums::slot_of_span` of a span that is no group's.
+const NO_SLOT: u32 = u32::MAX;
 
 impl Sums {
     fn build(rqs: &[Rq], tasks: &Tasks, topo: &Topology, tip_avg_high: bool) -> Sums {
-        let mut spans: Vec<Option<SpanSums>> = Vec::new();
-        let mut spans_of = vec![Vec::new(); rqs.len()];
+        let mut sums: Vec<SpanSums> = Vec::new();
+        let mut slot_of_span: Vec<u32> = Vec::new();
+        let mut slots_of = vec![Vec::new(); rqs.len()];
         for g in topo.all_groups() {
             let s = g.span.index();
-            if spans.len() <= s {
-                spans.resize(s + 1, None);
+            if slot_of_span.len() <= s {
+                slot_of_span.resize(s + 1, NO_SLOT);
             }
-            if spans[s].is_some() {
+            if slot_of_span[s] != NO_SLOT {
                 continue;
             }
-            let mut sums = SpanSums::default();
-            for cpu in topo.span(g.span).iter() {
-                sums.nr_cpus += 1;
-                spans_of[cpu.index()].push(s as u32);
+            let slot = sums.len() as u32;
+            slot_of_span[s] = slot;
+            let mut span = SpanSums::default();
+            for &cpu in topo.span_cpus(g.span) {
+                span.nr_cpus += 1;
+                slots_of[cpu.index()].push(slot);
             }
-            spans[s] = Some(sums);
+            sums.push(span);
         }
         let contrib: Vec<Contribution> = rqs
             .iter()
             .map(|rq| Contribution::of(rq, tasks, topo, tip_avg_high))
             .collect();
-        let overloaded_cpus = contrib.iter().filter(|c| c.nr_running > 1).count() as u32;
-        for (c, of) in spans_of.iter().enumerate() {
-            for &s in of {
-                if let Some(sums) = spans[s as usize].as_mut() {
-                    sums.add(&contrib[c]);
-                }
+        let mut slots = Vec::new();
+        let mut slot_starts = Vec::with_capacity(rqs.len() + 1);
+        for (c, of) in slots_of.iter().enumerate() {
+            slot_starts.push(slots.len() as u32);
+            for &slot in of {
+                sums[slot as usize].add(&contrib[c]);
+                slots.push(slot);
             }
         }
+        slot_starts.push(slots.len() as u32);
         Sums {
             tip_avg_high,
-            spans,
-            spans_of,
+            sums,
+            slot_of_span,
+            slots,
+            slot_starts,
             contrib,
-            overloaded_cpus,
         }
     }
 
@@ -192,16 +241,40 @@ impl Sums {
         if old == new {
             return;
         }
-        for &s in &self.spans_of[cpu] {
-            if let Some(sums) = self.spans[s as usize].as_mut() {
-                sums.sub(&old);
-                sums.add(&new);
-            }
+        let d = Delta::between(&old, &new);
+        let of = &self.slots[self.slot_starts[cpu] as usize..self.slot_starts[cpu + 1] as usize];
+        for &slot in of {
+            self.sums[slot as usize].apply(&d);
         }
-        self.overloaded_cpus -= u32::from(old.nr_running > 1);
-        self.overloaded_cpus += u32::from(new.nr_running > 1);
         self.contrib[cpu] = new;
     }
+
+    /// The sums of span index `span`, if it is a group's.
+    #[inline]
+    fn get(&self, span: usize) -> Option<SpanSums> {
+        match self.slot_of_span.get(span) {
+            Some(&slot) if slot != NO_SLOT => Some(self.sums[slot as usize]),
+            _ => None,
+        }
+    }
+}
+
+/// [`Tracker::flags`]: the CPU is in [`Tracker::marked`].
+const MARKED_SUMS: u8 = 1;
+/// [`Tracker::flags`]: the CPU is in [`Overload::marked`].
+const MARKED_OVERLOAD: u8 = 2;
+
+/// The machine-wide count of CPUs with `nr_running > 1`, kept apart from the sums so that
+/// [`Rqs::any_overloaded`] (asked at every newly idle balance) reads only the marked CPUs'
+/// `nr_running`, not their whole contribution.
+#[derive(Clone, Debug, Default)]
+struct Overload {
+    /// Each CPU's `nr_running > 1` as last counted; empty until the first read.
+    over: Vec<bool>,
+    /// How many of `over` are true.
+    count: u32,
+    /// CPUs borrowed mutably since the count was last brought up to date, each once.
+    marked: Vec<u32>,
 }
 
 /// The sums' state: built on first use, then the CPUs marked since.
@@ -210,7 +283,19 @@ struct Tracker {
     sums: Option<Sums>,
     /// CPUs borrowed mutably since the sums last caught up, each once.
     marked: Vec<u32>,
-    is_marked: Vec<bool>,
+    /// Per CPU: [`MARKED_SUMS`] and [`MARKED_OVERLOAD`].
+    flags: Vec<u8>,
+    overload: Overload,
+}
+
+impl Tracker {
+    /// The sums, if they are up to date (built with `tip_avg_high`, no CPU marked since).
+    #[inline]
+    fn current(&self, tip_avg_high: bool) -> Option<&Sums> {
+        self.sums
+            .as_ref()
+            .filter(|s| self.marked.is_empty() && s.tip_avg_high == tip_avg_high)
+    }
 }
 
 /// One runqueue per CPU, indexed by CPU id, with the group sums of [`SpanSums`].
@@ -232,19 +317,16 @@ impl Rqs {
             tracker: RefCell::new(Tracker {
                 sums: None,
                 marked: Vec::new(),
-                is_marked: vec![false; n],
+                flags: vec![0; n],
+                overload: Overload::default(),
             }),
         }
     }
 
     /// Every runqueue, mutably (each CPU is marked).
     pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Rq> {
-        let t = self.tracker.get_mut();
-        for (i, m) in t.is_marked.iter_mut().enumerate() {
-            if !*m {
-                *m = true;
-                t.marked.push(i as u32);
-            }
+        for i in 0..self.rqs.len() {
+            self.mark(i);
         }
         self.rqs.iter_mut()
     }
@@ -253,6 +335,7 @@ impl Rqs {
     /// brought up to date first. `None` if `span` is no group's span.
     ///
     /// `tip_avg_high` is the `LB_TIP_AVG_HIGH` feature (`cpu_load()` depends on it).
+    #[inline]
     pub fn span_sums(
         &self,
         topo: &Topology,
@@ -260,51 +343,86 @@ impl Rqs {
         span: SpanId,
         tip_avg_high: bool,
     ) -> Option<SpanSums> {
+        {
+            let t = self.tracker.borrow();
+            if let Some(sums) = t.current(tip_avg_high) {
+                return sums.get(span.index());
+            }
+        }
         self.catch_up(topo, tasks, tip_avg_high);
         let t = self.tracker.borrow();
         let sums = t.sums.as_ref().expect("caught up");
-        sums.spans.get(span.index()).copied().flatten()
+        sums.get(span.index())
     }
 
     /// Brings the sums up to date with the CPUs marked since the last call (building them
     /// on the first).
+    #[inline(never)]
     fn catch_up(&self, topo: &Topology, tasks: &Tasks, tip_avg_high: bool) {
         let mut t = self.tracker.borrow_mut();
         let t = &mut *t;
         match t.sums.as_mut() {
             Some(sums) if sums.tip_avg_high == tip_avg_high => {
-                for c in t.marked.drain(..) {
+                for &c in &t.marked {
                     let c = c as usize;
-                    t.is_marked[c] = false;
+                    t.flags[c] &= !MARKED_SUMS;
                     sums.update(c, Contribution::of(&self.rqs[c], tasks, topo, tip_avg_high));
                 }
             }
             _ => {
                 t.sums = Some(Sums::build(&self.rqs, tasks, topo, tip_avg_high));
-                for c in t.marked.drain(..) {
-                    t.is_marked[c as usize] = false;
+                for &c in &t.marked {
+                    t.flags[c as usize] &= !MARKED_SUMS;
                 }
             }
         }
+        t.marked.clear();
     }
 
-    /// Whether some CPU has more than one task (`nr_running > 1`), machine-wide; the sums
-    /// are brought up to date first, as in [`Rqs::span_sums`].
-    pub fn any_overloaded(&self, topo: &Topology, tasks: &Tasks, tip_avg_high: bool) -> bool {
-        self.catch_up(topo, tasks, tip_avg_high);
-        self.tracker
-            .borrow()
-            .sums
-            .as_ref()
-            .is_some_and(|s| s.overloaded_cpus > 0)
+    /// Whether some CPU has more than one task (`nr_running > 1`), machine-wide: the count
+    /// is brought up to date with the CPUs marked since the last call (counted from scratch
+    /// on the first).
+    pub fn any_overloaded(&self) -> bool {
+        let mut t = self.tracker.borrow_mut();
+        let t = &mut *t;
+        let o = &mut t.overload;
+        if o.over.len() != self.rqs.len() {
+            o.over = self.rqs.iter().map(|r| r.nr_running > 1).collect();
+            o.count = o.over.iter().filter(|&&b| b).count() as u32;
+            for &c in &o.marked {
+                t.flags[c as usize] &= !MARKED_OVERLOAD;
+            }
+        } else {
+            for &c in &o.marked {
+                let c = c as usize;
+                t.flags[c] &= !MARKED_OVERLOAD;
+                let now = self.rqs[c].nr_running > 1;
+                if now != o.over[c] {
+                    o.over[c] = now;
+                    if now {
+                        o.count += 1;
+                    } else {
+                        o.count -= 1;
+                    }
+                }
+            }
+        }
+        o.marked.clear();
+        o.count > 0
     }
 
     #[inline]
     fn mark(&mut self, i: usize) {
         let t = self.tracker.get_mut();
-        if !t.is_marked[i] {
-            t.is_marked[i] = true;
-            t.marked.push(i as u32);
+        let f = t.flags[i];
+        if f != MARKED_SUMS | MARKED_OVERLOAD {
+            if f & MARKED_SUMS == 0 {
+                t.marked.push(i as u32);
+            }
+            if f & MARKED_OVERLOAD == 0 {
+                t.overload.marked.push(i as u32);
+            }
+            t.flags[i] = MARKED_SUMS | MARKED_OVERLOAD;
         }
     }
 }

@@ -130,6 +130,10 @@ pub struct BalanceState {
     /// The trace records of migrations and load_balance() passes (off unless the engine
     /// traces).
     pub trace: crate::trace::LbTrace,
+    /// The `env->cpus` masks of finished load_balance() passes, for the next passes to copy
+    /// their domain's span into (lbsim's: no allocation per pass; what a mask held before
+    /// is overwritten whole).
+    pub(crate) env_cpus_spare: Vec<lbsim_topology::Cpumask>,
 }
 
 impl BalanceState {
@@ -237,6 +241,7 @@ impl BalanceState {
             schedstat: Schedstat::new(topo),
             checks: crate::check::Checks::default(),
             trace: crate::trace::LbTrace::default(),
+            env_cpus_spare: Vec::new(),
         }
     }
 

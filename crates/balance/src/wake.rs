@@ -499,6 +499,47 @@ impl WrapWalk {
     }
 }
 
+/// [`WrapWalk`]'s order over a subset of an interned span, from the span's CPU list: the CPUs
+/// of the list from the first at or after `start` up, then those below `start`. The caller
+/// tests its mask at each CPU as it comes (lbsim's shortcut: no word scan per step). The
+/// kernel's walk over a mask that only loses CPUs during the walk (select_idle_core() clears
+/// a core's siblings) visits the same CPUs in the same order: each CPU still set when the
+/// walk reaches it.
+struct SpanWrap<'a> {
+    cpus: &'a [CpuId],
+    pos: usize,
+    left: usize,
+}
+
+impl<'a> SpanWrap<'a> {
+    fn new(cpus: &'a [CpuId], start: usize) -> SpanWrap<'a> {
+        let pos = cpus.partition_point(|c| c.index() < start);
+        SpanWrap {
+            cpus,
+            pos: if pos == cpus.len() { 0 } else { pos },
+            left: cpus.len(),
+        }
+    }
+}
+
+impl Iterator for SpanWrap<'_> {
+    type Item = CpuId;
+
+    #[inline]
+    fn next(&mut self) -> Option<CpuId> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let cpu = self.cpus[self.pos];
+        self.pos += 1;
+        if self.pos == self.cpus.len() {
+            self.pos = 0;
+        }
+        Some(cpu)
+    }
+}
+
 /// Follows fair.c: __select_idle_cpu() (v6.6-v6.12): `cpu` if it is idle or runs only
 /// SCHED_IDLE tasks (core-scheduling cookies always match).
 fn __select_idle_cpu(sis: &Sis<'_, '_>, cpu: CpuId) -> Option<CpuId> {
@@ -607,8 +648,13 @@ fn select_idle_cpu(
         let sg = topo.local_group(sd);
         if sg.flags.contains(SdFlag::Cluster) {
             let span = topo.span(sg.span);
-            let mut walk = WrapWalk::new(size, target.index() + 1);
-            while let Some(cpu) = walk.next(span) {
+            debug_assert!(
+                SpanWrap::new(topo.span_cpus(sg.span), target.index() + 1).eq(WrapWalkIter {
+                    walk: WrapWalk::new(size, target.index() + 1),
+                    mask: span,
+                })
+            );
+            for cpu in SpanWrap::new(topo.span_cpus(sg.span), target.index() + 1) {
                 if !cpus.test(cpu) {
                     continue;
                 }
@@ -632,8 +678,19 @@ fn select_idle_cpu(
         }
     }
 
+    // `cpus` is the LLC's span, less what the steps above cleared.
+    #[cfg(debug_assertions)]
     let mut walk = WrapWalk::new(size, target.index() + 1);
-    while let Some(cpu) = walk.next(cpus) {
+    for cpu in SpanWrap::new(topo.span_cpus(sd.span), target.index() + 1) {
+        if !cpus.test(cpu) {
+            continue;
+        }
+        #[cfg(debug_assertions)]
+        debug_assert_eq!(
+            walk.next(cpus),
+            Some(cpu),
+            "SpanWrap differs from the wrap walk"
+        );
         if has_idle_core {
             if let Some(i) = select_idle_core(sis, cpu, cpus, &mut idle_cpu, work) {
                 return Some(i);
@@ -655,6 +712,21 @@ fn select_idle_cpu(
         set_idle_cores(ctx, st, target, false);
     }
     idle_cpu
+}
+
+/// A [`WrapWalk`] over a mask that stays as it is, as an iterator (for debug builds'
+/// comparisons with [`SpanWrap`]).
+struct WrapWalkIter<'a> {
+    walk: WrapWalk,
+    mask: &'a Cpumask,
+}
+
+impl Iterator for WrapWalkIter<'_> {
+    type Item = CpuId;
+
+    fn next(&mut self) -> Option<CpuId> {
+        self.walk.next(self.mask)
+    }
 }
 
 /// Follows fair.c: select_idle_capacity() (v6.6-v6.12): on an asymmetric-capacity domain,

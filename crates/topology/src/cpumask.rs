@@ -409,6 +409,15 @@ impl Cpumask {
         m
     }
 
+    /// `self = other` (`cpumask_copy`), reusing `self`'s storage when the widths match.
+    pub fn copy_from(&mut self, other: &Cpumask) {
+        if self.nr_bits == other.nr_bits {
+            self.words.copy_from_slice(&other.words);
+        } else {
+            self.clone_from(other);
+        }
+    }
+
     /// `self &= other`.
     pub fn and_assign(&mut self, other: &Cpumask) {
         self.check_width(other);

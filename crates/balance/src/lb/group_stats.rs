@@ -4,7 +4,7 @@
 //! update_sd_lb_stats().
 
 use crate::params::LbFeat;
-use lbsim_topology::{CpuId, SchedGroup, SdFlag};
+use lbsim_topology::{CpuId, SchedDomain, SchedGroup, SdFlag};
 
 use crate::ctx::BalanceCtx;
 use crate::state::{BalanceState, msecs_to_jiffies};
@@ -212,23 +212,22 @@ fn sum_cpus(
 fn sum_cpus_from_spans(
     ctx: &BalanceCtx<'_>,
     env: &LbEnv,
+    inv: &SgInvariants<'_>,
     group: &SchedGroup,
     local_group: bool,
 ) -> Option<CpuSums> {
     let topo = ctx.topo;
-    let sd = env.sd(topo);
-    if group.group_weight < crate::rqs::span_sums_min_cpus(topo)
-        || !ctx.pending.none_pending()
+    let sd = inv.sd;
+    if !inv.sums_usable
+        || group.group_weight < inv.min_cpus
         || (!local_group && sd.flags.contains(SdFlag::AsymCpucapacity))
-        || env.cpus_trimmed
         || (sd.flags.contains(SdFlag::Overlap) && !topo.span_is_subset(group.span, &env.cpus))
     {
         return None;
     }
-    let tip_avg_high = ctx.features.enabled(LbFeat::LbTipAvgHigh);
     let s = ctx
         .rqs
-        .span_sums(topo, ctx.tasks, group.span, tip_avg_high)?;
+        .span_sums(topo, ctx.tasks, group.span, inv.tip_avg_high)?;
     // check_cpu_capacity() holds only below the original capacity while imbalance_pct is
     // at least 100.
     if !local_group && env.idle.is_idle() && (s.reduced_cpus > 0 || sd.imbalance_pct < 100) {
@@ -264,9 +263,49 @@ pub fn update_sg_lb_stats(
     sg_overloaded: &mut bool,
     pass: &mut Pass,
 ) -> SgLbStats {
-    let topo = ctx.topo;
-    let sd = env.sd(topo);
-    let sums = match sum_cpus_from_spans(ctx, env, group, local_group) {
+    let inv = SgInvariants::of(ctx, env);
+    update_sg_lb_stats_with(ctx, st, env, &inv, group, local_group, sg_overloaded, pass)
+}
+
+/// What [`update_sg_lb_stats`] reads the same way for every group of one
+/// update_sd_lb_stats(), read once by the caller: `env->sd`, whether the group sums may
+/// answer at all (no wake-up pending beyond the runqueues' own flags, no CPU cleared from
+/// `env->cpus`), their size threshold and `LB_TIP_AVG_HIGH`. None of it changes during
+/// update_sd_lb_stats(): `env` is borrowed shared, and what it writes (group capacities,
+/// runqueue capacities) is none of these.
+#[derive(Clone, Copy, Debug)]
+struct SgInvariants<'t> {
+    sd: &'t SchedDomain,
+    sums_usable: bool,
+    min_cpus: u32,
+    tip_avg_high: bool,
+}
+
+impl<'t> SgInvariants<'t> {
+    fn of(ctx: &BalanceCtx<'t>, env: &LbEnv) -> SgInvariants<'t> {
+        SgInvariants {
+            sd: env.sd(ctx.topo),
+            sums_usable: !env.cpus_trimmed && ctx.pending.none_pending(),
+            min_cpus: crate::rqs::span_sums_min_cpus(ctx.topo),
+            tip_avg_high: ctx.features.enabled(LbFeat::LbTipAvgHigh),
+        }
+    }
+}
+
+/// [`update_sg_lb_stats`] with its invariants read by the caller.
+#[allow(clippy::too_many_arguments)]
+fn update_sg_lb_stats_with(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    env: &LbEnv,
+    inv: &SgInvariants<'_>,
+    group: &SchedGroup,
+    local_group: bool,
+    sg_overloaded: &mut bool,
+    pass: &mut Pass,
+) -> SgLbStats {
+    let sd = inv.sd;
+    let sums = match sum_cpus_from_spans(ctx, env, inv, group, local_group) {
         Some(fast) => {
             debug_assert_eq!(
                 fast,
@@ -433,6 +472,7 @@ pub fn update_sd_lb_stats(
     let mut sum_util = 0u64;
     let mut sg_overloaded = false;
     let overlap = sd.flags.contains(SdFlag::Overlap);
+    let inv = SgInvariants::of(ctx, env);
     for (k, gid) in topo.group_ids(sd).enumerate() {
         let sg = topo.group(gid);
         // The groups of a domain without SD_OVERLAP partition its span, and the first one
@@ -454,7 +494,16 @@ pub fn update_sd_lb_stats(
                 update_group_capacity(ctx, st, env.sd_cpu, env.level);
             }
         }
-        let sgs = update_sg_lb_stats(ctx, st, env, sg, local_group, &mut sg_overloaded, pass);
+        let sgs = update_sg_lb_stats_with(
+            ctx,
+            st,
+            env,
+            &inv,
+            sg,
+            local_group,
+            &mut sg_overloaded,
+            pass,
+        );
         st.checks.group_classified(sgs.group_type);
         if local_group {
             sds.local_stat = sgs;
