@@ -85,8 +85,8 @@ impl<B: Balancer> Core<B> {
                 continue;
             }
             let r = &mut self.runs[ri as usize];
-            if !r.tg_moves.is_empty() {
-                moves.push((ended.len(), std::mem::take(&mut r.tg_moves)));
+            if let Some(m) = r.tg_moves.take() {
+                moves.push((ended.len(), *m));
             }
             ended.push(Ended {
                 id: r.id,
