@@ -66,13 +66,17 @@ struct Cursor {
     /// `taskgroup`.
     cur_cgroup: Option<Box<str>>,
     thread_loop: u64,
-    phase: usize,
+    /// The phase and the event in it (u32: 8 bytes less per task than two `usize`; a
+    /// program of 2^32 phases or events would not fit in memory).
+    phase: u32,
     phase_loop: u64,
-    ev: usize,
+    ev: u32,
     in_iteration: bool,
-    /// The actions an event expanded to, still to return (inline: an event expands to one or
-    /// two, and a heap block per task would cost a cache miss per action).
-    queue: smallvec::SmallVec<[(Action, Meas); 2]>,
+    /// The actions an event expanded to, still to return (inline: nearly every event
+    /// expands to one, and a heap block per task would cost a cache miss per action; the few
+    /// that expand to more, a condvar wait or a tally's probes, spill to the heap once per
+    /// task: room for two inline would make every task's state 32 bytes larger).
+    queue: smallvec::SmallVec<[(Action, Meas); 1]>,
     pending: Option<Pending>,
     local_timers: Box<[TimerState]>,
     mark_ns: u64,
@@ -301,7 +305,7 @@ impl Cursor {
         if program.phases.is_empty() || program.loops.finished(self.thread_loop) {
             return false;
         }
-        let phase = &program.phases[self.phase];
+        let phase = &program.phases[self.phase as usize];
         if !self.in_iteration {
             if phase.loops == Loops::Count(0) {
                 // A phase looped zero times is skipped.
@@ -353,8 +357,8 @@ impl Cursor {
         // for all of them: between them `next_action` would only find the queue empty and
         // step again, through the checks above, which an event cannot change (the thread
         // loop counts at the end of an iteration only).
-        while self.ev < phase.events.len() {
-            let ev = self.ev;
+        while (self.ev as usize) < phase.events.len() {
+            let ev = self.ev as usize;
             self.ev += 1;
             if !self.expand(program, &phase.events[ev], now, rng, sync) {
                 return false;
@@ -383,7 +387,7 @@ impl Cursor {
     fn next_phase(&mut self, n_phases: usize) {
         self.phase_loop = 0;
         self.phase += 1;
-        if self.phase == n_phases {
+        if self.phase as usize == n_phases {
             self.phase = 0;
             self.thread_loop += 1;
         }
