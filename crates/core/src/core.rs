@@ -24,6 +24,8 @@ pub struct Core<B: Balancer> {
     pub(crate) tasks: Tasks,
     pub(crate) cpus: Vec<CpuState>,
     pub(crate) runs: Vec<TaskRun>,
+    /// The system calls in progress that wake tasks one after another ([`Cur::Waking`]).
+    pub(crate) wakings: Wakings,
     pub(crate) run_of: SecondaryMap<TaskId, u32>,
     /// The affinity masks handed out so far, by the workload's cpuset (`None`: every CPU):
     /// the tasks of one cpuset share one mask.
@@ -184,6 +186,7 @@ impl<B: Balancer> Core<B> {
             tasks: Tasks::with_capacity_and_key(nr_runs),
             cpus,
             runs: Vec::with_capacity(nr_runs),
+            wakings: Wakings::default(),
             run_of: SecondaryMap::with_capacity(nr_runs),
             masks: std::collections::BTreeMap::new(),
             by_ref: Vec::with_capacity(nr_tasks),
@@ -308,7 +311,7 @@ impl<B: Balancer> Core<B> {
             work_units: 0,
             max_wait_ns: 0,
             autogroup: 0,
-            tg_moves: Vec::new(),
+            tg_moves: None,
             created_ns: self.now,
             exited_ns: None,
         });

@@ -102,5 +102,5 @@ mod prelude {
         CpuResult, GroupFairness, RunResult, TaskGroupShare, TaskResult,
     };
     pub(crate) use crate::rng::{SeedStreams, Stream, below};
-    pub(crate) use crate::state::{CpuState, Cur, Kind, TaskRun};
+    pub(crate) use crate::state::{CpuState, Cur, Kind, TaskRun, Waking, Wakings};
 }

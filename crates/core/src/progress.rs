@@ -51,7 +51,7 @@ impl<B: Balancer> Core<B> {
         let start = c.seg_start.max(self.now);
         let r = &self.runs[self.run_of[p] as usize];
         let at = match r.cur {
-            Cur::Idle | Cur::Blocked(_) | Cur::Waking { .. } => start,
+            Cur::Idle | Cur::Blocked(_) | Cur::Waking(_) => start,
             Cur::Run { rem_units } => start + rem_units.div_ceil(c.speed),
             Cur::RunWall { end_ns } => end_ns.max(start),
         };
@@ -69,7 +69,7 @@ impl<B: Balancer> Core<B> {
         };
         let ri = self.run_of[p] as usize;
         let done = match self.runs[ri].cur {
-            Cur::Idle | Cur::Blocked(_) | Cur::Waking { .. } => true,
+            Cur::Idle | Cur::Blocked(_) | Cur::Waking(_) => true,
             Cur::Run { rem_units } => rem_units == 0,
             Cur::RunWall { end_ns } => self.now >= end_ns,
         };
@@ -78,7 +78,7 @@ impl<B: Balancer> Core<B> {
             self.arm_segment(cpu);
             return;
         }
-        if !matches!(self.runs[ri].cur, Cur::Blocked(_) | Cur::Waking { .. }) {
+        if !matches!(self.runs[ri].cur, Cur::Blocked(_) | Cur::Waking(_)) {
             self.runs[ri].cur = Cur::Idle;
         }
         self.advance(cpu, ri);

@@ -17,16 +17,54 @@ pub(crate) enum Cur {
     /// Blocked in a sync action that is re-applied when the task runs again.
     Blocked(Action),
     /// In a system call that wakes tasks one after another (`futex_wake()`'s `wake_up_q()`,
-    /// a condvar broadcast, a pipe write with several readers): `wakes` are still to be
-    /// issued, each after the previous one's cost; then the task blocks in `then_block`, or
-    /// goes on with its program.
-    Waking {
-        /// The tasks still to wake (run indices) and whether with `WF_SYNC`, last first (the
-        /// next one is popped from the end; no allocation for up to four wakes).
-        wakes: smallvec::SmallVec<[(u32, bool); 4]>,
-        /// The action the task blocks in once the wakes are issued, if it blocks.
-        then_block: Option<Action>,
-    },
+    /// a condvar broadcast, a pipe write with several readers): its wakes still to issue and
+    /// what follows them are entry `.0` of the core's [`Wakings`].
+    Waking(u32),
+}
+
+/// What is left of a system call that wakes tasks one after another ([`Cur::Waking`]): the
+/// wakes still to be issued, each after the previous one's cost; then the task blocks in
+/// `then_block`, or goes on with its program.
+#[derive(Debug, Default)]
+pub(crate) struct Waking {
+    /// The tasks still to wake (run indices) and whether with `WF_SYNC`, last first (the
+    /// next one is popped from the end; no allocation for up to four wakes).
+    pub(crate) wakes: smallvec::SmallVec<[(u32, bool); 4]>,
+    /// The action the task blocks in once the wakes are issued, if it blocks.
+    pub(crate) then_block: Option<Action>,
+}
+
+/// The system calls in progress that wake tasks one after another, out of the tasks' state
+/// ([`TaskRun::cur`]): few tasks are in one at any time, and inline every task's state would
+/// be 48 bytes larger. Entries are reused: no allocation per system call once warm.
+#[derive(Debug, Default)]
+pub(crate) struct Wakings {
+    entries: Vec<Waking>,
+    /// Entries not in use.
+    free: Vec<u32>,
+}
+
+impl Wakings {
+    /// Stores `w`; returns its index.
+    pub(crate) fn insert(&mut self, w: Waking) -> u32 {
+        if let Some(i) = self.free.pop() {
+            self.entries[i as usize] = w;
+            return i;
+        }
+        self.entries.push(w);
+        u32::try_from(self.entries.len() - 1).expect("fewer than 2^32 system calls at once")
+    }
+
+    /// Entry `i`.
+    pub(crate) fn get_mut(&mut self, i: u32) -> &mut Waking {
+        &mut self.entries[i as usize]
+    }
+
+    /// Takes entry `i` out, freeing it.
+    pub(crate) fn remove(&mut self, i: u32) -> Waking {
+        self.free.push(i);
+        std::mem::take(&mut self.entries[i as usize])
+    }
 }
 
 #[derive(Debug)]
@@ -74,8 +112,13 @@ pub(crate) struct TaskRun {
     pub(crate) autogroup: u32,
     /// Each move between task groups (`sched_move_task()`): the group left, `runtime_ns` at
     /// the move and the time of the move, so that a group's runtime share counts the time a
-    /// task ran while in it. Empty for a task that never moved.
-    pub(crate) tg_moves: Vec<(u32, u64, u64)>,
+    /// task ran while in it. `None` for a task that never moved (boxed: few tasks move, and
+    /// a `Vec` inline would make every task's state 16 bytes larger).
+    #[expect(
+        clippy::box_collection,
+        reason = "a thin pointer: the Vec inline would be 16 bytes more in every task's state"
+    )]
+    pub(crate) tg_moves: Option<Box<Vec<(u32, u64, u64)>>>,
     /// When the task was created.
     pub(crate) created_ns: u64,
     /// When it exited, if it did.

@@ -23,7 +23,7 @@ impl<B: Balancer> Core<B> {
             }
             let action = match std::mem::replace(&mut self.runs[ri].cur, Cur::Idle) {
                 Cur::Blocked(a) => a,
-                waking @ Cur::Waking { .. } => {
+                waking @ Cur::Waking(_) => {
                     self.runs[ri].cur = waking;
                     if self.issue_wakes(cpu, ri) {
                         continue;
@@ -154,7 +154,8 @@ impl<B: Balancer> Core<B> {
                         // A post to a thread not created yet only sets its token.
                         .filter(|&(r, _)| r != NOT_CREATED)
                         .collect();
-                    self.runs[ri].cur = Cur::Waking { wakes, then_block };
+                    let w = self.wakings.insert(Waking { wakes, then_block });
+                    self.runs[ri].cur = Cur::Waking(w);
                     if !self.issue_wakes(cpu, ri) {
                         return;
                     }
@@ -177,11 +178,11 @@ impl<B: Balancer> Core<B> {
     /// current wake's cost has been paid (the task's segment ends then), or the task blocks.
     pub(crate) fn issue_wakes(&mut self, cpu: CpuId, ri: usize) -> bool {
         loop {
-            let Cur::Waking { wakes, then_block } = &mut self.runs[ri].cur else {
+            let Cur::Waking(w) = self.runs[ri].cur else {
                 unreachable!("issue_wakes outside a waking system call")
             };
-            let Some((target, sync)) = wakes.pop() else {
-                let then_block = then_block.take();
+            let Some((target, sync)) = self.wakings.get_mut(w).wakes.pop() else {
+                let then_block = self.wakings.remove(w).then_block;
                 self.runs[ri].cur = Cur::Idle;
                 if let Some(a) = then_block {
                     self.runs[ri].cur = Cur::Blocked(a);
@@ -269,7 +270,9 @@ impl<B: Balancer> Core<B> {
         }
         self.account_runtime(id);
         let r = &mut self.runs[ri];
-        r.tg_moves.push((old, r.runtime_ns, self.now));
+        r.tg_moves
+            .get_or_insert_default()
+            .push((old, r.runtime_ns, self.now));
         let ci = cpu.index();
         let queued = self.tasks[id].on_rq_queued();
         let running = self.rqs[ci].curr == Some(id);

@@ -1,4 +1,4 @@
-//! The event queue: two 4-ary heaps ordered by `(time, seq)`.
+//! The event queue: events ordered by `(time, seq)`.
 //!
 //! `seq` is a counter that grows with every push, so two events at the same time pop in the
 //! order they were pushed. That makes a run a pure function of its inputs and seed.
@@ -6,184 +6,65 @@
 //! An event pushed with a slot ([`EventQueue::push_keyed`]) can be cancelled through it: the
 //! queue does not keep cancellations itself, the caller does (the core's table of pending
 //! events, [`lbsim_core::Effects`]), and the queue asks it about each keyed event that
-//! reaches the top (`cancelled(slot)`). A cancelled event stays in the heap until then but
-//! is never returned (lazy deletion), so the order of the other events is untouched, and no
-//! cancelled key is hashed or searched: the slot is an index. Cancelled events far in the
-//! future (the end of an always-running task's action, re-armed at each preemption) would
-//! never reach the top: the caller drops them all with [`EventQueue::compact`] when they
-//! are half the heap.
+//! reaches the near heap or its top (`cancelled(slot)`). A cancelled event stays in the
+//! queue until then but is never returned (lazy deletion), so the order of the others is
+//! untouched, and no cancelled key is hashed or searched: the slot is an index. Cancelled
+//! events far in the future (the end of an always-running task's action, re-armed at each
+//! preemption) would stay for long: the caller drops them all with [`EventQueue::compact`]
+//! when they are half the queue.
 //!
-//! **Near and far.** Most of the pending events are far off (every CPU's tick, its watchdog,
-//! the sleep timers, the cancelled segment ends of running tasks) while most of the pops are
-//! of events pushed a few microseconds before (the wake-up IPIs, reschedules and segment
-//! ends of tasks that run briefly). An event due less than [`NEAR_NS`] after the last popped
-//! one goes to a small heap of near events, the others to a heap of far ones; a pop takes
-//! the earlier `(time, seq)` of the two tops. The order is the total order of `(time, seq)`
-//! whichever heap an event is in (the split only decides how deep each pop's walk is: about
-//! 4 levels instead of 10 of a binary heap in `tbench:clients=96` on xeon-4s, where 800
-//! events are pending; the heaps are 4-ary, which halves that again).
+//! **Near heap, ring and far heap.** Time is cut into buckets of [`BUCKET_NS`]. A horizon,
+//! a bucket boundary, splits the pending events: those due before it are in a small 4-ary
+//! heap (the near heap), the others in a ring of [`BUCKETS`] unsorted buckets (those due in
+//! the next millisecond or so) or, beyond the ring, in a second heap (the far heap). When the
+//! near heap is empty the horizon moves past the next bucket that holds events, whose
+//! entries (and the far heap's in that bucket) move into the near heap. So the near heap
+//! always holds exactly the events due before the horizon and every other event is due at or
+//! after it: its top is the earliest event of the queue, and the order is the total order of
+//! `(time, seq)` whatever the split. A push beyond the horizon is an append, and a pop walks
+//! a heap of the events of one bucket. (Before the ring, events due less than 32 us ahead
+//! went to the near heap and the others to the far one: in `ebizzy:threads=48` on power8-22c,
+//! where every action's end is 150 us ahead, each pop walked a far heap of 450 events; in
+//! `tbench:clients=96` on xeon-4s the near heap held 110.)
+//!
+//! Cancelled events met when a bucket moves into the near heap are dropped there, rather
+//! than pushed and popped: `cancelled(slot)` frees their slots earlier than at the top, which
+//! changes which slot later events take but not their order, which is by `(time, seq)` only.
+
+mod heap;
+mod ring;
 
 use crate::time::SimTime;
+use heap::{Entry, Heap};
+pub use ring::{BUCKET_NS, BUCKETS};
+use ring::{BUCKET_SHIFT, Ring};
 
 /// The slot of an event pushed without one (it cannot be cancelled).
 pub const NO_SLOT: u32 = u32::MAX;
 
-/// Events due less than this after the last popped one go to the near heap, ns. Any value
-/// gives the same order; this one measured best (16 to 64 us were alike) on replays of the
-/// queue's operations in `tbench:clients=96` and `hackbench:groups=4` on xeon-4s at HZ =
-/// 1000, where pops took 0.52 and 0.75 of the time of one `std::collections::BinaryHeap`.
-pub const NEAR_NS: u64 = 1 << 15;
-
-#[derive(Clone, Copy)]
-struct Entry<E> {
-    time: SimTime,
-    seq: u64,
-    slot: u32,
-    event: E,
-}
-
-impl<E> Entry<E> {
-    /// The order: `(time, seq)` as one integer, compared without branches.
-    #[inline(always)]
-    fn key(&self) -> u128 {
-        u128::from(self.time.0) << 64 | u128::from(self.seq)
-    }
-}
-
-/// A 4-ary min-heap of entries by [`Entry::key`]: half the levels of a binary heap, each
-/// a comparison of four children (as two pairs, then the pair's winners, without branches
-/// on the keys); `(time, seq)` keys are unique, so any min-heap pops the same sequence. A
-/// pop moves the hole at the top down to a leaf along the smallest children and puts the
-/// last entry there, sifting it up (it rarely moves: it was a leaf), as std's
-/// `BinaryHeap::pop` does; keys are compared as integers rather than as tuples.
-struct Heap<E> {
-    v: Vec<Entry<E>>,
-}
-
-/// Children per node.
-const ARITY: usize = 4;
-
-impl<E: Copy> Heap<E> {
-    #[inline]
-    fn peek(&self) -> Option<&Entry<E>> {
-        self.v.first()
-    }
-
-    /// Moves `e` up from the hole at `i` to its place.
-    #[inline(always)]
-    fn sift_up(v: &mut [Entry<E>], mut i: usize, e: Entry<E>) {
-        let key = e.key();
-        while i > 0 {
-            let parent = (i - 1) / ARITY;
-            if v[parent].key() <= key {
-                break;
-            }
-            v[i] = v[parent];
-            i = parent;
-        }
-        v[i] = e;
-    }
-
-    /// The smallest of the children `first..first + 4` (all four present).
-    #[inline(always)]
-    fn min4(v: &[Entry<E>], first: usize) -> usize {
-        let a = first + usize::from(v[first + 1].key() < v[first].key());
-        let b = first + 2 + usize::from(v[first + 3].key() < v[first + 2].key());
-        if v[b].key() < v[a].key() { b } else { a }
-    }
-
-    /// The smallest of the children `first..n` (fewer than four).
-    #[inline(always)]
-    fn min_tail(v: &[Entry<E>], first: usize, n: usize) -> usize {
-        let mut c = first;
-        for j in first + 1..n {
-            if v[j].key() < v[c].key() {
-                c = j;
-            }
-        }
-        c
-    }
-
-    #[inline]
-    fn push(&mut self, e: Entry<E>) {
-        let i = self.v.len();
-        self.v.push(e);
-        Self::sift_up(&mut self.v, i, e);
-    }
-
-    #[inline]
-    fn pop(&mut self) -> Option<Entry<E>> {
-        let last = self.v.pop()?;
-        let n = self.v.len();
-        if n == 0 {
-            return Some(last);
-        }
-        let v = &mut self.v[..];
-        let top = v[0];
-        let mut hole = 0;
-        let mut first = 1;
-        while first + ARITY <= n {
-            let c = Self::min4(v, first);
-            v[hole] = v[c];
-            hole = c;
-            first = ARITY * hole + 1;
-        }
-        if first < n {
-            // Fewer than four children: they are leaves.
-            let c = Self::min_tail(v, first, n);
-            v[hole] = v[c];
-            hole = c;
-        }
-        Self::sift_up(v, hole, last);
-        Some(top)
-    }
-
-    /// Keeps the entries `keep` says to, and restores the heap order (bottom-up).
-    fn retain(&mut self, keep: &mut impl FnMut(&Entry<E>) -> bool) {
-        self.v.retain(|e| keep(e));
-        let n = self.v.len();
-        for i in (0..n.div_ceil(ARITY)).rev() {
-            let v = &mut self.v[..];
-            let e = v[i];
-            let key = e.key();
-            let mut hole = i;
-            loop {
-                let first = ARITY * hole + 1;
-                if first >= n {
-                    break;
-                }
-                let c = if first + ARITY <= n {
-                    Self::min4(v, first)
-                } else {
-                    Self::min_tail(v, first, n)
-                };
-                if key <= v[c].key() {
-                    break;
-                }
-                v[hole] = v[c];
-                hole = c;
-            }
-            v[hole] = e;
-        }
-    }
-}
-
 /// A deterministic priority queue of events of type `E`.
 pub struct EventQueue<E> {
-    /// Events due less than [`NEAR_NS`] after `now` when pushed.
+    /// The events due before bucket number `horizon` (`time >> BUCKET_SHIFT`).
     near: Heap<E>,
+    /// The others due before bucket `horizon + BUCKETS` when pushed.
+    ring: Ring<E>,
     /// The others.
     far: Heap<E>,
-    /// The time of the last popped event (0 before the first).
-    now: u64,
+    /// The first bucket number not in the near heap; it only grows, and only while the near
+    /// heap is empty. It starts at 1: the events of set-up due at time 0 (every task's start,
+    /// in most runs) go straight to the near heap, whose room they need anyway when they
+    /// pop, rather than through the ring, which would keep room for all of them too.
+    horizon: u64,
     next_seq: u64,
 }
 
 impl<E> std::fmt::Debug for EventQueue<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventQueue")
-            .field("queued", &(self.near.v.len() + self.far.v.len()))
             .field("near", &self.near.v.len())
+            .field("ring", &self.ring.len())
+            .field("far", &self.far.v.len())
+            .field("horizon", &self.horizon)
             .field("next_seq", &self.next_seq)
             .finish()
     }
@@ -192,12 +73,19 @@ impl<E> std::fmt::Debug for EventQueue<E> {
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
-            near: Heap { v: Vec::new() },
-            far: Heap { v: Vec::new() },
-            now: 0,
+            near: Heap::default(),
+            ring: Ring::default(),
+            far: Heap::default(),
+            horizon: 1,
             next_seq: 0,
         }
     }
+}
+
+/// Whether the queue keeps the entry: it has no slot or `cancelled(slot)` says no.
+#[inline(always)]
+fn live<E>(e: &Entry<E>, cancelled: &mut impl FnMut(u32) -> bool) -> bool {
+    e.slot == NO_SLOT || !cancelled(e.slot)
 }
 
 impl<E: Copy> EventQueue<E> {
@@ -224,60 +112,86 @@ impl<E: Copy> EventQueue<E> {
             slot,
             event,
         };
-        if time.0.saturating_sub(self.now) < NEAR_NS {
+        let b = time.0 >> BUCKET_SHIFT;
+        if b < self.horizon {
             self.near.push(e);
+        } else if b - self.horizon < BUCKETS as u64 {
+            self.ring.push(b, e);
         } else {
             self.far.push(e);
         }
         seq
     }
 
-    /// The heap whose top is the earliest event (`true`: the near one), with that event.
-    #[inline]
-    fn top(&self) -> Option<(bool, &Entry<E>)> {
-        match (self.near.peek(), self.far.peek()) {
-            (Some(n), Some(f)) => Some(if n.key() < f.key() {
-                (true, n)
-            } else {
-                (false, f)
-            }),
-            (Some(n), None) => Some((true, n)),
-            (None, Some(f)) => Some((false, f)),
-            (None, None) => None,
+    /// With the near heap empty, moves the horizon past the next bucket that holds events
+    /// and their entries into the near heap (the cancelled ones, `cancelled(slot)`, are
+    /// dropped instead). Returns false if the queue is empty.
+    ///
+    /// The bucket `b` taken is the earliest of the ring's and the far heap's: every event
+    /// left in either is due in a later bucket, so the near heap holds exactly the events
+    /// due before the new horizon `b + 1`. The ring's window moves on with the horizon; its
+    /// events were all in buckets from `b` on, so they stay within it.
+    fn advance(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> bool {
+        debug_assert!(self.near.v.is_empty());
+        let in_ring = self.ring.next_occupied(self.horizon);
+        let in_far = self.far.peek().map(|e| e.time.0 >> BUCKET_SHIFT);
+        let b = match (in_ring, in_far) {
+            (Some(r), Some(f)) => r.min(f),
+            (Some(r), None) => r,
+            (None, Some(f)) => f,
+            (None, None) => return false,
+        };
+        debug_assert!(b >= self.horizon);
+        let mut keep = |e: &Entry<E>| live(e, cancelled);
+        if in_ring == Some(b) {
+            self.ring.drain_into(b, &mut self.near, &mut keep);
         }
-    }
-
-    /// Removes the earliest event, from the heap [`EventQueue::top`] named.
-    #[inline]
-    fn take(&mut self, near: bool) -> Entry<E> {
-        let e = if near {
-            self.near.pop()
-        } else {
-            self.far.pop()
-        }
-        .expect("non-empty");
-        self.now = e.time.0;
-        e
-    }
-
-    /// Drops cancelled events from the top of the queue: `cancelled(slot)` says whether the
-    /// event in `slot` was cancelled (and frees the slot if so).
-    #[inline]
-    fn skip_cancelled(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> Option<bool> {
-        loop {
-            let (near, top) = self.top()?;
-            if top.slot == NO_SLOT || !cancelled(top.slot) {
-                return Some(near);
+        while self
+            .far
+            .peek()
+            .is_some_and(|e| e.time.0 >> BUCKET_SHIFT == b)
+        {
+            let e = self.far.pop().expect("peeked");
+            if keep(&e) {
+                self.near.push(e);
             }
-            self.take(near);
         }
+        self.horizon = b + 1;
+        true
+    }
+
+    /// Drops cancelled events from the top of the queue (`cancelled(slot)` says whether the
+    /// event in `slot` was cancelled, and frees the slot if so); returns whether an event is
+    /// left, at the near heap's top.
+    #[inline]
+    fn skip_cancelled(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> bool {
+        loop {
+            let Some(top) = self.near.peek() else {
+                if self.advance(cancelled) {
+                    continue;
+                }
+                return false;
+            };
+            if live(top, cancelled) {
+                return true;
+            }
+            self.near.pop();
+        }
+    }
+
+    /// Removes the earliest event, at the near heap's top.
+    #[inline]
+    fn take(&mut self) -> Entry<E> {
+        self.near.pop().expect("non-empty")
     }
 
     /// Removes and returns the earliest event that is not cancelled (ties: the first
     /// pushed), with its slot.
     pub fn pop(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> Option<(SimTime, u32, E)> {
-        let near = self.skip_cancelled(cancelled)?;
-        let e = self.take(near);
+        if !self.skip_cancelled(cancelled) {
+            return None;
+        }
+        let e = self.take();
         Some((e.time, e.slot, e.event))
     }
 
@@ -290,37 +204,38 @@ impl<E: Copy> EventQueue<E> {
         until: SimTime,
         cancelled: &mut impl FnMut(u32) -> bool,
     ) -> Result<(SimTime, u32, E), Option<SimTime>> {
-        let Some(near) = self.skip_cancelled(cancelled) else {
+        if !self.skip_cancelled(cancelled) {
             return Err(None);
-        };
-        let top = if near { &self.near } else { &self.far }
-            .peek()
-            .expect("non-empty");
+        }
+        let top = self.near.peek().expect("non-empty");
         if top.time > until {
             return Err(Some(top.time));
         }
-        let e = self.take(near);
+        let e = self.take();
         Ok((e.time, e.slot, e.event))
     }
 
     /// The time of the earliest event that is not cancelled.
     pub fn peek_time(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> Option<SimTime> {
-        self.skip_cancelled(cancelled)?;
-        self.top().map(|(_, e)| e.time)
+        if !self.skip_cancelled(cancelled) {
+            return None;
+        }
+        self.near.peek().map(|e| e.time)
     }
 
     /// Drops every cancelled event (`cancelled(slot)`, as for [`EventQueue::pop`]), not only
     /// those at the top. The order in which the others pop is unchanged: it is the total
     /// order of their `(time, seq)`, whatever the heaps' layout.
     pub fn compact(&mut self, cancelled: &mut impl FnMut(u32) -> bool) {
-        let mut keep = |e: &Entry<E>| e.slot == NO_SLOT || !cancelled(e.slot);
+        let mut keep = |e: &Entry<E>| live(e, cancelled);
         self.near.retain(&mut keep);
+        self.ring.retain(&mut keep);
         self.far.retain(&mut keep);
     }
 
     /// Number of events in the queue, the cancelled ones not yet dropped included.
     pub fn queued(&self) -> usize {
-        self.near.v.len() + self.far.v.len()
+        self.near.v.len() + self.ring.len() + self.far.v.len()
     }
 
     /// Total number of events ever pushed.
@@ -393,18 +308,20 @@ mod tests {
         }
 
         /// Invariant: interleaved pushes, cancels and pops give the same sequence as a sorted
-        /// reference list (`pop_until` and `compact` included): the heaps keep their order
-        /// under any mix, and the slots that popped events free are reused without confusing
-        /// their events. With `far`, times are multiples of an eighth of `NEAR_NS` and reach
-        /// six times it ahead: events go to both heaps, an event in the far one can be due
-        /// before those in the near one, and equal times are split between the two (they
-        /// still pop in push order).
+        /// reference list (`pop_until` and `compact` included): the heaps and the ring keep
+        /// their order under any mix, and the slots that popped events free are reused
+        /// without confusing their events. With `scale` 1, times are multiples of a quarter
+        /// bucket and reach a dozen buckets ahead: events go to the near heap and to several
+        /// buckets, and equal times are split between the two; with `scale` 2, multiples of
+        /// an eighth of the ring's span, reaching six spans ahead: events go to the ring and
+        /// the far heap, and equal times are split between those too (they still pop in push
+        /// order).
         #[test]
         fn interleaved_operations_match_a_sorted_list(
             ops in proptest::collection::vec((0u8..5, 0u64..50), 0..400),
-            far in any::<bool>(),
+            scale in 0u8..3,
         ) {
-            let unit = if far { NEAR_NS / 8 } else { 1 };
+            let unit = [1, BUCKET_NS / 4, BUCKET_NS * BUCKETS as u64 / 8][usize::from(scale)];
             let mut fx = Effects::default();
             let mut q = EventQueue::default();
             // (time, seq, id, key) of the live events.

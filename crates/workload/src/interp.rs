@@ -16,8 +16,9 @@ enum Meas {
     None,
     /// A `run`/`runtime` event started at the time it was returned.
     Run,
-    /// A timer sleep toward this expiry.
-    Timer(u64),
+    /// A timer sleep toward the expiry the action (an [`Action::SleepUntil`]) names: the
+    /// expiry is not kept twice, which makes each queued action 8 bytes smaller.
+    Timer,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,19 +64,25 @@ struct Cursor {
     cur_sched: SchedAttr,
     /// The cgroup the thread is in (`None`: the root cgroup), for rt-app's phase
     /// `taskgroup`.
-    cur_cgroup: Option<String>,
+    cur_cgroup: Option<Box<str>>,
     thread_loop: u64,
-    phase: usize,
+    /// The phase and the event in it (u32: 8 bytes less per task than two `usize`; a
+    /// program of 2^32 phases or events would not fit in memory).
+    phase: u32,
     phase_loop: u64,
-    ev: usize,
+    ev: u32,
     in_iteration: bool,
-    /// The actions an event expanded to, still to return (inline: an event expands to one or
-    /// two, and a heap block per task would cost a cache miss per action).
-    queue: smallvec::SmallVec<[(Action, Meas); 2]>,
+    /// The actions an event expanded to, still to return (inline: nearly every event
+    /// expands to one, and a heap block per task would cost a cache miss per action; the few
+    /// that expand to more, a condvar wait or a tally's probes, spill to the heap once per
+    /// task: room for two inline would make every task's state 32 bytes larger).
+    queue: smallvec::SmallVec<[(Action, Meas); 1]>,
     pending: Option<Pending>,
-    local_timers: Vec<TimerState>,
+    local_timers: Box<[TimerState]>,
     mark_ns: u64,
-    iter: IterStats,
+    /// Only for a program that logs (`rtapp_log`), the only reader of these statistics; out of
+    /// line, as few programs do.
+    iter: Option<Box<IterStats>>,
     /// Out of line: few programs tally, and inline it would make every task's state 32 bytes
     /// larger (24 for the field, 8 of alignment padding in the engine's run).
     tally: Option<Box<Tally>>,
@@ -131,7 +138,7 @@ impl ProgramState {
                     policy: spec.policy,
                     nice: spec.nice,
                 },
-                cur_cgroup: spec.cgroup.clone(),
+                cur_cgroup: spec.cgroup.as_deref().map(Box::from),
                 thread_loop: 0,
                 phase: 0,
                 phase_loop: 0,
@@ -149,7 +156,7 @@ impl ProgramState {
                     })
                     .collect(),
                 mark_ns: 0,
-                iter: IterStats::default(),
+                iter: spec.program.rtapp_log.then(Box::default),
                 tally: None,
                 exiting: false,
                 exited: false,
@@ -222,7 +229,12 @@ impl Cursor {
                 self.pending = match meas {
                     Meas::None => None,
                     Meas::Run => Some(Pending::Run { start_ns: now_ns }),
-                    Meas::Timer(t) => Some(Pending::Timer { expiry_ns: t }),
+                    Meas::Timer => {
+                        let Action::SleepUntil { abs_ns } = action else {
+                            unreachable!("a timer's measure on {action:?}")
+                        };
+                        Some(Pending::Timer { expiry_ns: abs_ns })
+                    }
                 };
                 return action;
             }
@@ -256,12 +268,16 @@ impl Cursor {
 
     /// Accounts for the completion of the previously returned action.
     fn settle(&mut self, now_ns: u64) {
-        match self.pending.take() {
+        let pending = self.pending.take();
+        let Some(iter) = self.iter.as_deref_mut() else {
+            return;
+        };
+        match pending {
             Some(Pending::Run { start_ns }) => {
-                self.iter.run_ns += now_ns.saturating_sub(start_ns);
+                iter.run_ns += now_ns.saturating_sub(start_ns);
             }
             Some(Pending::Timer { expiry_ns }) => {
-                self.iter.wu_lat_ns += now_ns.saturating_sub(expiry_ns);
+                iter.wu_lat_ns += now_ns.saturating_sub(expiry_ns);
             }
             None => {}
         }
@@ -275,7 +291,9 @@ impl Cursor {
         self.push(Action::Probe { tag, value });
     }
 
-    /// One unit of progress: a phase-iteration boundary or one event. Returns false when the
+    /// One unit of progress: the start of a phase iteration and its events up to the first
+    /// that gives an action, or the events from there up to the next that does, or the end
+    /// of the iteration, or the skip of a phase looped zero times. Returns false when the
     /// program is over (or an event ended it).
     fn step<R: Rng + ?Sized>(
         &mut self,
@@ -287,13 +305,13 @@ impl Cursor {
         if program.phases.is_empty() || program.loops.finished(self.thread_loop) {
             return false;
         }
-        let phase = &program.phases[self.phase];
-        if !self.in_iteration && phase.loops == Loops::Count(0) {
-            // A phase looped zero times is skipped.
-            self.next_phase(program.phases.len());
-            return true;
-        }
+        let phase = &program.phases[self.phase as usize];
         if !self.in_iteration {
+            if phase.loops == Loops::Count(0) {
+                // A phase looped zero times is skipped.
+                self.next_phase(program.phases.len());
+                return true;
+            }
             self.in_iteration = true;
             self.ev = 0;
             // Follows rt-app's thread_body(): affinity (phase, else task, else all CPUs) and
@@ -323,30 +341,34 @@ impl Cursor {
             if let Some(path) = &phase.taskgroup {
                 let here = self.cur_cgroup.as_deref().unwrap_or("/");
                 if here != path {
-                    self.cur_cgroup = (path != "/").then(|| path.clone());
+                    self.cur_cgroup = (path != "/").then(|| Box::from(path.as_str()));
                     self.push(Action::SetTaskGroup(path.clone()));
                 }
             }
-            if program.rtapp_log {
-                self.iter = IterStats::default();
+            if let Some(iter) = self.iter.as_deref_mut() {
+                *iter = IterStats::default();
                 self.probe(ProbeTag::RtappPhaseStart, self.phase as u64);
             }
-            return true;
+            if !self.queue.is_empty() {
+                return true;
+            }
         }
-        if self.ev < phase.events.len() {
-            let ev = self.ev;
+        // The iteration's events, until one gives an action (or ends the program). One step
+        // for all of them: between them `next_action` would only find the queue empty and
+        // step again, through the checks above, which an event cannot change (the thread
+        // loop counts at the end of an iteration only).
+        while (self.ev as usize) < phase.events.len() {
+            let ev = self.ev as usize;
             self.ev += 1;
-            return self.expand(
-                program,
-                &program.phases[self.phase].events[ev],
-                now,
-                rng,
-                sync,
-            );
+            if !self.expand(program, &phase.events[ev], now, rng, sync) {
+                return false;
+            }
+            if !self.queue.is_empty() {
+                return true;
+            }
         }
         // End of a phase iteration.
-        if program.rtapp_log {
-            let it = self.iter;
+        if let Some(it) = self.iter.as_deref().copied() {
             self.probe(ProbeTag::RtappRun, it.run_ns);
             self.probe(ProbeTag::RtappPerf, it.perf_ns);
             self.probe(ProbeTag::RtappWuLat, it.wu_lat_ns);
@@ -365,7 +387,7 @@ impl Cursor {
     fn next_phase(&mut self, n_phases: usize) {
         self.phase_loop = 0;
         self.phase += 1;
-        if self.phase == n_phases {
+        if self.phase as usize == n_phases {
             self.phase = 0;
             self.thread_loop += 1;
         }
@@ -382,7 +404,9 @@ impl Cursor {
         match *ev {
             Event::Run { work_ns } => {
                 let w = jitter_work(work_ns, self.jitter_pct, rng);
-                self.iter.perf_ns += w;
+                if let Some(iter) = self.iter.as_deref_mut() {
+                    iter.perf_ns += w;
+                }
                 self.queue.push((Action::Run { work_ns: w }, Meas::Run));
             }
             Event::RunWall { ns } => {
@@ -493,19 +517,23 @@ impl Cursor {
         let next = st.next_ns.unwrap_or(start).saturating_add(period_ns);
         st.next_ns = Some(next);
         let slack = next as i64 - now as i64;
-        if program.cumulative_slack {
-            self.iter.slack_ns += slack;
-        } else {
-            self.iter.slack_ns = slack;
+        if let Some(iter) = self.iter.as_deref_mut() {
+            if program.cumulative_slack {
+                iter.slack_ns += slack;
+            } else {
+                iter.slack_ns = slack;
+            }
         }
         if now < next {
             self.queue
-                .push((Action::SleepUntil { abs_ns: next }, Meas::Timer(next)));
+                .push((Action::SleepUntil { abs_ns: next }, Meas::Timer));
         } else {
             if st.relative {
                 st.next_ns = Some(now);
             }
-            self.iter.wu_lat_ns = 0;
+            if let Some(iter) = self.iter.as_deref_mut() {
+                iter.wu_lat_ns = 0;
+            }
         }
     }
 }

@@ -432,4 +432,10 @@ fn fnv_is_byte_by_byte_fnv_1a() {
         h = bytewise(h, v);
     }
     assert_eq!(super::fnv(FNV_OFFSET, 0), bytewise(FNV_OFFSET, 0));
+    // Every one-byte value (the one-step case), from two starting hashes.
+    for v in 0..0x100 {
+        for h in [FNV_OFFSET, 0x0123_4567_89ab_cdef] {
+            assert_eq!(super::fnv(h, v), bytewise(h, v), "{v:#x}");
+        }
+    }
 }
