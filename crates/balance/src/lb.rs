@@ -73,6 +73,7 @@ pub use self::detach::{
     can_migrate_task, detach_tasks, load_too_big, shr_bound, task_hot, util_too_big,
 };
 pub use self::find_busiest_queue::find_busiest_queue;
+pub(crate) use self::group_stats::is_local_group;
 pub use self::group_stats::{
     group_classify, group_has_capacity, group_is_overloaded, update_group_capacity,
     update_sd_lb_stats, update_sd_pick_busiest, update_sg_lb_stats,

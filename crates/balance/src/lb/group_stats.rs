@@ -4,7 +4,7 @@
 //! update_sd_lb_stats().
 
 use crate::params::LbFeat;
-use lbsim_topology::{CpuId, SchedDomain, SchedGroup, SdFlag};
+use lbsim_topology::{CpuId, SchedDomain, SchedGroup, SdFlag, Topology};
 
 use crate::ctx::BalanceCtx;
 use crate::state::{BalanceState, msecs_to_jiffies};
@@ -457,6 +457,32 @@ fn update_idle_cpu_scan(ctx: &BalanceCtx<'_>, st: &mut BalanceState, env: &LbEnv
     share.nr_idle_scan = y as u32;
 }
 
+/// Whether group `sg`, the `k`-th of its domain, is the local group of a pass pulling to
+/// `dst_cpu`: `update_sd_lb_stats()`'s `cpumask_test_cpu(env->dst_cpu, sched_group_span(sg))`
+/// (fair.c, v6.12 and v4.x alike). The groups of a domain without `SD_OVERLAP` partition its
+/// span, and the first one (`sd->groups`) holds `sd_cpu` and its whole balance mask, where
+/// `dst_cpu` is: there lbsim answers `k == 0` without reading a span (a shortcut giving the
+/// same answer; debug builds test the span too).
+pub(crate) fn is_local_group(
+    topo: &Topology,
+    overlap: bool,
+    k: usize,
+    sg: &SchedGroup,
+    dst_cpu: CpuId,
+) -> bool {
+    let local_group = if overlap {
+        topo.span(sg.span).test(dst_cpu)
+    } else {
+        k == 0
+    };
+    debug_assert_eq!(
+        local_group,
+        topo.span(sg.span).test(dst_cpu),
+        "the local group is not sd->groups"
+    );
+    local_group
+}
+
 /// Follows fair.c: update_sd_lb_stats() (v6.6-v6.12): statistics of every group (local
 /// first), the busiest candidate, `prefer_sibling` from the busiest group's flags, the root
 /// domain's overloaded flag at the top level, and SIS_UTIL's scan budget.
@@ -475,19 +501,7 @@ pub fn update_sd_lb_stats(
     let inv = SgInvariants::of(ctx, env);
     for (k, gid) in topo.group_ids(sd).enumerate() {
         let sg = topo.group(gid);
-        // The groups of a domain without SD_OVERLAP partition its span, and the first one
-        // (`sd->groups`) holds `sd_cpu` and its whole balance mask, where `dst_cpu` is
-        // (lbsim's shortcut: the test reads no span; checked in debug builds).
-        let local_group = if overlap {
-            topo.span(sg.span).test(env.dst_cpu)
-        } else {
-            k == 0
-        };
-        debug_assert_eq!(
-            local_group,
-            topo.span(sg.span).test(env.dst_cpu),
-            "the local group is not sd->groups"
-        );
+        let local_group = is_local_group(topo, overlap, k, sg, env.dst_cpu);
         if local_group {
             sds.local = Some(gid);
             if env.idle != CpuIdleType::NewlyIdle || ctx.jiffies >= st.sgc(sg.sgc).next_update {

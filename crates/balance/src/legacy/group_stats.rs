@@ -9,6 +9,7 @@ use lbsim_topology::{CpuId, SchedDomain, SchedGroup, SdFlag, Topology};
 use crate::ctx::BalanceCtx;
 use crate::lb::{
     CpuIdleType, LbEnv, Pass, SCHED_CAPACITY_SCALE, arch_scale_cpu_capacity, idle_cpu_with,
+    is_local_group,
 };
 use crate::params::LbFeat;
 use crate::state::{BalanceState, msecs_to_jiffies};
@@ -418,20 +419,7 @@ pub fn update_sd_lb_stats(
     let overlap = sd.flags.contains(SdFlag::Overlap);
     for (k, gid) in topo.group_ids(sd).enumerate() {
         let sg = topo.group(gid);
-        // The groups of a domain without SD_OVERLAP partition its span, and the first one
-        // (`sd->groups`) holds `sd_cpu` and its whole balance mask, where `dst_cpu` is
-        // (lbsim's shortcut, as in today's balancer: the test reads no span; checked in
-        // debug builds).
-        let local_group = if overlap {
-            topo.span(sg.span).test(env.dst_cpu)
-        } else {
-            k == 0
-        };
-        debug_assert_eq!(
-            local_group,
-            topo.span(sg.span).test(env.dst_cpu),
-            "the local group is not sd->groups"
-        );
+        let local_group = is_local_group(topo, overlap, k, sg, env.dst_cpu);
         if local_group {
             sds.local = Some(gid);
             if env.idle != CpuIdleType::NewlyIdle || ctx.jiffies >= st.sgc(sg.sgc).next_update {
