@@ -16,7 +16,7 @@
 //! **Near heap, ring and far heap.** Time is cut into buckets of [`BUCKET_NS`]. A horizon,
 //! a bucket boundary, splits the pending events: those due before it are in a small 4-ary
 //! heap (the near heap), the others in a ring of [`BUCKETS`] unsorted buckets (those due in
-//! the next millisecond or so) or, beyond the ring, in a second heap (the far heap). When the
+//! the next 4 ms or so) or, beyond the ring, in a second heap (the far heap). When the
 //! near heap is empty the horizon moves past the next bucket that holds events, whose
 //! entries (and the far heap's in that bucket) move into the near heap. So the near heap
 //! always holds exactly the events due before the horizon and every other event is due at or
