@@ -66,8 +66,8 @@ pub use self::active::{
 };
 pub use self::cpu::{
     arch_scale_cpu_capacity, capacity_of, check_cpu_capacity, cpu_load, cpu_runnable, cpu_util_cfs,
-    cpu_util_cfs_boost, idle_cpu, idle_cpu_with, is_core_idle, sched_smt_active, ttwu_pending,
-    ttwu_pending_with,
+    cpu_util_cfs_boost, idle_cpu, idle_cpu_with, is_core_idle, rq_idle_own, sched_smt_active,
+    ttwu_pending, ttwu_pending_with,
 };
 pub use self::detach::{
     can_migrate_task, detach_tasks, load_too_big, shr_bound, task_hot, util_too_big,

@@ -28,8 +28,16 @@ pub fn idle_cpu(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: u64) -> bool {
 /// balancer asks for it at every CPU it reads).
 #[inline]
 pub fn idle_cpu_with(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: impl FnOnce() -> u64) -> bool {
-    let r = rq(ctx, cpu);
-    r.curr.is_none() && r.nr_running == 0 && !ttwu_pending_with(ctx, cpu, at_ns)
+    rq_idle_own(rq(ctx, cpu))
+        && (ctx.pending.none_pending() || !ctx.pending.ttwu_pending_at(cpu, at_ns()))
+}
+
+/// [`idle_cpu`]'s test of the runqueue alone (nothing running or queued, `rq->ttwu_pending`
+/// clear): the whole answer when no wake-up IPI may be in flight
+/// ([`crate::ctx::PendingWakeups::none_pending`]).
+#[inline]
+pub fn rq_idle_own(r: &lbsim_rq::Rq) -> bool {
+    r.curr.is_none() && r.nr_running == 0 && !r.ttwu_pending()
 }
 
 /// `rq->ttwu_pending` at `at_ns`: set by the runqueue, or by a wake-up IPI already sent.

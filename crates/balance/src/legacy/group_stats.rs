@@ -9,7 +9,7 @@ use lbsim_topology::{CpuId, SchedDomain, SchedGroup, SdFlag, Topology};
 use crate::ctx::BalanceCtx;
 use crate::lb::{
     CpuIdleType, LbEnv, Pass, SCHED_CAPACITY_SCALE, arch_scale_cpu_capacity, idle_cpu_with,
-    is_local_group,
+    is_local_group, rq_idle_own,
 };
 use crate::params::LbFeat;
 use crate::state::{BalanceState, msecs_to_jiffies};
@@ -171,7 +171,7 @@ pub(super) fn rq_idle(
     if ipi_in_flight {
         return idle_cpu_with(ctx, cpu, at_ns);
     }
-    let idle = r.curr.is_none() && r.nr_running == 0 && !r.ttwu_pending();
+    let idle = rq_idle_own(r);
     debug_assert_eq!(idle, idle_cpu_with(ctx, cpu, at_ns));
     idle
 }
