@@ -7,7 +7,12 @@
 //!
 //! - events per second of CPU time;
 //! - CPU seconds per simulated second (the cell's own thread's CPU time, from
-//!   `/proc/thread-self/schedstat`, over the time simulated; set-up is not counted);
+//!   `/proc/thread-self/schedstat`, over the time simulated; set-up is not counted), over the
+//!   whole run and over its second half alone (`2nd half`: from the first progress call at
+//!   or past half the duration to the end; progress calls come every
+//!   [`lbsim_sim::engine::PROGRESS_EVERY`] events, so a run with fewer events shows `-`). The
+//!   whole run includes the start-up of its tasks (a fork and a placement each); the second
+//!   half leaves it out;
 //! - ns per event and its ratio to a bare binary-heap event loop run in the same process just
 //!   before (a heap of as many pending events as the cell has tasks and CPUs, each pop
 //!   pushing one event a pseudo-random time later): how far lbsim is from the cost of its
@@ -184,7 +189,8 @@ fn heap_loop_ns_per_event(pending: usize, events: u64) -> f64 {
 }
 
 /// Runs cell `i` in this process and prints one tab-separated line: tasks, events, cpu_ns,
-/// sim_ns, heap ns/event, VmHWM KiB.
+/// sim_ns, heap ns/event, VmHWM KiB, and the simulated time and CPU time at the first progress
+/// call at or past half the duration (0 and 0 when there was none).
 fn run_cell(i: usize) {
     let cell = &cells()[i];
     let cfg = config(cell);
@@ -193,11 +199,21 @@ fn run_cell(i: usize) {
     let heap_ns = heap_loop_ns_per_event(pending, 2_000_000);
     let balancer = KernelBalancer::new(&cfg.topology, 0, cfg.tunables.hz);
     let sim = Sim::new(cfg, balancer).expect("setup");
+    let half_ns = cell.duration_ns / 2;
+    let mut mid: Option<(u64, u64)> = None;
     let start = thread_cpu_ns();
-    let r = sim.run().expect("run");
+    let r = sim
+        .run_with_progress(&mut |now_ns, _| {
+            if mid.is_none() && now_ns >= half_ns {
+                mid = Some((now_ns, thread_cpu_ns() - start));
+            }
+            true
+        })
+        .expect("run");
     let cpu_ns = thread_cpu_ns() - start;
+    let (mid_sim_ns, mid_cpu_ns) = mid.unwrap_or((0, 0));
     println!(
-        "{tasks}\t{}\t{cpu_ns}\t{}\t{heap_ns:.1}\t{}",
+        "{tasks}\t{}\t{cpu_ns}\t{}\t{heap_ns:.1}\t{}\t{mid_sim_ns}\t{mid_cpu_ns}",
         r.events,
         r.sim_time_ns,
         status_kib("VmHWM:")
@@ -213,6 +229,9 @@ struct Line {
     sim_ns: u64,
     heap_ns: f64,
     hwm_kib: u64,
+    /// Simulated and CPU time at the first progress call past half the duration (0 if none).
+    mid_sim_ns: u64,
+    mid_cpu_ns: u64,
 }
 
 fn measure(i: usize) -> Line {
@@ -236,6 +255,8 @@ fn measure(i: usize) -> Line {
         sim_ns: n(3),
         heap_ns: f[4].parse().expect("a number"),
         hwm_kib: n(5),
+        mid_sim_ns: n(6),
+        mid_cpu_ns: n(7),
     }
 }
 
@@ -254,13 +275,14 @@ fn main() {
     }
     let cells = cells();
     println!(
-        "{:>5} {:>20} {:>6} {:>10} {:>12} {:>11} {:>9} {:>6} {:>9} {:>9}",
+        "{:>5} {:>20} {:>6} {:>10} {:>12} {:>11} {:>9} {:>9} {:>6} {:>9} {:>9}",
         "CPUs",
         "load",
         "tasks",
         "events",
         "events/CPU-s",
         "CPU-s/sim-s",
+        "2nd half",
         "ns/event",
         "x heap",
         "peak MiB",
@@ -283,14 +305,23 @@ fn main() {
         } else {
             "-".to_owned()
         };
+        let second_half = if l.mid_sim_ns > 0 && l.sim_ns > l.mid_sim_ns {
+            format!(
+                "{:.3}",
+                (l.cpu_ns - l.mid_cpu_ns) as f64 / (l.sim_ns - l.mid_sim_ns) as f64
+            )
+        } else {
+            "-".to_owned()
+        };
         println!(
-            "{:>5} {:>20} {:>6} {:>10} {:>12.0} {:>11.3} {:>9.0} {:>6.1} {:>9.1} {:>9}",
+            "{:>5} {:>20} {:>6} {:>10} {:>12.0} {:>11.3} {:>9} {:>9.0} {:>6.1} {:>9.1} {:>9}",
             cell.machine_label,
             cell.load_label,
             l.tasks,
             l.events,
             l.events as f64 * 1e9 / l.cpu_ns.max(1) as f64,
             l.cpu_ns as f64 / l.sim_ns.max(1) as f64,
+            second_half,
             per_event,
             per_event / l.heap_ns.max(0.1),
             l.hwm_kib as f64 / 1024.0,
