@@ -70,7 +70,9 @@ impl Rq {
     /// minus `p`'s util if it leaves this CPU or plus it if it comes here; with `UTIL_EST` the
     /// max with the enqueued estimate (plus `p`'s if it comes here, minus if it is queued
     /// here); capped at `capacity_orig`. The kernel's `current == p` exec-race check is not
-    /// modelled.
+    /// modelled. Inline (lbsim's): the balancers' CPU scans call it once a CPU from another
+    /// crate, where `p`, `dst_cpu` and `boost` are constants.
+    #[inline]
     pub fn cpu_util(
         &self,
         tasks: &Tasks,
