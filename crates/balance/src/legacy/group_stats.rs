@@ -223,7 +223,7 @@ struct SgScan<'a> {
 }
 
 impl<'a> SgScan<'a> {
-    #[inline]
+    #[inline(always)]
     fn new(ctx: &BalanceCtx<'a>, lg: &LegacyState, env: &LbEnv) -> SgScan<'a> {
         let sd = env.sd(ctx.topo);
         SgScan {
