@@ -131,6 +131,7 @@ impl LegacyState {
     }
 
     /// weighted_cpuload() of `cpu` (see [`load::weighted_cpuload`]).
+    #[inline]
     pub fn weighted_cpuload(&self, ctx: &BalanceCtx<'_>, cpu: CpuId) -> u64 {
         weighted_cpuload(&ctx.rqs[cpu.index()], ctx.tasks, self.tip_avg_high(ctx))
     }
@@ -140,12 +141,14 @@ impl LegacyState {
     }
 
     /// source_load(`cpu`, `idx`) (see [`cpu_load::source_load`]).
+    #[inline]
     pub fn source_load(&self, ctx: &BalanceCtx<'_>, cpu: CpuId, idx: usize) -> u64 {
         let total = self.weighted_cpuload(ctx, cpu);
         source_load(&self.cpu_load[cpu.index()], total, idx, self.lb_bias_on())
     }
 
     /// target_load(`cpu`, `idx`) (see [`cpu_load::target_load`]).
+    #[inline]
     pub fn target_load(&self, ctx: &BalanceCtx<'_>, cpu: CpuId, idx: usize) -> u64 {
         let total = self.weighted_cpuload(ctx, cpu);
         target_load(&self.cpu_load[cpu.index()], total, idx, self.lb_bias_on())
