@@ -56,6 +56,7 @@ pub fn legacy_scale_cpu_capacity(
 /// `scale_rt_capacity()` of the PELT rt/dl/irq signals, v4.19+; v4.6-v4.18 used `rt_avg`,
 /// which is the same 1024 with no rt tasks), at least 1; written to `rq->cpu_capacity`
 /// and the legacy state's `capacity_orig`.
+#[inline]
 pub fn update_cpu_capacity(
     ctx: &mut BalanceCtx<'_>,
     lg: &mut LegacyState,

@@ -118,10 +118,15 @@ impl Timeline {
     /// Sort the tree by the key of `order` (the pick policy's). A change of order re-inserts
     /// every entity in insertion sequence; the simulator's policy is fixed for a run, so this
     /// happens at most before the first insertion.
+    #[inline]
     pub(crate) fn set_order(&mut self, order: FairPick) {
-        if self.order == order {
-            return;
+        if self.order != order {
+            self.reorder(order);
         }
+    }
+
+    /// [`Timeline::set_order`] to a new order.
+    fn reorder(&mut self, order: FairPick) {
         let mut nodes: Vec<(u32, Node)> = self.slot_nodes().collect();
         nodes.sort_by_key(|(_, n)| n.seq);
         self.order = order;
