@@ -283,6 +283,7 @@ pub(crate) fn max_t_u32_min_divider(sum: u64, avg: u64, cut: &mut u64, nr: &mut 
 /// `runnable = se_runnable`, `running = curr`, averaged with `se_weight`; a
 /// recomputation clears the [`UTIL_AVG_UNCHANGED`](crate::UTIL_AVG_UNCHANGED)
 /// flag when the `UTIL_EST` feature is on (`cfs_se_util_change()`).
+#[inline]
 pub fn update_load_avg_se(now: u64, se: &mut SchedAvg, load: &SeLoad, util_est: bool) -> bool {
     if se.update_load_sum(now, u64::from(load.on_rq), load.runnable, load.curr) {
         se.update_load_avg(load.weight);
@@ -326,6 +327,7 @@ impl CfsRqAvg {
     /// Before v5.7 the same update also accrues and decays the cfs_rq's
     /// `runnable_load_sum` with the queued weight ([`RunnableLoad::accrue`], over the span
     /// this update consumes, from the signal's position before it), when kept.
+    #[inline]
     pub fn update_load_avg_cfs_rq(&mut self, now: u64, load: &CfsRqLoad) -> bool {
         if self.runnable_load.form.tracked() {
             let delta = now.wrapping_sub(self.avg.last_update_time);
@@ -353,6 +355,7 @@ impl CfsRqAvg {
     /// `max_t_u32_min_divider` for the kernel's 32-bit truncation). The task-group
     /// propagation of the removed runnable sum is
     /// [`update_cfs_rq_load_avg_tg`](crate::update_cfs_rq_load_avg_tg)'s.
+    #[inline]
     pub fn update_cfs_rq_load_avg(&mut self, now: u64, load: &CfsRqLoad) -> bool {
         let mut decayed = false;
         if self.removed.nr != 0 {

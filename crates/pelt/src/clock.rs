@@ -61,6 +61,7 @@ impl RqClockPelt {
     ///
     /// Follows core.c: update_rq_clock() and update_rq_clock_task() (v6.6-v6.12)
     /// with CONFIG_IRQ_TIME_ACCOUNTING and no steal time.
+    #[inline]
     pub fn update_rq_clock(
         &mut self,
         now: u64,
@@ -87,6 +88,7 @@ impl RqClockPelt {
     /// something runs; resynced to `clock_task` while the rq is idle.
     ///
     /// Follows pelt.h: update_rq_clock_pelt() (v6.6-v6.12).
+    #[inline]
     pub fn update_rq_clock_pelt(
         &mut self,
         delta: u64,

@@ -14,6 +14,7 @@ use crate::clock::cap_scale;
 ///
 /// Follows pelt.c: update_rt_rq_load_avg() (v6.6-v6.12); a signal at zero with no rt
 /// task running takes [`SchedAvg::update_decayed_idle`] (the same result).
+#[inline]
 pub fn update_rt_rq_load_avg(now: u64, avg_rt: &mut SchedAvg, running: bool) -> bool {
     if !running && avg_rt.load_avg_is_decayed() {
         return avg_rt.update_decayed_idle(now);
@@ -31,6 +32,7 @@ pub fn update_rt_rq_load_avg(now: u64, avg_rt: &mut SchedAvg, running: bool) -> 
 ///
 /// Follows pelt.c: update_dl_rq_load_avg() (v6.6-v6.12); a signal at zero with no
 /// deadline task running takes [`SchedAvg::update_decayed_idle`] (the same result).
+#[inline]
 pub fn update_dl_rq_load_avg(now: u64, avg_dl: &mut SchedAvg, running: bool) -> bool {
     if !running && avg_dl.load_avg_is_decayed() {
         return avg_dl.update_decayed_idle(now);
@@ -52,6 +54,7 @@ pub fn update_dl_rq_load_avg(now: u64, avg_dl: &mut SchedAvg, running: bool) -> 
 /// Follows pelt.c: update_irq_load_avg() (v6.6-v6.12, CONFIG_HAVE_SCHED_AVG_IRQ); a
 /// signal at zero with no irq time takes [`SchedAvg::update_decayed_idle`] (the same
 /// result).
+#[inline]
 pub fn update_irq_load_avg(
     rq_clock: u64,
     avg_irq: &mut SchedAvg,

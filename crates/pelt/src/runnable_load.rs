@@ -157,6 +157,7 @@ impl RunnableLoad {
     /// ___update_load_avg() (v4.15-v5.6: `runnable_load_sum`, `runnable_load_avg`). The
     /// frequency scaling `cap_scale(delta, scale_freq)` is the identity (lbsim's PELT
     /// clock carries the invariance).
+    #[inline]
     pub fn accrue(&mut self, delta: u64, period_contrib: u32, weight: u64) -> bool {
         match self.form {
             RunnableLoadForm::Off => false,

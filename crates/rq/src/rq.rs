@@ -195,6 +195,7 @@ impl Rq {
     /// `update_rq_clock_pelt()` (v6.12): `clock` and `clock_task` advance to `now_ns` (no irq or
     /// steal time); `clock_pelt` advances scaled by capacity and frequency, or is resynced to
     /// `clock_task` while idle.
+    #[inline]
     pub fn update_rq_clock(&mut self, now_ns: u64) {
         self.clocks.update_rq_clock(
             now_ns + SCHED_CLOCK_OFFSET_NS,
@@ -206,16 +207,19 @@ impl Rq {
     }
 
     /// `rq_clock(rq)` (simulated time plus [`SCHED_CLOCK_OFFSET_NS`]).
+    #[inline]
     pub fn rq_clock(&self) -> u64 {
         self.clocks.clock
     }
 
     /// `rq_clock_task(rq)`.
+    #[inline]
     pub fn rq_clock_task(&self) -> u64 {
         self.clocks.clock_task
     }
 
     /// `rq_clock_pelt(rq)`: `clock_pelt - lost_idle_time`.
+    #[inline]
     pub fn rq_clock_pelt(&self) -> u64 {
         self.clocks.rq_clock_pelt()
     }

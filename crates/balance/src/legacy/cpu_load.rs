@@ -71,6 +71,7 @@ impl CpuLoad {
     /// (`tickless_load`, the old `cpu_load[0]`) is taken out of the decay: `old -=
     /// decay(tickless_load); old += tickless_load`, which changes nothing at a regular tick
     /// and keeps a NOHZ_FULL CPU's constant load from decaying. v4.6 has no such term.
+    #[inline]
     pub fn cpu_load_update(&mut self, this_load: u64, pending_updates: u64, tickless: bool) {
         let tickless_load = if tickless { self.cpu_load[0] } else { 0 };
         self.nr_load_updates += 1;

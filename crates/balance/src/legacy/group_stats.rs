@@ -56,6 +56,7 @@ pub fn legacy_scale_cpu_capacity(
 /// `scale_rt_capacity()` of the PELT rt/dl/irq signals, v4.19+; v4.6-v4.18 used `rt_avg`,
 /// which is the same 1024 with no rt tasks), at least 1; written to `rq->cpu_capacity`
 /// and the legacy state's `capacity_orig`.
+#[inline]
 pub fn update_cpu_capacity(
     ctx: &mut BalanceCtx<'_>,
     lg: &mut LegacyState,
@@ -216,10 +217,14 @@ struct SgScan<'a> {
     /// them: no CPU has been cleared from it (`env.cpus_trimmed`) and it holds every active
     /// CPU (before v5.4) or the domain's span, which holds its groups unless they overlap.
     cpus_all: bool,
+    /// Whether a wake-up IPI may be in flight ([`crate::ctx::PendingWakeups::none_pending`], which no
+    /// part of the pass changes), asked once per domain rather than once per group: when
+    /// none may be, idle_cpu() is the runqueue's own answer.
+    ipi_in_flight: bool,
 }
 
 impl<'a> SgScan<'a> {
-    #[inline]
+    #[inline(always)]
     fn new(ctx: &BalanceCtx<'a>, lg: &LegacyState, env: &LbEnv) -> SgScan<'a> {
         let sd = env.sd(ctx.topo);
         SgScan {
@@ -231,6 +236,7 @@ impl<'a> SgScan<'a> {
             load_per_task_from_group_load: lg.version.load_per_task_from_group_load(),
             cpus_all: !env.cpus_trimmed
                 && (!lg.version.v5_4_load_balance_tail() || !sd.flags.contains(SdFlag::Overlap)),
+            ipi_in_flight: !ctx.pending.none_pending(),
         }
     }
 }
@@ -257,9 +263,7 @@ fn sg_lb_stats(
     // the loop, so that the pass (and its clock) stays as it was at the start meanwhile.
     let pass_at_start = &*pass;
     let at = || pass_at_start.now_ns(ctx);
-    // Whether a wake-up IPI may be in flight, asked once per group rather than at each idle
-    // CPU: when none may be, idle_cpu() is the runqueue's own answer.
-    let ipi_in_flight = !ctx.pending.none_pending();
+    let ipi_in_flight = scan.ipi_in_flight;
     let mut scanned = 0u32;
     let mut sgs = SgLbStats::default();
     for &i in topo.span_cpus(group.span) {

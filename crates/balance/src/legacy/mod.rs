@@ -131,6 +131,7 @@ impl LegacyState {
     }
 
     /// weighted_cpuload() of `cpu` (see [`load::weighted_cpuload`]).
+    #[inline]
     pub fn weighted_cpuload(&self, ctx: &BalanceCtx<'_>, cpu: CpuId) -> u64 {
         weighted_cpuload(&ctx.rqs[cpu.index()], ctx.tasks, self.tip_avg_high(ctx))
     }
@@ -140,12 +141,14 @@ impl LegacyState {
     }
 
     /// source_load(`cpu`, `idx`) (see [`cpu_load::source_load`]).
+    #[inline]
     pub fn source_load(&self, ctx: &BalanceCtx<'_>, cpu: CpuId, idx: usize) -> u64 {
         let total = self.weighted_cpuload(ctx, cpu);
         source_load(&self.cpu_load[cpu.index()], total, idx, self.lb_bias_on())
     }
 
     /// target_load(`cpu`, `idx`) (see [`cpu_load::target_load`]).
+    #[inline]
     pub fn target_load(&self, ctx: &BalanceCtx<'_>, cpu: CpuId, idx: usize) -> u64 {
         let total = self.weighted_cpuload(ctx, cpu);
         target_load(&self.cpu_load[cpu.index()], total, idx, self.lb_bias_on())
@@ -290,12 +293,17 @@ impl Balancer for LegacyBalancer {
     /// or more tasks, as [`crate::kernel::KernelBalancer`] does (the kernel sets it in
     /// add_nr_running(), which the engine does not report).
     fn newidle_begin(&mut self, ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> NewidleStep {
-        // Already set, the flag stays set: the scan could only set it again. Some runqueue
-        // has `nr_running >= 2` exactly when the OR of every `nr_running` is (a count is at
-        // least 2 when a bit above the lowest is set), which folds without a branch a CPU.
-        if !self.state.rd.overloaded && ctx.rqs.iter().fold(0, |acc, r| acc | r.nr_running) >= 2 {
+        // Already set, the flag stays set: the scan could only set it again. Otherwise the
+        // runqueues' machine-wide count of CPUs with `nr_running > 1`, kept up to date with
+        // the CPUs changed since its last read, answers whether some runqueue has two or more
+        // tasks, as a scan of every runqueue would (debug builds scan them too).
+        if !self.state.rd.overloaded && ctx.rqs.any_overloaded() {
             self.state.rd.overloaded = true;
         }
+        debug_assert!(
+            self.state.rd.overloaded || ctx.rqs.iter().all(|r| r.nr_running < 2),
+            "rd->overload missed a runqueue with two tasks"
+        );
         let mut pass = Pass::new(ctx.now_ns);
         self.state.checks.newidle_begin(false);
         let r = rebalance::idle_balance(ctx, &mut self.state, &mut self.legacy, cpu, &mut pass);

@@ -29,6 +29,10 @@ use super::{before, min_vruntime};
 /// The index of no slot: an empty subtree, or an entity in no timeline.
 pub(crate) const NIL: u32 = u32::MAX;
 
+/// The greatest height of an AVL tree of fewer than 2^32 nodes (at most `1.4405 * log2(n +
+/// 2) - 0.3277`, 46): the longest path an insertion walks (within a `u64` of direction bits).
+const MAX_HEIGHT: usize = 48;
+
 /// What the timeline caches of one entity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Node {
@@ -114,10 +118,15 @@ impl Timeline {
     /// Sort the tree by the key of `order` (the pick policy's). A change of order re-inserts
     /// every entity in insertion sequence; the simulator's policy is fixed for a run, so this
     /// happens at most before the first insertion.
+    #[inline]
     pub(crate) fn set_order(&mut self, order: FairPick) {
-        if self.order == order {
-            return;
+        if self.order != order {
+            self.reorder(order);
         }
+    }
+
+    /// [`Timeline::set_order`] to a new order.
+    fn reorder(&mut self, order: FairPick) {
         let mut nodes: Vec<(u32, Node)> = self.slot_nodes().collect();
         nodes.sort_by_key(|(_, n)| n.seq);
         self.order = order;
@@ -248,6 +257,13 @@ impl Timeline {
     }
 
     /// Link a leaf slot into the tree.
+    ///
+    /// Walks down to the leaf's place, then back up the path restoring each slot's balance
+    /// and augmentation ([`Timeline::rebalance`]), as a recursive insertion would at every
+    /// ancestor; it stops at the first ancestor that keeps its place (no rotation) and whose
+    /// height and minima came out as they were, since every slot above it then has the
+    /// children it had, and its cached values, a recomputation from them, are unchanged
+    /// (lbsim's: the same tree in fewer steps).
     fn link(&mut self, slot: u32) {
         if self.leftmost == NIL
             || self.less(
@@ -257,25 +273,52 @@ impl Timeline {
         {
             self.leftmost = slot;
         }
-        self.root = self.insert_at(self.root, slot);
         self.len += 1;
-    }
-
-    fn insert_at(&mut self, at: u32, slot: u32) -> u32 {
-        if at == NIL {
-            return slot;
+        if self.root == NIL {
+            self.root = slot;
+            return;
         }
-        if self.less(
-            &self.slots[slot as usize].node,
-            &self.slots[at as usize].node,
-        ) {
-            let l = self.insert_at(self.slots[at as usize].left, slot);
-            self.slots[at as usize].left = l;
-        } else {
-            let r = self.insert_at(self.slots[at as usize].right, slot);
-            self.slots[at as usize].right = r;
+        let node = self.slots[slot as usize].node;
+        // The path from the root: each slot, and (bit `depth` of `lefts`) whether the leaf
+        // went to its left.
+        let mut path = [0u32; MAX_HEIGHT];
+        let mut lefts = 0u64;
+        let mut depth = 0;
+        let mut at = self.root;
+        loop {
+            let left = self.less(&node, &self.slots[at as usize].node);
+            path[depth] = at;
+            lefts |= u64::from(left) << depth;
+            depth += 1;
+            let s = &mut self.slots[at as usize];
+            let next = if left { &mut s.left } else { &mut s.right };
+            if *next == NIL {
+                *next = slot;
+                break;
+            }
+            at = *next;
         }
-        self.rebalance(at)
+        while depth > 0 {
+            depth -= 1;
+            let at = path[depth];
+            let s = &self.slots[at as usize];
+            let before = (s.height, s.min_vruntime, s.min_slice);
+            let top = self.rebalance(at);
+            let s = &self.slots[top as usize];
+            if top == at && before == (s.height, s.min_vruntime, s.min_slice) {
+                return;
+            }
+            if depth == 0 {
+                self.root = top;
+            } else {
+                let p = &mut self.slots[path[depth - 1] as usize];
+                if lefts & (1 << (depth - 1)) != 0 {
+                    p.left = top;
+                } else {
+                    p.right = top;
+                }
+            }
+        }
     }
 
     /// Remove the node in `slot`; returns it.
@@ -388,6 +431,13 @@ impl Timeline {
     /// node and its children.
     fn update(&mut self, at: u32) {
         let (l, r) = (self.slots[at as usize].left, self.slots[at as usize].right);
+        self.update_with(at, l, r, self.height(l).max(self.height(r)));
+    }
+
+    /// [`Timeline::update`] of a slot whose children `l`, `r` and their greater height the
+    /// caller has read.
+    #[inline]
+    fn update_with(&mut self, at: u32, l: u32, r: u32, h_children: u8) {
         let mut min_v = self.slots[at as usize].node.vruntime;
         let mut min_s = self.slots[at as usize].node.slice;
         for c in [r, l] {
@@ -397,7 +447,7 @@ impl Timeline {
                 min_s = min_s.min(cs.min_slice);
             }
         }
-        let h = 1 + self.height(l).max(self.height(r));
+        let h = 1 + h_children;
         let s = &mut self.slots[at as usize];
         s.min_vruntime = min_v;
         s.min_slice = min_s;
@@ -426,7 +476,8 @@ impl Timeline {
     /// new root.
     fn rebalance(&mut self, at: u32) -> u32 {
         let (l, r) = (self.slots[at as usize].left, self.slots[at as usize].right);
-        let (hl, hr) = (i32::from(self.height(l)), i32::from(self.height(r)));
+        let (h_l, h_r) = (self.height(l), self.height(r));
+        let (hl, hr) = (i32::from(h_l), i32::from(h_r));
         if hl > hr + 1 {
             let ll = self.slots[l as usize].left;
             let lr = self.slots[l as usize].right;
@@ -445,7 +496,7 @@ impl Timeline {
             }
             return self.rotate_left(at);
         }
-        self.update(at);
+        self.update_with(at, l, r, h_l.max(h_r));
         at
     }
 

@@ -258,6 +258,7 @@ impl Rq {
     }
 
     /// `scale_load_down(rq->cfs.load.weight)`.
+    #[inline]
     pub(crate) fn root_load_weight(&self) -> u64 {
         if self.groups.is_some() {
             scale_load_down_scaled(self.cfs.load_scaled)

@@ -20,6 +20,7 @@ impl Rq {
     // Getters the load balancer reads
 
     /// `cpu_load(rq)`: `cfs.avg.load_avg` (the PELT load, not the instantaneous weight).
+    #[inline]
     pub fn cpu_load(&self) -> u64 {
         self.cfs.avg.avg.load_avg
     }
@@ -28,6 +29,7 @@ impl Rq {
     /// 003, never merged; the caller says whether it is on) tipped towards the queued weight
     /// when the average lags it: if `load.weight > 2 * load_avg`,
     /// `load_avg + min(NICE_0_LOAD, load.weight / 2)`.
+    #[inline]
     pub fn cpu_load_lb(&self, tip_avg_high: bool) -> u64 {
         let load_avg = self.cpu_load();
         if tip_avg_high {
@@ -50,6 +52,7 @@ impl Rq {
     }
 
     /// `cpu_runnable(rq)`: `cfs.avg.runnable_avg`.
+    #[inline]
     pub fn cpu_runnable(&self) -> u64 {
         self.cfs.avg.avg.runnable_avg
     }
@@ -70,7 +73,9 @@ impl Rq {
     /// minus `p`'s util if it leaves this CPU or plus it if it comes here; with `UTIL_EST` the
     /// max with the enqueued estimate (plus `p`'s if it comes here, minus if it is queued
     /// here); capped at `capacity_orig`. The kernel's `current == p` exec-race check is not
-    /// modelled.
+    /// modelled. Inline (lbsim's): the balancers' CPU scans call it once a CPU from another
+    /// crate, where `p`, `dst_cpu` and `boost` are constants.
+    #[inline]
     pub fn cpu_util(
         &self,
         tasks: &Tasks,
@@ -113,6 +118,7 @@ impl Rq {
     }
 
     /// `cpu_util_cfs_boost(cpu)`: `cpu_util(cpu, NULL, -1, 1)`.
+    #[inline]
     pub fn cpu_util_cfs_boost(&self, tasks: &Tasks) -> u64 {
         self.cpu_util(tasks, None, None, true)
     }
@@ -139,12 +145,14 @@ impl Rq {
     }
 
     /// `capacity_of(cpu)`: `rq->cpu_capacity`.
+    #[inline]
     pub fn capacity_of(&self) -> u64 {
         self.cpu_capacity
     }
 
     /// `check_cpu_capacity(rq, sd)`: the CPU lost more than `imbalance_pct - 100` percent of its
     /// capacity to other classes and irq (`cpu_capacity * imbalance_pct < capacity_orig * 100`).
+    #[inline]
     pub fn check_cpu_capacity(&self, imbalance_pct: u64) -> bool {
         self.cpu_capacity * imbalance_pct < self.capacity_orig * 100
     }
