@@ -77,6 +77,7 @@ impl IwoSummary {
     }
 
     /// `cpu`'s runqueue may have changed.
+    #[inline]
     pub(crate) fn mark(&mut self, cpu: CpuId) {
         let d = &mut self.is_dirty[cpu.index()];
         if !*d {
@@ -86,6 +87,7 @@ impl IwoSummary {
     }
 
     /// `cpu`'s status as its runqueue shows it.
+    #[inline]
     pub(crate) fn status(rq: &Rq) -> (bool, bool) {
         let idle = rq.curr.is_none();
         (idle, rq.nr_running > u32::from(!idle))
@@ -93,16 +95,23 @@ impl IwoSummary {
 
     /// Re-reads the dirty CPUs (their task summaries wait until [`IwoSummary::hit`] needs
     /// them).
+    ///
+    /// A CPU without a waiting task is marked for a new task summary only if its summary is
+    /// not already the one such a CPU gets (not `free`, reach empty): recomputing that one
+    /// would change nothing, so most events (a CPU's only task running on) leave no work
+    /// for `hit`.
+    #[inline]
     pub(crate) fn refresh(&mut self, rqs: &[Rq]) {
         while let Some(c) = self.dirty.pop() {
             let cpu = CpuId(c);
-            self.is_dirty[cpu.index()] = false;
-            let td = &mut self.is_tasks_dirty[cpu.index()];
-            if !*td {
+            let ci = cpu.index();
+            self.is_dirty[ci] = false;
+            let (idle, waiting) = Self::status(&rqs[ci]);
+            let td = &mut self.is_tasks_dirty[ci];
+            if !*td && (waiting || self.free[ci] || !self.reach_empty[ci]) {
                 *td = true;
                 self.tasks_dirty.push(c);
             }
-            let (idle, waiting) = Self::status(&rqs[cpu.index()]);
             if idle != self.idle.test(cpu) {
                 if idle {
                     self.idle.set(cpu);
@@ -133,10 +142,29 @@ impl IwoSummary {
 
     /// Whether a waiting task may run on an idle CPU, after [`IwoSummary::refresh`]: the
     /// task summaries of the CPUs changed since the last call are recomputed first.
+    #[inline]
     pub(crate) fn hit(&mut self, rqs: &[Rq], tasks: &Tasks) -> bool {
         if self.nr_idle == 0 || self.nr_waiting == 0 {
             return false;
         }
+        if !self.tasks_dirty.is_empty() {
+            self.update_tasks(rqs, tasks);
+        }
+        debug_assert_eq!(
+            self.nr_idle_reachable,
+            self.reachable
+                .iter()
+                .zip(self.idle.as_words())
+                .map(|(r, i)| (r & i).count_ones() as usize)
+                .sum::<usize>(),
+            "nr_idle_reachable is not the weight of reachable & idle"
+        );
+        self.nr_free > 0 || self.nr_idle_reachable > 0
+    }
+
+    /// Recomputes the task summaries of the CPUs marked since the last call (`free`, the
+    /// reach, and the counts over them).
+    fn update_tasks(&mut self, rqs: &[Rq], tasks: &Tasks) {
         let nr = rqs.len();
         let w = self.words;
         while let Some(c) = self.tasks_dirty.pop() {
@@ -216,16 +244,6 @@ impl IwoSummary {
             }
             self.reach_empty[ci] = empty;
         }
-        debug_assert_eq!(
-            self.nr_idle_reachable,
-            self.reachable
-                .iter()
-                .zip(self.idle.as_words())
-                .map(|(r, i)| (r & i).count_ones() as usize)
-                .sum::<usize>(),
-            "nr_idle_reachable is not the weight of reachable & idle"
-        );
-        self.nr_free > 0 || self.nr_idle_reachable > 0
     }
 
     /// The first CPU whose summary disagrees with its runqueue.
