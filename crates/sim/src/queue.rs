@@ -293,7 +293,7 @@ mod tests {
                     reference.push(SimTime(t), i);
                 }
             }
-            fx.drain();
+            fx.drain(|_| {});
             for (i, _) in times.iter().enumerate().filter(|&(i, _)| cancel[i]) {
                 fx.cancel(keys[i]);
             }
@@ -363,7 +363,7 @@ mod tests {
                         }
                     }
                 }
-                fx.drain();
+                fx.drain(|_| {});
             }
         }
     }
