@@ -6,28 +6,32 @@
 //! An event pushed with a slot ([`EventQueue::push_keyed`]) can be cancelled through it: the
 //! queue does not keep cancellations itself, the caller does (the core's table of pending
 //! events, [`lbsim_core::Effects`]), and the queue asks it about each keyed event that
-//! reaches the near heap or its top (`cancelled(slot)`). A cancelled event stays in the
+//! reaches the run or the top (`cancelled(slot)`). A cancelled event stays in the
 //! queue until then but is never returned (lazy deletion), so the order of the others is
 //! untouched, and no cancelled key is hashed or searched: the slot is an index. Cancelled
 //! events far in the future (the end of an always-running task's action, re-armed at each
 //! preemption) would stay for long: the caller drops them all with [`EventQueue::compact`]
 //! when they are half the queue.
 //!
-//! **Near heap, ring and far heap.** Time is cut into buckets of [`BUCKET_NS`]. A horizon,
-//! a bucket boundary, splits the pending events: those due before it are in a small 4-ary
-//! heap (the near heap), the others in a ring of [`BUCKETS`] unsorted buckets (those due in
-//! the next 4 ms or so) or, beyond the ring, in a second heap (the far heap). When the
-//! near heap is empty the horizon moves past the next bucket that holds events, whose
-//! entries (and the far heap's in that bucket) move into the near heap. So the near heap
-//! always holds exactly the events due before the horizon and every other event is due at or
-//! after it: its top is the earliest event of the queue, and the order is the total order of
-//! `(time, seq)` whatever the split. A push beyond the horizon is an append, and a pop walks
-//! a heap of the events of one bucket. (Before the ring, events due less than 32 us ahead
-//! went to the near heap and the others to the far one: in `ebizzy:threads=48` on power8-22c,
-//! where every action's end is 150 us ahead, each pop walked a far heap of 450 events; in
-//! `tbench:clients=96` on xeon-4s the near heap held 110.)
+//! **Run, near heap, ring and far heap.** Time is cut into buckets of [`BUCKET_NS`]. A
+//! horizon, a bucket boundary, splits the pending events: those due before it are in a
+//! sorted run (the bucket the horizon last moved past, sorted once) and a small 4-ary heap
+//! (the near heap: those pushed since, due before the horizon), the others in a ring of
+//! [`BUCKETS`] unsorted buckets (those due in the next 4 ms or so) or, beyond the ring, in a
+//! second heap (the far heap). When the run and the near heap are empty the horizon moves
+//! past the next bucket that holds events, whose entries (and the far heap's in that bucket)
+//! are sorted into the run. So the run and the near heap hold exactly the events due before
+//! the horizon and every other event is due at or after it: the earlier of the run's first
+//! and the near heap's top is the earliest event of the queue, and the order is the total
+//! order of `(time, seq)` whatever the split. A push beyond the horizon is an append, and a
+//! pop takes the run's first or walks a heap of the events pushed into the open bucket.
+//! (Before the ring, events due less than 32 us ahead went to the near heap and the others
+//! to the far one: in `ebizzy:threads=48` on power8-22c, where every action's end is 150 us
+//! ahead, each pop walked a far heap of 450 events; in `tbench:clients=96` on xeon-4s the
+//! near heap held 110. Before the run, a bucket's events went into the near heap: 37 a
+//! bucket in that tbench, 140 instructions a pop.)
 //!
-//! Cancelled events met when a bucket moves into the near heap are dropped there, rather
+//! Cancelled events met when a bucket moves into the run are dropped there, rather
 //! than pushed and popped: `cancelled(slot)` frees their slots earlier than at the top, which
 //! changes which slot later events take but not their order, which is by `(time, seq)` only.
 
@@ -44,7 +48,11 @@ pub const NO_SLOT: u32 = u32::MAX;
 
 /// A deterministic priority queue of events of type `E`.
 pub struct EventQueue<E> {
-    /// The events due before bucket number `horizon` (`time >> BUCKET_SHIFT`).
+    /// The events of the last bucket the horizon moved past (those due before bucket number
+    /// `horizon`, `time >> BUCKET_SHIFT`, when it moved), sorted by decreasing `(time, seq)`:
+    /// the earliest is the last.
+    run: Vec<Entry<E>>,
+    /// The events pushed since, due before the horizon.
     near: Heap<E>,
     /// The others due before bucket `horizon + BUCKETS` when pushed.
     ring: Ring<E>,
@@ -61,6 +69,7 @@ pub struct EventQueue<E> {
 impl<E> std::fmt::Debug for EventQueue<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventQueue")
+            .field("run", &self.run.len())
             .field("near", &self.near.v.len())
             .field("ring", &self.ring.len())
             .field("far", &self.far.v.len())
@@ -73,6 +82,7 @@ impl<E> std::fmt::Debug for EventQueue<E> {
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
+            run: Vec::new(),
             near: Heap::default(),
             ring: Ring::default(),
             far: Heap::default(),
@@ -123,16 +133,19 @@ impl<E: Copy> EventQueue<E> {
         seq
     }
 
-    /// With the near heap empty, moves the horizon past the next bucket that holds events
-    /// and their entries into the near heap (the cancelled ones, `cancelled(slot)`, are
-    /// dropped instead). Returns false if the queue is empty.
+    /// With the run and the near heap empty, moves the horizon past the next bucket that
+    /// holds events and sorts their entries into the run (the cancelled ones,
+    /// `cancelled(slot)`, are dropped instead). Returns false if the queue is empty.
     ///
     /// The bucket `b` taken is the earliest of the ring's and the far heap's: every event
-    /// left in either is due in a later bucket, so the near heap holds exactly the events
-    /// due before the new horizon `b + 1`. The ring's window moves on with the horizon; its
-    /// events were all in buckets from `b` on, so they stay within it.
+    /// left in either is due in a later bucket, so the run holds exactly the events due
+    /// before the new horizon `b + 1`. The ring's window moves on with the horizon; its
+    /// events were all in buckets from `b` on, so they stay within it. The entries are
+    /// sorted once (keys are unique, so any sort gives the one order): a pop then takes the
+    /// run's last entry instead of walking a heap of the bucket's events (in
+    /// `tbench:clients=96` on xeon-4s, 37 events a bucket).
     fn advance(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> bool {
-        debug_assert!(self.near.v.is_empty());
+        debug_assert!(self.run.is_empty() && self.near.v.is_empty());
         let in_ring = self.ring.next_occupied(self.horizon);
         let in_far = self.far.peek().map(|e| e.time.0 >> BUCKET_SHIFT);
         let b = match (in_ring, in_far) {
@@ -144,7 +157,7 @@ impl<E: Copy> EventQueue<E> {
         debug_assert!(b >= self.horizon);
         let mut keep = |e: &Entry<E>| live(e, cancelled);
         if in_ring == Some(b) {
-            self.ring.drain_into(b, &mut self.near, &mut keep);
+            self.ring.drain_into(b, &mut self.run, &mut keep);
         }
         while self
             .far
@@ -153,45 +166,76 @@ impl<E: Copy> EventQueue<E> {
         {
             let e = self.far.pop().expect("peeked");
             if keep(&e) {
-                self.near.push(e);
+                self.run.push(e);
             }
         }
+        self.run.sort_unstable_by_key(|e| std::cmp::Reverse(e.key()));
         self.horizon = b + 1;
         true
     }
 
-    /// Drops cancelled events from the top of the queue (`cancelled(slot)` says whether the
-    /// event in `slot` was cancelled, and frees the slot if so); returns whether an event is
-    /// left, at the near heap's top.
+    /// The earliest event due before the horizon, and whether it is the run's (else the
+    /// near heap's); `None` if both are empty.
     #[inline]
-    fn skip_cancelled(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> bool {
-        loop {
-            let Some(top) = self.near.peek() else {
-                if self.advance(cancelled) {
-                    continue;
-                }
-                return false;
-            };
-            if live(top, cancelled) {
-                return true;
-            }
-            self.near.pop();
+    fn top(&self) -> Option<(&Entry<E>, bool)> {
+        match (self.run.last(), self.near.peek()) {
+            (Some(r), Some(n)) => Some(if r.key() < n.key() {
+                (r, true)
+            } else {
+                (n, false)
+            }),
+            (Some(r), None) => Some((r, true)),
+            (None, Some(n)) => Some((n, false)),
+            (None, None) => None,
         }
     }
 
-    /// Removes the earliest event, at the near heap's top.
+    /// Drops cancelled events from the top of the queue (`cancelled(slot)` says whether the
+    /// event in `slot` was cancelled, and frees the slot if so); returns where the earliest
+    /// event left is ([`EventQueue::top`]'s flag), `None` if there is none.
     #[inline]
-    fn take(&mut self) -> Entry<E> {
-        self.near.pop().expect("non-empty")
+    fn skip_cancelled(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> Option<bool> {
+        loop {
+            let Some((top, in_run)) = self.top() else {
+                if self.advance(cancelled) {
+                    continue;
+                }
+                return None;
+            };
+            if live(top, cancelled) {
+                return Some(in_run);
+            }
+            self.take(in_run);
+        }
+    }
+
+    /// The earliest event, the run's last or the near heap's top.
+    #[inline]
+    fn peek_at(&self, in_run: bool) -> &Entry<E> {
+        if in_run {
+            self.run.last()
+        } else {
+            self.near.peek()
+        }
+        .expect("non-empty")
+    }
+
+    /// Removes the earliest event, the run's last or the near heap's top.
+    #[inline]
+    fn take(&mut self, in_run: bool) -> Entry<E> {
+        if in_run {
+            self.run.pop()
+        } else {
+            self.near.pop()
+        }
+        .expect("non-empty")
     }
 
     /// Removes and returns the earliest event that is not cancelled (ties: the first
     /// pushed), with its slot.
     pub fn pop(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> Option<(SimTime, u32, E)> {
-        if !self.skip_cancelled(cancelled) {
-            return None;
-        }
-        let e = self.take();
+        let in_run = self.skip_cancelled(cancelled)?;
+        let e = self.take(in_run);
         Some((e.time, e.slot, e.event))
     }
 
@@ -204,30 +248,29 @@ impl<E: Copy> EventQueue<E> {
         until: SimTime,
         cancelled: &mut impl FnMut(u32) -> bool,
     ) -> Result<(SimTime, u32, E), Option<SimTime>> {
-        if !self.skip_cancelled(cancelled) {
+        let Some(in_run) = self.skip_cancelled(cancelled) else {
             return Err(None);
-        }
-        let top = self.near.peek().expect("non-empty");
+        };
+        let top = self.peek_at(in_run);
         if top.time > until {
             return Err(Some(top.time));
         }
-        let e = self.take();
+        let e = self.take(in_run);
         Ok((e.time, e.slot, e.event))
     }
 
     /// The time of the earliest event that is not cancelled.
     pub fn peek_time(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> Option<SimTime> {
-        if !self.skip_cancelled(cancelled) {
-            return None;
-        }
-        self.near.peek().map(|e| e.time)
+        let in_run = self.skip_cancelled(cancelled)?;
+        Some(self.peek_at(in_run).time)
     }
 
     /// Drops every cancelled event (`cancelled(slot)`, as for [`EventQueue::pop`]), not only
     /// those at the top. The order in which the others pop is unchanged: it is the total
-    /// order of their `(time, seq)`, whatever the heaps' layout.
+    /// order of their `(time, seq)`, whatever the heaps' layout (and the run stays sorted).
     pub fn compact(&mut self, cancelled: &mut impl FnMut(u32) -> bool) {
         let mut keep = |e: &Entry<E>| live(e, cancelled);
+        self.run.retain(|e| keep(e));
         self.near.retain(&mut keep);
         self.ring.retain(&mut keep);
         self.far.retain(&mut keep);
@@ -235,7 +278,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Number of events in the queue, the cancelled ones not yet dropped included.
     pub fn queued(&self) -> usize {
-        self.near.v.len() + self.ring.len() + self.far.v.len()
+        self.run.len() + self.near.v.len() + self.ring.len() + self.far.v.len()
     }
 
     /// Total number of events ever pushed.

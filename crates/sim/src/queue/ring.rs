@@ -2,7 +2,7 @@
 //! near heap's horizon ([`super::EventQueue`]): a push there adds the entry to its bucket's
 //! unsorted list, and a bucket's entries enter the near heap only when the queue reaches it.
 
-use super::heap::{Entry, Heap};
+use super::heap::Entry;
 
 /// log2 of a bucket's width in ns.
 pub(super) const BUCKET_SHIFT: u32 = 10;
@@ -128,12 +128,13 @@ impl<E: Copy> Ring<E> {
         unreachable!("{} entries in no slot", self.len)
     }
 
-    /// Moves the entries of bucket number `b` into `heap`, but for those `keep` refuses.
+    /// Moves the entries of bucket number `b` to the end of `out` (in no particular order),
+    /// but for those `keep` refuses.
     #[inline]
     pub(super) fn drain_into(
         &mut self,
         b: u64,
-        heap: &mut Heap<E>,
+        out: &mut Vec<Entry<E>>,
         keep: &mut impl FnMut(&Entry<E>) -> bool,
     ) {
         let i = b as usize % BUCKETS;
@@ -143,7 +144,7 @@ impl<E: Copy> Ring<E> {
             let e = n.entry();
             let next = std::mem::replace(&mut n.next, self.free);
             if keep(&e) {
-                heap.push(e);
+                out.push(e);
             }
             self.free = k;
             self.len -= 1;
