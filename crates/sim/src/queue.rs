@@ -13,23 +13,23 @@
 //! preemption) would stay for long: the caller drops them all with [`EventQueue::compact`]
 //! when they are half the queue.
 //!
-//! **Run, near heap, ring and far heap.** Time is cut into buckets of [`BUCKET_NS`]. A
-//! horizon, a bucket boundary, splits the pending events: those due before it are in a
-//! sorted run (the bucket the horizon last moved past, sorted once) and a small 4-ary heap
-//! (the near heap: those pushed since, due before the horizon), the others in a ring of
-//! [`BUCKETS`] unsorted buckets (those due in the next 4 ms or so) or, beyond the ring, in a
-//! second heap (the far heap). When the run and the near heap are empty the horizon moves
+//! **Run, ring and far heap.** Time is cut into buckets of [`BUCKET_NS`]. A horizon, a
+//! bucket boundary, splits the pending events: those due before it are in a sorted run, the
+//! others in a ring of [`BUCKETS`] unsorted buckets (those due in the next 4 ms or so) or,
+//! beyond the ring, in a 4-ary heap (the far heap). When the run is empty the horizon moves
 //! past the next bucket that holds events, whose entries (and the far heap's in that bucket)
-//! are sorted into the run. So the run and the near heap hold exactly the events due before
-//! the horizon and every other event is due at or after it: the earlier of the run's first
-//! and the near heap's top is the earliest event of the queue, and the order is the total
-//! order of `(time, seq)` whatever the split. A push beyond the horizon is an append, and a
-//! pop takes the run's first or walks a heap of the events pushed into the open bucket.
-//! (Before the ring, events due less than 32 us ahead went to the near heap and the others
-//! to the far one: in `ebizzy:threads=48` on power8-22c, where every action's end is 150 us
-//! ahead, each pop walked a far heap of 450 events; in `tbench:clients=96` on xeon-4s the
-//! near heap held 110. Before the run, a bucket's events went into the near heap: 37 a
-//! bucket in that tbench, 140 instructions a pop.)
+//! are sorted into the run, once. An event pushed before the horizon (for now, or later in
+//! the open bucket) is inserted in the run, after the events due at or before its time (its
+//! `seq` is the largest); the shorter side of the run moves, and one pushed for now lands
+//! near the run's head. So the run holds exactly the events due before the horizon and every
+//! other event is due at or after it: its first is the earliest event of the queue, and the
+//! order is the total order of `(time, seq)` whatever the split. A push beyond the horizon is
+//! an append, and a pop takes the run's first. (Before the ring, events due less than 32 us
+//! ahead went to a near heap and the others to the far one: in `ebizzy:threads=48` on
+//! power8-22c, where every action's end is 150 us ahead, each pop walked a far heap of 450
+//! events; in `tbench:clients=96` on xeon-4s the near heap held 110. Before the run, a
+//! bucket's events went into the near heap: 37 a bucket in that tbench, 140 instructions a
+//! pop.)
 //!
 //! Cancelled events met when a bucket moves into the run are dropped there, rather
 //! than pushed and popped: `cancelled(slot)` frees their slots earlier than at the top, which
@@ -37,31 +37,30 @@
 
 mod heap;
 mod ring;
+mod run;
 
 use crate::time::SimTime;
 use heap::{Entry, Heap};
 pub use ring::{BUCKET_NS, BUCKETS};
 use ring::{BUCKET_SHIFT, Ring};
+use run::Run;
 
 /// The slot of an event pushed without one (it cannot be cancelled).
 pub const NO_SLOT: u32 = u32::MAX;
 
 /// A deterministic priority queue of events of type `E`.
 pub struct EventQueue<E> {
-    /// The events of the last bucket the horizon moved past (those due before bucket number
-    /// `horizon`, `time >> BUCKET_SHIFT`, when it moved), sorted by decreasing `(time, seq)`:
-    /// the earliest is the last.
-    run: Vec<Entry<E>>,
-    /// The events pushed since, due before the horizon.
-    near: Heap<E>,
+    /// The events due before bucket number `horizon` (`time >> BUCKET_SHIFT`), sorted.
+    run: Run<E>,
     /// The others due before bucket `horizon + BUCKETS` when pushed.
     ring: Ring<E>,
     /// The others.
     far: Heap<E>,
-    /// The first bucket number not in the near heap; it only grows, and only while the near
-    /// heap is empty. It starts at 1: the events of set-up due at time 0 (every task's start,
-    /// in most runs) go straight to the near heap, whose room they need anyway when they
-    /// pop, rather than through the ring, which would keep room for all of them too.
+    /// The first bucket number not in the run; it only grows, and only while the run is
+    /// empty. It starts at 1: the events of set-up due at time 0 (every task's start, in most
+    /// runs) go straight to the run (each appended: none is due after it), whose room they
+    /// need anyway when they pop, rather than through the ring, which would keep room for
+    /// all of them too.
     horizon: u64,
     next_seq: u64,
 }
@@ -70,7 +69,6 @@ impl<E> std::fmt::Debug for EventQueue<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventQueue")
             .field("run", &self.run.len())
-            .field("near", &self.near.v.len())
             .field("ring", &self.ring.len())
             .field("far", &self.far.v.len())
             .field("horizon", &self.horizon)
@@ -82,8 +80,7 @@ impl<E> std::fmt::Debug for EventQueue<E> {
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
-            run: Vec::new(),
-            near: Heap::default(),
+            run: Run::default(),
             ring: Ring::default(),
             far: Heap::default(),
             horizon: 1,
@@ -124,7 +121,7 @@ impl<E: Copy> EventQueue<E> {
         };
         let b = time.0 >> BUCKET_SHIFT;
         if b < self.horizon {
-            self.near.push(e);
+            self.run.insert(e);
         } else if b - self.horizon < BUCKETS as u64 {
             self.ring.push(b, e);
         } else {
@@ -133,19 +130,16 @@ impl<E: Copy> EventQueue<E> {
         seq
     }
 
-    /// With the run and the near heap empty, moves the horizon past the next bucket that
-    /// holds events and sorts their entries into the run (the cancelled ones,
-    /// `cancelled(slot)`, are dropped instead). Returns false if the queue is empty.
+    /// With the run empty, moves the horizon past the next bucket that holds events and
+    /// sorts their entries into the run (the cancelled ones, `cancelled(slot)`, are dropped
+    /// instead). Returns false if the queue is empty.
     ///
     /// The bucket `b` taken is the earliest of the ring's and the far heap's: every event
     /// left in either is due in a later bucket, so the run holds exactly the events due
     /// before the new horizon `b + 1`. The ring's window moves on with the horizon; its
-    /// events were all in buckets from `b` on, so they stay within it. The entries are
-    /// sorted once (keys are unique, so any sort gives the one order): a pop then takes the
-    /// run's last entry instead of walking a heap of the bucket's events (in
-    /// `tbench:clients=96` on xeon-4s, 37 events a bucket).
+    /// events were all in buckets from `b` on, so they stay within it.
     fn advance(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> bool {
-        debug_assert!(self.run.is_empty() && self.near.v.is_empty());
+        debug_assert_eq!(self.run.len(), 0);
         let in_ring = self.ring.next_occupied(self.horizon);
         let in_far = self.far.peek().map(|e| e.time.0 >> BUCKET_SHIFT);
         let b = match (in_ring, in_far) {
@@ -156,86 +150,54 @@ impl<E: Copy> EventQueue<E> {
         };
         debug_assert!(b >= self.horizon);
         let mut keep = |e: &Entry<E>| live(e, cancelled);
-        if in_ring == Some(b) {
-            self.ring.drain_into(b, &mut self.run, &mut keep);
-        }
-        while self
-            .far
-            .peek()
-            .is_some_and(|e| e.time.0 >> BUCKET_SHIFT == b)
-        {
-            let e = self.far.pop().expect("peeked");
-            if keep(&e) {
-                self.run.push(e);
+        let (ring, far) = (&mut self.ring, &mut self.far);
+        self.run.refill(|v| {
+            if in_ring == Some(b) {
+                ring.drain_into(b, v, &mut keep);
             }
-        }
-        self.run.sort_unstable_by_key(|e| std::cmp::Reverse(e.key()));
+            while far.peek().is_some_and(|e| e.time.0 >> BUCKET_SHIFT == b) {
+                let e = far.pop().expect("peeked");
+                if keep(&e) {
+                    v.push(e);
+                }
+            }
+        });
         self.horizon = b + 1;
         true
     }
 
-    /// The earliest event due before the horizon, and whether it is the run's (else the
-    /// near heap's); `None` if both are empty.
-    #[inline]
-    fn top(&self) -> Option<(&Entry<E>, bool)> {
-        match (self.run.last(), self.near.peek()) {
-            (Some(r), Some(n)) => Some(if r.key() < n.key() {
-                (r, true)
-            } else {
-                (n, false)
-            }),
-            (Some(r), None) => Some((r, true)),
-            (None, Some(n)) => Some((n, false)),
-            (None, None) => None,
-        }
-    }
-
     /// Drops cancelled events from the top of the queue (`cancelled(slot)` says whether the
-    /// event in `slot` was cancelled, and frees the slot if so); returns where the earliest
-    /// event left is ([`EventQueue::top`]'s flag), `None` if there is none.
+    /// event in `slot` was cancelled, and frees the slot if so); returns whether an event is
+    /// left, first in the run.
     #[inline]
-    fn skip_cancelled(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> Option<bool> {
+    fn skip_cancelled(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> bool {
         loop {
-            let Some((top, in_run)) = self.top() else {
+            let Some(top) = self.run.first() else {
                 if self.advance(cancelled) {
                     continue;
                 }
-                return None;
+                return false;
             };
             if live(top, cancelled) {
-                return Some(in_run);
+                return true;
             }
-            self.take(in_run);
+            self.run.pop_first();
         }
     }
 
-    /// The earliest event, the run's last or the near heap's top.
+    /// Removes the earliest event, first in the run.
     #[inline]
-    fn peek_at(&self, in_run: bool) -> &Entry<E> {
-        if in_run {
-            self.run.last()
-        } else {
-            self.near.peek()
-        }
-        .expect("non-empty")
-    }
-
-    /// Removes the earliest event, the run's last or the near heap's top.
-    #[inline]
-    fn take(&mut self, in_run: bool) -> Entry<E> {
-        if in_run {
-            self.run.pop()
-        } else {
-            self.near.pop()
-        }
-        .expect("non-empty")
+    fn take(&mut self) -> Entry<E> {
+        self.run.pop_first().expect("non-empty")
     }
 
     /// Removes and returns the earliest event that is not cancelled (ties: the first
     /// pushed), with its slot.
     pub fn pop(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> Option<(SimTime, u32, E)> {
-        let in_run = self.skip_cancelled(cancelled)?;
-        let e = self.take(in_run);
+        if !self.skip_cancelled(cancelled) {
+            return None;
+        }
+        let e = self.take();
         Some((e.time, e.slot, e.event))
     }
 
@@ -248,37 +210,39 @@ impl<E: Copy> EventQueue<E> {
         until: SimTime,
         cancelled: &mut impl FnMut(u32) -> bool,
     ) -> Result<(SimTime, u32, E), Option<SimTime>> {
-        let Some(in_run) = self.skip_cancelled(cancelled) else {
+        if !self.skip_cancelled(cancelled) {
             return Err(None);
-        };
-        let top = self.peek_at(in_run);
+        }
+        let top = self.run.first().expect("non-empty");
         if top.time > until {
             return Err(Some(top.time));
         }
-        let e = self.take(in_run);
+        let e = self.take();
         Ok((e.time, e.slot, e.event))
     }
 
     /// The time of the earliest event that is not cancelled.
     pub fn peek_time(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> Option<SimTime> {
-        let in_run = self.skip_cancelled(cancelled)?;
-        Some(self.peek_at(in_run).time)
+        if !self.skip_cancelled(cancelled) {
+            return None;
+        }
+        self.run.first().map(|e| e.time)
     }
 
     /// Drops every cancelled event (`cancelled(slot)`, as for [`EventQueue::pop`]), not only
     /// those at the top. The order in which the others pop is unchanged: it is the total
-    /// order of their `(time, seq)`, whatever the heaps' layout (and the run stays sorted).
+    /// order of their `(time, seq)`, whatever the far heap's layout (and the run stays
+    /// sorted).
     pub fn compact(&mut self, cancelled: &mut impl FnMut(u32) -> bool) {
         let mut keep = |e: &Entry<E>| live(e, cancelled);
-        self.run.retain(|e| keep(e));
-        self.near.retain(&mut keep);
+        self.run.retain(&mut keep);
         self.ring.retain(&mut keep);
         self.far.retain(&mut keep);
     }
 
     /// Number of events in the queue, the cancelled ones not yet dropped included.
     pub fn queued(&self) -> usize {
-        self.run.len() + self.near.v.len() + self.ring.len() + self.far.v.len()
+        self.run.len() + self.ring.len() + self.far.v.len()
     }
 
     /// Total number of events ever pushed.
@@ -351,10 +315,10 @@ mod tests {
         }
 
         /// Invariant: interleaved pushes, cancels and pops give the same sequence as a sorted
-        /// reference list (`pop_until` and `compact` included): the heaps and the ring keep
+        /// reference list (`pop_until` and `compact` included): the run, the ring and the heap keep
         /// their order under any mix, and the slots that popped events free are reused
         /// without confusing their events. With `scale` 1, times are multiples of a quarter
-        /// bucket and reach a dozen buckets ahead: events go to the near heap and to several
+        /// bucket and reach a dozen buckets ahead: events are inserted in the run and go to several
         /// buckets, and equal times are split between the two; with `scale` 2, multiples of
         /// an eighth of the ring's span, reaching six spans ahead: events go to the ring and
         /// the far heap, and equal times are split between those too (they still pop in push
