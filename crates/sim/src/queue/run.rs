@@ -56,11 +56,17 @@ impl<E: Copy> Run<E> {
     /// Inserts `e`, pushed after every entry of the run (its `seq` is the largest, so it goes
     /// after the entries due at or before its time). The shorter side moves: the entries
     /// before it into the room of the last popped one, or those after it toward the end. An
-    /// event pushed for now (a reschedule, a wake-up's IPI) lands near the head.
+    /// event pushed for now (a reschedule, a wake-up's IPI) lands near the head, most often
+    /// before the first entry, in the room of the last popped one: nothing moves.
     #[inline]
     pub(super) fn insert(&mut self, e: Entry<E>) {
         let head = self.head;
         debug_assert!(self.v[head..].iter().all(|x| x.seq < e.seq));
+        if head > 0 && self.v.get(head).is_some_and(|x| x.time > e.time) {
+            self.head = head - 1;
+            self.v[head - 1] = e;
+            return;
+        }
         let i = head + self.v[head..].partition_point(|x| x.time <= e.time);
         if head > 0 && i - head < self.v.len() - i {
             self.v.copy_within(head..i, head - 1);
