@@ -121,9 +121,7 @@ impl IwoSummary {
             let (idle, waiting) = Self::status(&rqs[ci]);
             let old = self.flags[ci];
             let mut f = old & !F_DIRTY;
-            if f & F_TASKS_DIRTY == 0
-                && (waiting || f & F_FREE != 0 || f & F_REACH_EMPTY == 0)
-            {
+            if f & F_TASKS_DIRTY == 0 && (waiting || f & F_FREE != 0 || f & F_REACH_EMPTY == 0) {
                 f |= F_TASKS_DIRTY;
                 self.tasks_dirty.push(c);
             }
