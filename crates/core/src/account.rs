@@ -16,29 +16,30 @@ use crate::prelude::*;
 /// reaches hold each CPU, so that the test is a word-wise intersection with the idle mask
 /// instead of a walk over every waiting CPU's tasks at every event. A CPU whose reach is
 /// empty and stays empty (not waiting, or `free`, or waiting only with tasks allowed
-/// everywhere) costs nothing more than the test of its flags (`reach_empty`), and the
+/// everywhere) costs nothing more than the test of its flags ([`F_REACH_EMPTY`]), and the
 /// intersection is kept as a count (`nr_idle_reachable`) as the idle mask and the reaches
 /// change, so that the test reads no mask.
+///
+/// A CPU's one-bit facts are the bits of one byte (`flags`): refreshing a CPU after an event
+/// reads and writes that byte instead of six vectors and two masks (the masks change only
+/// when the CPU's status does).
 #[derive(Clone, Debug)]
 pub(crate) struct IwoSummary {
     idle: Cpumask,
     waiting: Cpumask,
     nr_idle: usize,
     nr_waiting: usize,
+    /// Per CPU: the `F_*` bits.
+    flags: Vec<u8>,
+    /// The CPUs flagged [`F_DIRTY`].
     dirty: Vec<u32>,
-    is_dirty: Vec<bool>,
-    /// CPUs whose task summary (`free`, `reach`) is out of date.
+    /// The CPUs flagged [`F_TASKS_DIRTY`].
     tasks_dirty: Vec<u32>,
-    is_tasks_dirty: Vec<bool>,
-    /// Per CPU: it is waiting and one of its waiting tasks may run on every CPU.
-    free: Vec<bool>,
-    /// How many CPUs are `free`.
+    /// How many CPUs are [`F_FREE`].
     nr_free: usize,
     /// Per CPU, `words` words: the union of the `cpus_mask`s of its waiting tasks (empty
     /// when the CPU is not waiting or is `free`).
     reach: Vec<u64>,
-    /// Per CPU: its `reach` is known to be all zero (when false it may still be).
-    reach_empty: Vec<bool>,
     /// Per CPU: how many CPUs' `reach` hold it.
     reach_count: Vec<u32>,
     /// The CPUs whose `reach_count` is not zero, as mask words.
@@ -51,6 +52,21 @@ pub(crate) struct IwoSummary {
     scratch: Vec<u64>,
 }
 
+/// The CPU is in [`IwoSummary`]'s `idle` mask.
+const F_IDLE: u8 = 1;
+/// The CPU is in the `waiting` mask.
+const F_WAITING: u8 = 1 << 1;
+/// The CPU's runqueue may have changed since its status was last read.
+const F_DIRTY: u8 = 1 << 2;
+/// The CPU's task summary (`free`, `reach`) is out of date.
+const F_TASKS_DIRTY: u8 = 1 << 3;
+/// It is waiting and one of its waiting tasks may run on every CPU.
+const F_FREE: u8 = 1 << 4;
+/// Its `reach` is known to be all zero (when clear it may still be).
+const F_REACH_EMPTY: u8 = 1 << 5;
+/// Some CPU's `reach` holds it (its `reach_count` is not zero).
+const F_REACHABLE: u8 = 1 << 6;
+
 impl IwoSummary {
     /// Every CPU is dirty at first.
     pub(crate) fn new(nr_cpus: usize) -> IwoSummary {
@@ -60,14 +76,11 @@ impl IwoSummary {
             waiting: Cpumask::new(nr_cpus),
             nr_idle: 0,
             nr_waiting: 0,
+            flags: vec![F_DIRTY | F_TASKS_DIRTY | F_REACH_EMPTY; nr_cpus],
             dirty: (0..nr_cpus as u32).collect(),
-            is_dirty: vec![true; nr_cpus],
             tasks_dirty: (0..nr_cpus as u32).collect(),
-            is_tasks_dirty: vec![true; nr_cpus],
-            free: vec![false; nr_cpus],
             nr_free: 0,
             reach: vec![0; nr_cpus * words],
-            reach_empty: vec![true; nr_cpus],
             reach_count: vec![0; nr_cpus],
             reachable: vec![0; words],
             nr_idle_reachable: 0,
@@ -77,15 +90,17 @@ impl IwoSummary {
     }
 
     /// `cpu`'s runqueue may have changed.
+    #[inline]
     pub(crate) fn mark(&mut self, cpu: CpuId) {
-        let d = &mut self.is_dirty[cpu.index()];
-        if !*d {
-            *d = true;
+        let f = &mut self.flags[cpu.index()];
+        if *f & F_DIRTY == 0 {
+            *f |= F_DIRTY;
             self.dirty.push(cpu.0);
         }
     }
 
     /// `cpu`'s status as its runqueue shows it.
+    #[inline]
     pub(crate) fn status(rq: &Rq) -> (bool, bool) {
         let idle = rq.curr.is_none();
         (idle, rq.nr_running > u32::from(!idle))
@@ -93,17 +108,25 @@ impl IwoSummary {
 
     /// Re-reads the dirty CPUs (their task summaries wait until [`IwoSummary::hit`] needs
     /// them).
+    ///
+    /// A CPU without a waiting task is marked for a new task summary only if its summary is
+    /// not already the one such a CPU gets (not `free`, reach empty): recomputing that one
+    /// would change nothing, so most events (a CPU's only task running on) leave no work
+    /// for `hit`.
+    #[inline]
     pub(crate) fn refresh(&mut self, rqs: &[Rq]) {
         while let Some(c) = self.dirty.pop() {
             let cpu = CpuId(c);
-            self.is_dirty[cpu.index()] = false;
-            let td = &mut self.is_tasks_dirty[cpu.index()];
-            if !*td {
-                *td = true;
+            let ci = cpu.index();
+            let (idle, waiting) = Self::status(&rqs[ci]);
+            let old = self.flags[ci];
+            let mut f = old & !F_DIRTY;
+            if f & F_TASKS_DIRTY == 0 && (waiting || f & F_FREE != 0 || f & F_REACH_EMPTY == 0) {
+                f |= F_TASKS_DIRTY;
                 self.tasks_dirty.push(c);
             }
-            let (idle, waiting) = Self::status(&rqs[cpu.index()]);
-            if idle != self.idle.test(cpu) {
+            if idle != (old & F_IDLE != 0) {
+                f ^= F_IDLE;
                 if idle {
                     self.idle.set(cpu);
                     self.nr_idle += 1;
@@ -111,7 +134,7 @@ impl IwoSummary {
                     self.idle.clear(cpu);
                     self.nr_idle -= 1;
                 }
-                if self.reach_count[cpu.index()] > 0 {
+                if old & F_REACHABLE != 0 {
                     if idle {
                         self.nr_idle_reachable += 1;
                     } else {
@@ -119,7 +142,8 @@ impl IwoSummary {
                     }
                 }
             }
-            if waiting != self.waiting.test(cpu) {
+            if waiting != (old & F_WAITING != 0) {
+                f ^= F_WAITING;
                 if waiting {
                     self.waiting.set(cpu);
                     self.nr_waiting += 1;
@@ -128,27 +152,47 @@ impl IwoSummary {
                     self.nr_waiting -= 1;
                 }
             }
+            self.flags[ci] = f;
         }
     }
 
     /// Whether a waiting task may run on an idle CPU, after [`IwoSummary::refresh`]: the
     /// task summaries of the CPUs changed since the last call are recomputed first.
+    #[inline]
     pub(crate) fn hit(&mut self, rqs: &[Rq], tasks: &Tasks) -> bool {
         if self.nr_idle == 0 || self.nr_waiting == 0 {
             return false;
         }
+        if !self.tasks_dirty.is_empty() {
+            self.update_tasks(rqs, tasks);
+        }
+        debug_assert_eq!(
+            self.nr_idle_reachable,
+            self.reachable
+                .iter()
+                .zip(self.idle.as_words())
+                .map(|(r, i)| (r & i).count_ones() as usize)
+                .sum::<usize>(),
+            "nr_idle_reachable is not the weight of reachable & idle"
+        );
+        self.nr_free > 0 || self.nr_idle_reachable > 0
+    }
+
+    /// Recomputes the task summaries of the CPUs marked since the last call (`free`, the
+    /// reach, and the counts over them).
+    fn update_tasks(&mut self, rqs: &[Rq], tasks: &Tasks) {
         let nr = rqs.len();
         let w = self.words;
         while let Some(c) = self.tasks_dirty.pop() {
             let ci = c as usize;
-            self.is_tasks_dirty[ci] = false;
+            self.flags[ci] &= !F_TASKS_DIRTY;
             let rq = &rqs[ci];
             let scratch = &mut self.scratch;
             // Whether a waiting task with a restricted affinity was found (and `scratch`,
             // cleared for the first, holds the union of their masks).
             let mut restricted = false;
             let mut free = false;
-            if self.waiting.test(CpuId(c)) {
+            if self.flags[ci] & F_WAITING != 0 {
                 for p in rq.cfs.cfs_tasks() {
                     let t = &tasks[p];
                     if Some(p) == rq.curr || t.se.sched_delayed || t.state != TaskState::Queued {
@@ -167,8 +211,8 @@ impl IwoSummary {
                     }
                 }
             }
-            if free != self.free[ci] {
-                self.free[ci] = free;
+            if free != (self.flags[ci] & F_FREE != 0) {
+                self.flags[ci] ^= F_FREE;
                 if free {
                     self.nr_free += 1;
                 } else {
@@ -176,14 +220,15 @@ impl IwoSummary {
                 }
             }
             let old = &mut self.reach[ci * w..(ci + 1) * w];
+            let was_empty = self.flags[ci] & F_REACH_EMPTY != 0;
             debug_assert!(
-                !self.reach_empty[ci] || old.iter().all(|o| *o == 0),
+                !was_empty || old.iter().all(|o| *o == 0),
                 "CPU {ci}'s reach is flagged empty but is not"
             );
             // A free CPU's reach does not matter while it is free, and it is recomputed when
             // it stops being: it is empty, as is a CPU's with no restricted waiting task.
             let empty = free || !restricted;
-            if empty && self.reach_empty[ci] {
+            if empty && was_empty {
                 continue;
             }
             for (k, o) in old.iter_mut().enumerate() {
@@ -198,7 +243,8 @@ impl IwoSummary {
                         *count += 1;
                         if *count == 1 {
                             self.reachable[k] |= 1 << b;
-                            if self.idle.test(CpuId(i as u32)) {
+                            self.flags[i] |= F_REACHABLE;
+                            if self.flags[i] & F_IDLE != 0 {
                                 self.nr_idle_reachable += 1;
                             }
                         }
@@ -206,7 +252,8 @@ impl IwoSummary {
                         *count -= 1;
                         if *count == 0 {
                             self.reachable[k] &= !(1 << b);
-                            if self.idle.test(CpuId(i as u32)) {
+                            self.flags[i] &= !F_REACHABLE;
+                            if self.flags[i] & F_IDLE != 0 {
                                 self.nr_idle_reachable -= 1;
                             }
                         }
@@ -214,18 +261,12 @@ impl IwoSummary {
                 }
                 *o = n;
             }
-            self.reach_empty[ci] = empty;
+            if empty {
+                self.flags[ci] |= F_REACH_EMPTY;
+            } else {
+                self.flags[ci] &= !F_REACH_EMPTY;
+            }
         }
-        debug_assert_eq!(
-            self.nr_idle_reachable,
-            self.reachable
-                .iter()
-                .zip(self.idle.as_words())
-                .map(|(r, i)| (r & i).count_ones() as usize)
-                .sum::<usize>(),
-            "nr_idle_reachable is not the weight of reachable & idle"
-        );
-        self.nr_free > 0 || self.nr_idle_reachable > 0
     }
 
     /// The first CPU whose summary disagrees with its runqueue.

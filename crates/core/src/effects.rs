@@ -201,8 +201,14 @@ impl Effects {
         self.cancelled
     }
 
-    /// Takes the events scheduled so far, in order.
-    pub fn drain(&mut self) -> std::vec::Drain<'_, Effect> {
-        self.ops.drain(..)
+    /// Hands the events scheduled so far to `f`, in order, and forgets them (a plain loop
+    /// over the list, then a clear: after every event, so no `Drain` iterator to keep and
+    /// drop).
+    #[inline]
+    pub fn drain(&mut self, mut f: impl FnMut(Effect)) {
+        for e in &self.ops {
+            f(*e);
+        }
+        self.ops.clear();
     }
 }

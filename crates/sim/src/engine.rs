@@ -117,9 +117,9 @@ impl<B: Balancer> Sim<B> {
     fn apply_effects(&mut self) {
         let Sim { core, queue, .. } = self;
         let fx = core.effects();
-        for Effect { key, at_ns } in fx.drain() {
+        fx.drain(|Effect { key, at_ns }| {
             queue.push_keyed(SimTime(at_ns), key.slot(), ());
-        }
+        });
         if fx.cancelled() >= COMPACT_MIN && 2 * fx.cancelled() > queue.queued() {
             queue.compact(&mut |s| fx.take_cancelled(s));
             debug_assert_eq!(fx.cancelled(), 0, "a cancelled event not in the queue");

@@ -6,54 +6,61 @@
 //! An event pushed with a slot ([`EventQueue::push_keyed`]) can be cancelled through it: the
 //! queue does not keep cancellations itself, the caller does (the core's table of pending
 //! events, [`lbsim_core::Effects`]), and the queue asks it about each keyed event that
-//! reaches the near heap or its top (`cancelled(slot)`). A cancelled event stays in the
+//! reaches the run or the top (`cancelled(slot)`). A cancelled event stays in the
 //! queue until then but is never returned (lazy deletion), so the order of the others is
 //! untouched, and no cancelled key is hashed or searched: the slot is an index. Cancelled
 //! events far in the future (the end of an always-running task's action, re-armed at each
 //! preemption) would stay for long: the caller drops them all with [`EventQueue::compact`]
 //! when they are half the queue.
 //!
-//! **Near heap, ring and far heap.** Time is cut into buckets of [`BUCKET_NS`]. A horizon,
-//! a bucket boundary, splits the pending events: those due before it are in a small 4-ary
-//! heap (the near heap), the others in a ring of [`BUCKETS`] unsorted buckets (those due in
-//! the next 4 ms or so) or, beyond the ring, in a second heap (the far heap). When the
-//! near heap is empty the horizon moves past the next bucket that holds events, whose
-//! entries (and the far heap's in that bucket) move into the near heap. So the near heap
-//! always holds exactly the events due before the horizon and every other event is due at or
-//! after it: its top is the earliest event of the queue, and the order is the total order of
-//! `(time, seq)` whatever the split. A push beyond the horizon is an append, and a pop walks
-//! a heap of the events of one bucket. (Before the ring, events due less than 32 us ahead
-//! went to the near heap and the others to the far one: in `ebizzy:threads=48` on power8-22c,
-//! where every action's end is 150 us ahead, each pop walked a far heap of 450 events; in
-//! `tbench:clients=96` on xeon-4s the near heap held 110.)
+//! **Run, ring and far heap.** Time is cut into buckets of [`BUCKET_NS`]. A horizon, a
+//! bucket boundary, splits the pending events: those due before it are in a sorted run, the
+//! others in a ring of [`BUCKETS`] unsorted buckets (those due in the next 4 ms or so) or,
+//! beyond the ring, in a 4-ary heap (the far heap). When the run is empty the horizon moves
+//! past the next bucket that holds events, whose entries (and the far heap's in that bucket)
+//! are sorted into the run, once. An event pushed before the horizon (for now, or later in
+//! the open bucket) is inserted in the run, after the events due at or before its time (its
+//! `seq` is the largest); the shorter side of the run moves, and one pushed for now lands
+//! near the run's head. So the run holds exactly the events due before the horizon and every
+//! other event is due at or after it: its first is the earliest event of the queue, and the
+//! order is the total order of `(time, seq)` whatever the split. A push beyond the horizon is
+//! an append, and a pop takes the run's first. (Before the ring, events due less than 32 us
+//! ahead went to a near heap and the others to the far one: in `ebizzy:threads=48` on
+//! power8-22c, where every action's end is 150 us ahead, each pop walked a far heap of 450
+//! events; in `tbench:clients=96` on xeon-4s the near heap held 110. Before the run, a
+//! bucket's events went into the near heap: 37 a bucket in that tbench, 140 instructions a
+//! pop.)
 //!
-//! Cancelled events met when a bucket moves into the near heap are dropped there, rather
+//! Cancelled events met when a bucket moves into the run are dropped there, rather
 //! than pushed and popped: `cancelled(slot)` frees their slots earlier than at the top, which
 //! changes which slot later events take but not their order, which is by `(time, seq)` only.
 
 mod heap;
 mod ring;
+mod run;
 
 use crate::time::SimTime;
 use heap::{Entry, Heap};
 pub use ring::{BUCKET_NS, BUCKETS};
 use ring::{BUCKET_SHIFT, Ring};
+use run::Run;
 
 /// The slot of an event pushed without one (it cannot be cancelled).
 pub const NO_SLOT: u32 = u32::MAX;
 
 /// A deterministic priority queue of events of type `E`.
 pub struct EventQueue<E> {
-    /// The events due before bucket number `horizon` (`time >> BUCKET_SHIFT`).
-    near: Heap<E>,
+    /// The events due before bucket number `horizon` (`time >> BUCKET_SHIFT`), sorted.
+    run: Run<E>,
     /// The others due before bucket `horizon + BUCKETS` when pushed.
     ring: Ring<E>,
     /// The others.
     far: Heap<E>,
-    /// The first bucket number not in the near heap; it only grows, and only while the near
-    /// heap is empty. It starts at 1: the events of set-up due at time 0 (every task's start,
-    /// in most runs) go straight to the near heap, whose room they need anyway when they
-    /// pop, rather than through the ring, which would keep room for all of them too.
+    /// The first bucket number not in the run; it only grows, and only while the run is
+    /// empty. It starts at 1: the events of set-up due at time 0 (every task's start, in most
+    /// runs) go straight to the run (each appended: none is due after it), whose room they
+    /// need anyway when they pop, rather than through the ring, which would keep room for
+    /// all of them too.
     horizon: u64,
     next_seq: u64,
 }
@@ -61,7 +68,7 @@ pub struct EventQueue<E> {
 impl<E> std::fmt::Debug for EventQueue<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventQueue")
-            .field("near", &self.near.v.len())
+            .field("run", &self.run.len())
             .field("ring", &self.ring.len())
             .field("far", &self.far.v.len())
             .field("horizon", &self.horizon)
@@ -73,7 +80,7 @@ impl<E> std::fmt::Debug for EventQueue<E> {
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
-            near: Heap::default(),
+            run: Run::default(),
             ring: Ring::default(),
             far: Heap::default(),
             horizon: 1,
@@ -114,7 +121,7 @@ impl<E: Copy> EventQueue<E> {
         };
         let b = time.0 >> BUCKET_SHIFT;
         if b < self.horizon {
-            self.near.push(e);
+            self.run.insert(e);
         } else if b - self.horizon < BUCKETS as u64 {
             self.ring.push(b, e);
         } else {
@@ -123,16 +130,16 @@ impl<E: Copy> EventQueue<E> {
         seq
     }
 
-    /// With the near heap empty, moves the horizon past the next bucket that holds events
-    /// and their entries into the near heap (the cancelled ones, `cancelled(slot)`, are
-    /// dropped instead). Returns false if the queue is empty.
+    /// With the run empty, moves the horizon past the next bucket that holds events and
+    /// sorts their entries into the run (the cancelled ones, `cancelled(slot)`, are dropped
+    /// instead). Returns false if the queue is empty.
     ///
     /// The bucket `b` taken is the earliest of the ring's and the far heap's: every event
-    /// left in either is due in a later bucket, so the near heap holds exactly the events
-    /// due before the new horizon `b + 1`. The ring's window moves on with the horizon; its
+    /// left in either is due in a later bucket, so the run holds exactly the events due
+    /// before the new horizon `b + 1`. The ring's window moves on with the horizon; its
     /// events were all in buckets from `b` on, so they stay within it.
     fn advance(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> bool {
-        debug_assert!(self.near.v.is_empty());
+        debug_assert_eq!(self.run.len(), 0);
         let in_ring = self.ring.next_occupied(self.horizon);
         let in_far = self.far.peek().map(|e| e.time.0 >> BUCKET_SHIFT);
         let b = match (in_ring, in_far) {
@@ -143,30 +150,29 @@ impl<E: Copy> EventQueue<E> {
         };
         debug_assert!(b >= self.horizon);
         let mut keep = |e: &Entry<E>| live(e, cancelled);
-        if in_ring == Some(b) {
-            self.ring.drain_into(b, &mut self.near, &mut keep);
-        }
-        while self
-            .far
-            .peek()
-            .is_some_and(|e| e.time.0 >> BUCKET_SHIFT == b)
-        {
-            let e = self.far.pop().expect("peeked");
-            if keep(&e) {
-                self.near.push(e);
+        let (ring, far) = (&mut self.ring, &mut self.far);
+        self.run.refill(|v| {
+            if in_ring == Some(b) {
+                ring.drain_into(b, v, &mut keep);
             }
-        }
+            while far.peek().is_some_and(|e| e.time.0 >> BUCKET_SHIFT == b) {
+                let e = far.pop().expect("peeked");
+                if keep(&e) {
+                    v.push(e);
+                }
+            }
+        });
         self.horizon = b + 1;
         true
     }
 
     /// Drops cancelled events from the top of the queue (`cancelled(slot)` says whether the
     /// event in `slot` was cancelled, and frees the slot if so); returns whether an event is
-    /// left, at the near heap's top.
+    /// left, first in the run.
     #[inline]
     fn skip_cancelled(&mut self, cancelled: &mut impl FnMut(u32) -> bool) -> bool {
         loop {
-            let Some(top) = self.near.peek() else {
+            let Some(top) = self.run.first() else {
                 if self.advance(cancelled) {
                     continue;
                 }
@@ -175,14 +181,14 @@ impl<E: Copy> EventQueue<E> {
             if live(top, cancelled) {
                 return true;
             }
-            self.near.pop();
+            self.run.pop_first();
         }
     }
 
-    /// Removes the earliest event, at the near heap's top.
+    /// Removes the earliest event, first in the run.
     #[inline]
     fn take(&mut self) -> Entry<E> {
-        self.near.pop().expect("non-empty")
+        self.run.pop_first().expect("non-empty")
     }
 
     /// Removes and returns the earliest event that is not cancelled (ties: the first
@@ -207,7 +213,7 @@ impl<E: Copy> EventQueue<E> {
         if !self.skip_cancelled(cancelled) {
             return Err(None);
         }
-        let top = self.near.peek().expect("non-empty");
+        let top = self.run.first().expect("non-empty");
         if top.time > until {
             return Err(Some(top.time));
         }
@@ -220,22 +226,23 @@ impl<E: Copy> EventQueue<E> {
         if !self.skip_cancelled(cancelled) {
             return None;
         }
-        self.near.peek().map(|e| e.time)
+        self.run.first().map(|e| e.time)
     }
 
     /// Drops every cancelled event (`cancelled(slot)`, as for [`EventQueue::pop`]), not only
     /// those at the top. The order in which the others pop is unchanged: it is the total
-    /// order of their `(time, seq)`, whatever the heaps' layout.
+    /// order of their `(time, seq)`, whatever the far heap's layout (and the run stays
+    /// sorted).
     pub fn compact(&mut self, cancelled: &mut impl FnMut(u32) -> bool) {
         let mut keep = |e: &Entry<E>| live(e, cancelled);
-        self.near.retain(&mut keep);
+        self.run.retain(&mut keep);
         self.ring.retain(&mut keep);
         self.far.retain(&mut keep);
     }
 
     /// Number of events in the queue, the cancelled ones not yet dropped included.
     pub fn queued(&self) -> usize {
-        self.near.v.len() + self.ring.len() + self.far.v.len()
+        self.run.len() + self.ring.len() + self.far.v.len()
     }
 
     /// Total number of events ever pushed.
@@ -293,7 +300,7 @@ mod tests {
                     reference.push(SimTime(t), i);
                 }
             }
-            fx.drain();
+            fx.drain(|_| {});
             for (i, _) in times.iter().enumerate().filter(|&(i, _)| cancel[i]) {
                 fx.cancel(keys[i]);
             }
@@ -308,10 +315,10 @@ mod tests {
         }
 
         /// Invariant: interleaved pushes, cancels and pops give the same sequence as a sorted
-        /// reference list (`pop_until` and `compact` included): the heaps and the ring keep
+        /// reference list (`pop_until` and `compact` included): the run, the ring and the heap keep
         /// their order under any mix, and the slots that popped events free are reused
         /// without confusing their events. With `scale` 1, times are multiples of a quarter
-        /// bucket and reach a dozen buckets ahead: events go to the near heap and to several
+        /// bucket and reach a dozen buckets ahead: events are inserted in the run and go to several
         /// buckets, and equal times are split between the two; with `scale` 2, multiples of
         /// an eighth of the ring's span, reaching six spans ahead: events go to the ring and
         /// the far heap, and equal times are split between those too (they still pop in push
@@ -363,7 +370,7 @@ mod tests {
                         }
                     }
                 }
-                fx.drain();
+                fx.drain(|_| {});
             }
         }
     }

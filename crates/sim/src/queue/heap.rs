@@ -1,5 +1,5 @@
-//! The 4-ary heap of queue entries ordered by `(time, seq)` that both the near events and
-//! the events beyond the ring use ([`super::EventQueue`]).
+//! The 4-ary heap of queue entries ordered by `(time, seq)` that holds the events beyond the
+//! ring ([`super::EventQueue`]).
 
 use crate::time::SimTime;
 

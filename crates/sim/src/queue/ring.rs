@@ -1,14 +1,15 @@
 //! The ring of buckets that holds the events due in the next 4 ms or so beyond the
-//! near heap's horizon ([`super::EventQueue`]): a push there adds the entry to its bucket's
-//! unsorted list, and a bucket's entries enter the near heap only when the queue reaches it.
+//! run's horizon ([`super::EventQueue`]): a push there adds the entry to its bucket's
+//! unsorted list, and a bucket's entries are sorted into the run only when the queue
+//! reaches it.
 
-use super::heap::{Entry, Heap};
+use super::heap::Entry;
 
 /// log2 of a bucket's width in ns.
 pub(super) const BUCKET_SHIFT: u32 = 10;
 
 /// A bucket's width, ns (1 us). Any width gives the same order; narrower buckets keep the
-/// near heap smaller at the cost of more buckets to step through. Measured (callgrind, the
+/// run (then a near heap) smaller at the cost of more buckets to step through. Measured (callgrind, the
 /// whole event loop, buckets as `Vec`s then) against 4 us: `tbench:clients=96` on xeon-4s, where 50 events pop per
 /// simulated us, 1.9% fewer instructions; `ebizzy:threads=48` on power8-22c, where one
 /// pops every 4 us, 0.8% more.
@@ -128,12 +129,13 @@ impl<E: Copy> Ring<E> {
         unreachable!("{} entries in no slot", self.len)
     }
 
-    /// Moves the entries of bucket number `b` into `heap`, but for those `keep` refuses.
+    /// Moves the entries of bucket number `b` to the end of `out` (in no particular order),
+    /// but for those `keep` refuses.
     #[inline]
     pub(super) fn drain_into(
         &mut self,
         b: u64,
-        heap: &mut Heap<E>,
+        out: &mut Vec<Entry<E>>,
         keep: &mut impl FnMut(&Entry<E>) -> bool,
     ) {
         let i = b as usize % BUCKETS;
@@ -143,7 +145,7 @@ impl<E: Copy> Ring<E> {
             let e = n.entry();
             let next = std::mem::replace(&mut n.next, self.free);
             if keep(&e) {
-                heap.push(e);
+                out.push(e);
             }
             self.free = k;
             self.len -= 1;
