@@ -427,7 +427,12 @@ pub fn update_sd_lb_stats(
         if local_group {
             sds.local = Some(gid);
             if env.idle != CpuIdleType::NewlyIdle || ctx.jiffies >= st.sgc(sg.sgc).next_update {
-                update_group_capacity(ctx, st, lg, env.dst_cpu, env.level);
+                // The kernel passes env->sd and env->dst_cpu: the domain is the balancing
+                // CPU's (its `balance_interval` and `sd->groups`), even after a DST_PINNED
+                // retarget moved dst_cpu. dst_cpu itself only counts at the lowest level,
+                // where no retarget happens (the local group is the CPU alone), so
+                // `env.sd_cpu` stands for both, as in the v6.12 pass.
+                update_group_capacity(ctx, st, lg, env.sd_cpu, env.level);
             }
         }
         let mut sgs = sg_lb_stats(

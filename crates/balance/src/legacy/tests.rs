@@ -435,6 +435,35 @@ fn find_busiest_group_idle_rules() {
     assert!(!found);
 }
 
+/// Rule (fair.c v4.6, update_sd_lb_stats(): "update_group_capacity(env->sd,
+/// env->dst_cpu)", and update_group_capacity(): "sdg->sgc->next_update = jiffies +
+/// interval" with the interval from `sd->balance_interval`): after an LBF_DST_PINNED retarget
+/// (dst_cpu 4 -> 5 on hikey's PKG level), a redo's local group takes its next update from the
+/// balancing CPU's domain (CPU 4's, interval 40 ms), not from the new destination's (CPU 5's,
+/// 8 ms).
+#[test]
+fn update_group_capacity_follows_env_sd_after_a_retarget() {
+    let mut w = World::new("hikey");
+    w.spawn(0, None);
+    w.spawn(0, None);
+    w.run_ticks(10);
+    let mut lg = LegacyState::new(&w.topo, 0, LegacyVersion::V4_6);
+    let pkg = 1;
+    w.st.sd_mut(CpuId(4), pkg).balance_interval = 40;
+    w.st.sd_mut(CpuId(5), pkg).balance_interval = 8;
+    let local_sgc = w.topo.local_group(&w.topo.domains(CpuId(4))[pkg]).sgc;
+    let (mut ctx, st) = w.split();
+    let jiffies = ctx.jiffies;
+    let hz = ctx.hz;
+    let mut env = LbEnv::new(ctx.topo, CpuId(4), pkg, CpuIdleType::Idle);
+    env.dst_cpu = CpuId(5);
+    let mut pass = Pass::new(ctx.now_ns);
+    find_busiest_group(&mut ctx, st, &mut lg, &mut env, &mut pass);
+    let interval = crate::state::msecs_to_jiffies(40, hz).clamp(1, st.max_load_balance_interval);
+    assert_ne!(interval, crate::state::msecs_to_jiffies(8, hz));
+    assert_eq!(st.sgc(local_sgc).next_update, jiffies + interval);
+}
+
 /// Rules (fair.c v4.6, update_sd_lb_stats(): "In case the child domain prefers tasks go
 /// to siblings first, lower the sg capacity ... if (prefer_sibling && sds->local &&
 /// group_has_capacity(env, &sds->local_stat) && (sgs->sum_nr_running > 1))"; v4.12,
