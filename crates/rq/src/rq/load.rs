@@ -20,6 +20,7 @@ impl Rq {
     // Getters the load balancer reads
 
     /// `cpu_load(rq)`: `cfs.avg.load_avg` (the PELT load, not the instantaneous weight).
+    #[inline]
     pub fn cpu_load(&self) -> u64 {
         self.cfs.avg.avg.load_avg
     }
@@ -28,6 +29,7 @@ impl Rq {
     /// 003, never merged; the caller says whether it is on) tipped towards the queued weight
     /// when the average lags it: if `load.weight > 2 * load_avg`,
     /// `load_avg + min(NICE_0_LOAD, load.weight / 2)`.
+    #[inline]
     pub fn cpu_load_lb(&self, tip_avg_high: bool) -> u64 {
         let load_avg = self.cpu_load();
         if tip_avg_high {
@@ -50,6 +52,7 @@ impl Rq {
     }
 
     /// `cpu_runnable(rq)`: `cfs.avg.runnable_avg`.
+    #[inline]
     pub fn cpu_runnable(&self) -> u64 {
         self.cfs.avg.avg.runnable_avg
     }
@@ -71,6 +74,7 @@ impl Rq {
     /// max with the enqueued estimate (plus `p`'s if it comes here, minus if it is queued
     /// here); capped at `capacity_orig`. The kernel's `current == p` exec-race check is not
     /// modelled.
+    #[inline]
     pub fn cpu_util(
         &self,
         tasks: &Tasks,
