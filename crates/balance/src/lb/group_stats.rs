@@ -10,8 +10,8 @@ use crate::ctx::BalanceCtx;
 use crate::state::{BalanceState, msecs_to_jiffies};
 
 use super::cpu::{
-    capacity_of, cpu_load, cpu_runnable, cpu_util_cfs, idle_cpu_with, rq, sched_asym,
-    sched_asym_prefer, sched_reduced_capacity, update_cpu_capacity,
+    capacity_of, idle_cpu_of, idle_cpu_with, sched_asym, sched_asym_prefer, sched_reduced_capacity,
+    update_cpu_capacity,
 };
 use super::types::{CpuIdleType, GroupType, SdLbStats, SgLbStats};
 use super::{LbEnv, Pass, SCHED_CAPACITY_SCALE, capacity_greater};
@@ -146,34 +146,39 @@ struct CpuSums {
 }
 
 /// The CPU loop of update_sg_lb_stats(), CPU by CPU, as the kernel runs it, at the time of
-/// `pass`'s clock (read only if a CPU's idleness depends on it).
+/// `pass`'s clock (read only if a CPU's idleness depends on it). What every CPU's reads
+/// share is read once per pass (`inv`); `env->cpus` is tested per CPU only once a CPU has
+/// been cleared from it or the domain's groups overlap (otherwise it holds the whole group).
 fn sum_cpus(
     ctx: &BalanceCtx<'_>,
     env: &LbEnv,
+    inv: &SgInvariants<'_>,
     group: &SchedGroup,
     local_group: bool,
     pass: &Pass,
 ) -> CpuSums {
     let mut at = None;
-    let mut clock = || *at.get_or_insert_with(|| pass.now_ns(ctx));
-    let topo = ctx.topo;
-    let sd = env.sd(topo);
+    let mut clock = || *at.get_or_insert_with(|| pass.now_ns_cold(ctx));
+    let rqs: &[lbsim_rq::Rq] = ctx.rqs;
     let mut out = CpuSums {
         sgs: SgLbStats::default(),
         overloaded: false,
         scanned: 0,
     };
     let sgs = &mut out.sgs;
-    for &i in topo.span_cpus(group.span) {
-        if !env.cpus.test(i) {
+    let cpus = ctx.topo.span_cpus(group.span);
+    debug_assert!(!inv.cpus_whole || cpus.iter().all(|&i| env.cpus.test(i)));
+    for &i in cpus {
+        if !inv.cpus_whole && !env.cpus.test(i) {
             continue;
         }
         out.scanned += 1;
-        let r = rq(ctx, i);
-        let load = cpu_load(ctx, i);
+        let r = &rqs[i.index()];
+        // cpu_load(), cpu_util_cfs(), cpu_runnable()
+        let load = r.cpu_load_lb(inv.tip_avg_high);
         sgs.group_load += load;
-        sgs.group_util += cpu_util_cfs(ctx, i);
-        sgs.group_runnable += cpu_runnable(ctx, i);
+        sgs.group_util += r.cpu_util_cfs(ctx.tasks);
+        sgs.group_runnable += r.cfs.avg.avg.runnable_avg;
         sgs.sum_h_nr_running += r.cfs.h_nr_running;
         let nr_running = r.nr_running;
         sgs.sum_nr_running += nr_running;
@@ -182,20 +187,21 @@ fn sum_cpus(
         }
         // cpu_overutilized() is false without an energy model (v6.10+; in v6.6 it only
         // fed rd->overutilized, which nothing reads without a perf domain).
-        if nr_running == 0 && idle_cpu_with(ctx, i, &mut clock) {
+        if nr_running == 0 && idle_cpu_of(ctx, r, || inv.none_pending, &mut clock) {
+            debug_assert!(idle_cpu_with(ctx, i, || pass.now_ns(ctx)));
             sgs.idle_cpus += 1;
             continue;
         }
         if local_group {
             continue;
         }
-        if sd.flags.contains(SdFlag::AsymCpucapacity) {
+        if inv.asym_cpucapacity {
             if sgs.group_misfit_task_load < r.misfit_task_load {
                 sgs.group_misfit_task_load = r.misfit_task_load;
                 out.overloaded = true;
             }
-        } else if env.idle.is_idle()
-            && sched_reduced_capacity(ctx, i, sd)
+        } else if inv.idle
+            && sched_reduced_capacity(ctx, i, inv.sd)
             && sgs.group_misfit_task_load < load
         {
             sgs.group_misfit_task_load = load;
@@ -225,9 +231,8 @@ fn sum_cpus_from_spans(
     {
         return None;
     }
-    let s = ctx
-        .rqs
-        .span_sums(topo, ctx.tasks, group.span, inv.tip_avg_high)?;
+    let view = ctx.rqs.sums_view(topo, ctx.tasks, inv.tip_avg_high);
+    let s = view.get(group.span)?;
     // check_cpu_capacity() holds only below the original capacity while imbalance_pct is
     // at least 100.
     if !local_group && env.idle.is_idle() && (s.reduced_cpus > 0 || sd.imbalance_pct < 100) {
@@ -279,15 +284,30 @@ struct SgInvariants<'t> {
     sums_usable: bool,
     min_cpus: u32,
     tip_avg_high: bool,
+    /// No wake-up IPI may be in flight ([`crate::ctx::PendingWakeups::none_pending`]).
+    none_pending: bool,
+    /// `env->cpus` holds every CPU of every group: none has been cleared from the domain's
+    /// span, and the groups do not overlap (so each lies inside the span).
+    cpus_whole: bool,
+    /// `env->sd` has `SD_ASYM_CPUCAPACITY`.
+    asym_cpucapacity: bool,
+    /// `env->idle` as a truth value.
+    idle: bool,
 }
 
 impl<'t> SgInvariants<'t> {
     fn of(ctx: &BalanceCtx<'t>, env: &LbEnv) -> SgInvariants<'t> {
+        let sd = env.sd(ctx.topo);
+        let none_pending = ctx.pending.none_pending();
         SgInvariants {
-            sd: env.sd(ctx.topo),
-            sums_usable: !env.cpus_trimmed && ctx.pending.none_pending(),
+            sd,
+            sums_usable: !env.cpus_trimmed && none_pending,
             min_cpus: crate::rqs::span_sums_min_cpus(ctx.topo),
             tip_avg_high: ctx.features.enabled(LbFeat::LbTipAvgHigh),
+            none_pending,
+            cpus_whole: !env.cpus_trimmed && !sd.flags.contains(SdFlag::Overlap),
+            asym_cpucapacity: sd.flags.contains(SdFlag::AsymCpucapacity),
+            idle: env.idle.is_idle(),
         }
     }
 }
@@ -309,12 +329,12 @@ fn update_sg_lb_stats_with(
         Some(fast) => {
             debug_assert_eq!(
                 fast,
-                sum_cpus(ctx, env, group, local_group, pass),
+                sum_cpus(ctx, env, inv, group, local_group, pass),
                 "the group sums differ from the CPU loop"
             );
             fast
         }
-        None => sum_cpus(ctx, env, group, local_group, pass),
+        None => sum_cpus(ctx, env, inv, group, local_group, pass),
     };
     if sums.overloaded {
         *sg_overloaded = true;
