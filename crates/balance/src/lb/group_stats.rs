@@ -4,7 +4,9 @@
 //! update_sd_lb_stats().
 
 use crate::params::LbFeat;
-use lbsim_topology::{CpuId, SchedDomain, SchedGroup, SdFlag, Topology};
+use lbsim_topology::{CpuId, GroupId, SchedDomain, SchedGroup, SdFlag, Topology};
+
+use crate::rqs::SumsView;
 
 use crate::ctx::BalanceCtx;
 use crate::state::{BalanceState, msecs_to_jiffies};
@@ -215,10 +217,11 @@ fn sum_cpus(
 /// beyond the runqueues' own `ttwu_pending`, and no misfit load can arise (a local group;
 /// or no `SD_ASYM_CPUCAPACITY` and, for an idle balance, no CPU with reduced capacity).
 /// `None` otherwise.
-fn sum_cpus_from_spans(
-    ctx: &BalanceCtx<'_>,
+fn sum_cpus_from_spans<'c>(
+    ctx: &'c BalanceCtx<'_>,
     env: &LbEnv,
     inv: &SgInvariants<'_>,
+    view: &mut Option<SumsView<'c>>,
     group: &SchedGroup,
     local_group: bool,
 ) -> Option<CpuSums> {
@@ -231,8 +234,9 @@ fn sum_cpus_from_spans(
     {
         return None;
     }
-    let view = ctx.rqs.sums_view(topo, ctx.tasks, inv.tip_avg_high);
-    let s = view.get(group.span)?;
+    let s = view
+        .get_or_insert_with(|| ctx.rqs.sums_view(topo, ctx.tasks, inv.tip_avg_high))
+        .get(group.span)?;
     // check_cpu_capacity() holds only below the original capacity while imbalance_pct is
     // at least 100.
     if !local_group && env.idle.is_idle() && (s.reduced_cpus > 0 || sd.imbalance_pct < 100) {
@@ -269,7 +273,18 @@ pub fn update_sg_lb_stats(
     pass: &mut Pass,
 ) -> SgLbStats {
     let inv = SgInvariants::of(ctx, env);
-    update_sg_lb_stats_with(ctx, st, env, &inv, group, local_group, sg_overloaded, pass)
+    let mut view = None;
+    update_sg_lb_stats_with(
+        ctx,
+        st,
+        env,
+        &inv,
+        &mut view,
+        group,
+        local_group,
+        sg_overloaded,
+        pass,
+    )
 }
 
 /// What [`update_sg_lb_stats`] reads the same way for every group of one
@@ -312,20 +327,23 @@ impl<'t> SgInvariants<'t> {
     }
 }
 
-/// [`update_sg_lb_stats`] with its invariants read by the caller.
+/// [`update_sg_lb_stats`] with its invariants read by the caller, and the group sums'
+/// view (`view`) taken by the first group that reads it and kept by the caller for the
+/// next groups while the runqueues do not change.
 #[allow(clippy::too_many_arguments)]
-fn update_sg_lb_stats_with(
-    ctx: &BalanceCtx<'_>,
+fn update_sg_lb_stats_with<'c>(
+    ctx: &'c BalanceCtx<'_>,
     st: &BalanceState,
     env: &LbEnv,
     inv: &SgInvariants<'_>,
+    view: &mut Option<SumsView<'c>>,
     group: &SchedGroup,
     local_group: bool,
     sg_overloaded: &mut bool,
     pass: &mut Pass,
 ) -> SgLbStats {
     let sd = inv.sd;
-    let sums = match sum_cpus_from_spans(ctx, env, inv, group, local_group) {
+    let sums = match sum_cpus_from_spans(ctx, env, inv, view, group, local_group) {
         Some(fast) => {
             debug_assert_eq!(
                 fast,
@@ -503,9 +521,21 @@ pub(crate) fn is_local_group(
     local_group
 }
 
+/// What update_sd_lb_stats() adds up over the groups.
+struct SdSums {
+    sds: SdLbStats,
+    sum_util: u64,
+    sg_overloaded: bool,
+}
+
 /// Follows fair.c: update_sd_lb_stats() (v6.6-v6.12): statistics of every group (local
 /// first), the busiest candidate, `prefer_sibling` from the busiest group's flags, the root
 /// domain's overloaded flag at the top level, and SIS_UTIL's scan budget.
+///
+/// In a domain without `SD_OVERLAP` the local group is the first (`sd->groups`, see
+/// [`is_local_group`]), so its capacity update, the first thing the kernel's loop does,
+/// runs before the loop here, in the same order; the loop then only reads the runqueues
+/// and keeps one view of the group sums for all the groups.
 pub fn update_sd_lb_stats(
     ctx: &mut BalanceCtx<'_>,
     st: &mut BalanceState,
@@ -514,41 +544,58 @@ pub fn update_sd_lb_stats(
 ) -> SdLbStats {
     let topo = ctx.topo;
     let sd = env.sd(topo);
-    let mut sds = SdLbStats::default();
-    let mut sum_util = 0u64;
-    let mut sg_overloaded = false;
+    let mut acc = SdSums {
+        sds: SdLbStats::default(),
+        sum_util: 0,
+        sg_overloaded: false,
+    };
     let overlap = sd.flags.contains(SdFlag::Overlap);
     let inv = SgInvariants::of(ctx, env);
-    for (k, gid) in topo.group_ids(sd).enumerate() {
-        let sg = topo.group(gid);
-        let local_group = is_local_group(topo, overlap, k, sg, env.dst_cpu);
-        if local_group {
-            sds.local = Some(gid);
-            if env.idle != CpuIdleType::NewlyIdle || ctx.jiffies >= st.sgc(sg.sgc).next_update {
-                update_group_capacity(ctx, st, env.sd_cpu, env.level);
+    if overlap {
+        for (k, gid) in topo.group_ids(sd).enumerate() {
+            let sg = topo.group(gid);
+            let local_group = is_local_group(topo, overlap, k, sg, env.dst_cpu);
+            if local_group {
+                update_local_capacity(ctx, st, env, sg);
             }
+            sd_group_stats(
+                ctx,
+                st,
+                env,
+                &inv,
+                &mut None,
+                gid,
+                local_group,
+                &mut acc,
+                pass,
+            );
         }
-        let sgs = update_sg_lb_stats_with(
-            ctx,
-            st,
-            env,
-            &inv,
-            sg,
-            local_group,
-            &mut sg_overloaded,
-            pass,
-        );
-        st.checks.group_classified(sgs.group_type);
-        if local_group {
-            sds.local_stat = sgs;
-        } else if update_sd_pick_busiest(ctx, st, env, &sds, sg, &sgs) {
-            sds.busiest = Some(gid);
-            sds.busiest_stat = sgs;
+    } else {
+        if let Some(first) = topo.group_ids(sd).next() {
+            update_local_capacity(ctx, st, env, topo.group(first));
         }
-        sds.total_load += sgs.group_load;
-        sds.total_capacity += sgs.group_capacity;
-        sum_util += sgs.group_util;
+        let ctx: &BalanceCtx<'_> = ctx;
+        let mut view = None;
+        for (k, gid) in topo.group_ids(sd).enumerate() {
+            let local_group = is_local_group(topo, overlap, k, topo.group(gid), env.dst_cpu);
+            sd_group_stats(
+                ctx,
+                st,
+                env,
+                &inv,
+                &mut view,
+                gid,
+                local_group,
+                &mut acc,
+                pass,
+            );
+        }
     }
+    let SdSums {
+        mut sds,
+        sum_util,
+        sg_overloaded,
+    } = acc;
     if let Some(b) = sds.busiest {
         sds.prefer_sibling = topo.group(b).flags.contains(SdFlag::PreferSibling);
     }
@@ -558,4 +605,58 @@ pub fn update_sd_lb_stats(
     }
     update_idle_cpu_scan(ctx, st, env, sum_util);
     sds
+}
+
+/// update_sd_lb_stats()'s refresh of the local group's capacity: on every balance but a
+/// newly idle one, and on a newly idle one once `next_update` has come.
+fn update_local_capacity(
+    ctx: &mut BalanceCtx<'_>,
+    st: &mut BalanceState,
+    env: &LbEnv,
+    sg: &SchedGroup,
+) {
+    if env.idle != CpuIdleType::NewlyIdle || ctx.jiffies >= st.sgc(sg.sgc).next_update {
+        update_group_capacity(ctx, st, env.sd_cpu, env.level);
+    }
+}
+
+/// update_sd_lb_stats()'s work on one group: its statistics, then the local group's or
+/// the busiest candidate's, and the domain's totals.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn sd_group_stats<'c>(
+    ctx: &'c BalanceCtx<'_>,
+    st: &mut BalanceState,
+    env: &LbEnv,
+    inv: &SgInvariants<'_>,
+    view: &mut Option<SumsView<'c>>,
+    gid: GroupId,
+    local_group: bool,
+    acc: &mut SdSums,
+    pass: &mut Pass,
+) {
+    let sg = ctx.topo.group(gid);
+    let sgs = update_sg_lb_stats_with(
+        ctx,
+        st,
+        env,
+        inv,
+        view,
+        sg,
+        local_group,
+        &mut acc.sg_overloaded,
+        pass,
+    );
+    st.checks.group_classified(sgs.group_type);
+    let sds = &mut acc.sds;
+    if local_group {
+        sds.local = Some(gid);
+        sds.local_stat = sgs;
+    } else if update_sd_pick_busiest(ctx, st, env, sds, sg, &sgs) {
+        sds.busiest = Some(gid);
+        sds.busiest_stat = sgs;
+    }
+    sds.total_load += sgs.group_load;
+    sds.total_capacity += sgs.group_capacity;
+    acc.sum_util += sgs.group_util;
 }
