@@ -33,8 +33,10 @@ use crate::cost::WorkAccount;
 use crate::ctx::BalanceCtx;
 use crate::lb::{
     GroupType, NICE_0_LOAD, SCHED_CAPACITY_SCALE, SgLbStats, adjust_numa_imbalance, capacity_of,
-    cpu_load, fits_capacity, group_classify, idle_cpu, ttwu_pending,
+    cpu_load, fits_capacity, group_classify, idle_cpu, idle_cpu_of, ttwu_pending,
 };
+use crate::params::LbFeat;
+use crate::rqs::SumsView;
 use crate::state::BalanceState;
 
 /// `NR_CPUS`: the kernel's compile-time CPU limit, which `p->nr_cpus_allowed` is compared
@@ -157,7 +159,7 @@ pub fn update_sg_wakeup_stats(
     work: &mut WorkAccount,
 ) -> SgLbStats {
     let inv = WakeupInvariants::of(ctx, sd, p);
-    update_sg_wakeup_stats_with(ctx, st, sd, group, p, &inv, work)
+    update_sg_wakeup_stats_with(ctx, st, sd, group, p, &inv, &mut None, work)
 }
 
 /// What [`update_sg_wakeup_stats`] reads the same way for every group of one
@@ -196,18 +198,21 @@ impl WakeupInvariants {
     }
 }
 
-/// [`update_sg_wakeup_stats`] with its invariants read by the caller.
-fn update_sg_wakeup_stats_with(
-    ctx: &BalanceCtx<'_>,
+/// [`update_sg_wakeup_stats`] with its invariants read by the caller, and the group sums'
+/// view (`view`) taken by the first group that reads it and kept for the call's other groups.
+#[allow(clippy::too_many_arguments)]
+fn update_sg_wakeup_stats_with<'c>(
+    ctx: &'c BalanceCtx<'_>,
     st: &BalanceState,
     sd: &SchedDomain,
     group: &SchedGroup,
     p: TaskId,
     inv: &WakeupInvariants,
+    view: &mut Option<SumsView<'c>>,
     work: &mut WorkAccount,
 ) -> SgLbStats {
     let asym = inv.asym;
-    let mut sgs = match wakeup_sums_from_spans(ctx, group, inv) {
+    let mut sgs = match wakeup_sums_from_spans(ctx, group, inv, view) {
         Some((fast, scanned)) => {
             debug_assert_eq!(
                 (fast, scanned),
@@ -271,10 +276,11 @@ fn wakeup_sums(
 /// never been attached and runs nowhere), no wake-up is pending beyond the runqueues' own
 /// flags, and the domain has no asymmetric capacities (misfit needs each CPU). `None`
 /// otherwise.
-fn wakeup_sums_from_spans(
-    ctx: &BalanceCtx<'_>,
+fn wakeup_sums_from_spans<'c>(
+    ctx: &'c BalanceCtx<'_>,
     group: &SchedGroup,
     inv: &WakeupInvariants,
+    view: &mut Option<SumsView<'c>>,
 ) -> Option<(SgLbStats, u32)> {
     if !inv.sums_usable
         || group.group_weight < inv.min_cpus
@@ -282,9 +288,9 @@ fn wakeup_sums_from_spans(
     {
         return None;
     }
-    let s = ctx
-        .rqs
-        .span_sums(ctx.topo, ctx.tasks, group.span, inv.tip_avg_high)?;
+    let s = view
+        .get_or_insert_with(|| ctx.rqs.sums_view(ctx.topo, ctx.tasks, inv.tip_avg_high))
+        .get(group.span)?;
     let sgs = SgLbStats {
         group_load: s.group_load,
         group_util: s.group_util,
@@ -377,6 +383,7 @@ pub fn sched_balance_find_dst_group(
     // checked in debug builds).
     let all_allowed = topo.span_is_subset(sd.span, cpus_mask);
     let inv = WakeupInvariants::of(ctx, sd, p);
+    let mut view = None;
     for gid in topo.group_ids(sd) {
         let group = topo.group(gid);
         let span = topo.span(group.span);
@@ -385,7 +392,7 @@ pub fn sched_balance_find_dst_group(
             continue;
         }
         let local_group = span.test(this_cpu);
-        let sgs = update_sg_wakeup_stats_with(ctx, st, sd, group, p, &inv, work);
+        let sgs = update_sg_wakeup_stats_with(ctx, st, sd, group, p, &inv, &mut view, work);
         if local_group {
             local = Some(gid);
             local_sgs = sgs;
@@ -483,19 +490,31 @@ pub fn sched_balance_find_dst_group_cpu(
     let mut shallowest_idle_cpu: Option<CpuId> = None;
     let cpus_mask = &ctx.tasks[p].cpus_mask;
     // The group's CPUs in order from its list (what for_each_cpu_and() visits); the mask is
-    // tested per CPU only if `p` may not run on all of them.
+    // tested per CPU only if `p` may not run on all of them. What every CPU's test reads
+    // the same way (whether a wake-up IPI may be in flight, `LB_TIP_AVG_HIGH`) is read
+    // once, and the CPUs read are added to `work` when the loop ends.
     let all_allowed = ctx.topo.span_is_subset(group.span, cpus_mask);
+    let none_pending = ctx.pending.none_pending();
+    let tip_avg_high = ctx.features.enabled(LbFeat::LbTipAvgHigh);
+    let mut scanned = 0u32;
+    let mut found = None;
     for &i in cpus {
         if !all_allowed && !cpus_mask.test(i) {
             continue;
         }
-        work.cpus_scanned += 1;
-        if sched_idle_cpu(ctx, i) {
-            return i;
+        scanned += 1;
+        let rq = &ctx.rqs[i.index()];
+        // sched_idle_cpu()
+        if rq.sched_idle_rq() {
+            found = Some(i);
+            break;
         }
-        if available_idle_cpu(ctx, i) {
-            let idle = ctx.rqs[i.index()].idle_get_state();
-            let idle_stamp = ctx.rqs[i.index()].idle_stamp().unwrap_or(0);
+        // available_idle_cpu(): idle_cpu() at the decision time.
+        let idle = idle_cpu_of(ctx, rq, || none_pending, || ctx.now_ns);
+        debug_assert_eq!(idle, available_idle_cpu(ctx, i));
+        if idle {
+            let idle = rq.idle_get_state();
+            let idle_stamp = rq.idle_stamp().unwrap_or(0);
             if let Some(exit_latency) = idle
                 && exit_latency < min_exit_latency
             {
@@ -511,12 +530,17 @@ pub fn sched_balance_find_dst_group_cpu(
                 shallowest_idle_cpu = Some(i);
             }
         } else if shallowest_idle_cpu.is_none() {
-            let load = cpu_load(ctx, i);
+            // cpu_load()
+            let load = rq.cpu_load_lb(tip_avg_high);
             if load < min_load {
                 min_load = load;
                 least_loaded_cpu = i;
             }
         }
+    }
+    work.cpus_scanned += scanned;
+    if let Some(i) = found {
+        return i;
     }
     shallowest_idle_cpu.unwrap_or(least_loaded_cpu)
 }

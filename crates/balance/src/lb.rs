@@ -66,8 +66,8 @@ pub use self::active::{
 };
 pub use self::cpu::{
     arch_scale_cpu_capacity, capacity_of, check_cpu_capacity, cpu_load, cpu_runnable, cpu_util_cfs,
-    cpu_util_cfs_boost, idle_cpu, idle_cpu_with, is_core_idle, rq_idle_own, sched_smt_active,
-    ttwu_pending, ttwu_pending_with,
+    cpu_util_cfs_boost, idle_cpu, idle_cpu_of, idle_cpu_with, is_core_idle, rq_idle_own,
+    sched_smt_active, ttwu_pending, ttwu_pending_with,
 };
 pub use self::detach::{
     can_migrate_task, detach_tasks, load_too_big, shr_bound, task_hot, util_too_big,
@@ -235,6 +235,13 @@ impl Pass {
     #[inline]
     pub fn now_ns(&self, ctx: &BalanceCtx<'_>) -> u64 {
         self.start_ns.saturating_add(ctx.cost.charge(&self.work))
+    }
+
+    /// [`Pass::now_ns`] kept out of line, for loops that read the clock rarely (only while a
+    /// wake-up may be pending), so that they do not carry the cost model's reads.
+    #[inline(never)]
+    pub fn now_ns_cold(&self, ctx: &BalanceCtx<'_>) -> u64 {
+        self.now_ns(ctx)
     }
 }
 

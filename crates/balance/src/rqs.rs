@@ -16,7 +16,7 @@
 //! the group (`WorkAccount::cpus_scanned`). Debug builds recompute every sum the slow way
 //! and compare (`lb::group_stats`).
 
-use std::cell::RefCell;
+use std::cell::{Ref, RefCell};
 use std::ops::{Deref, Index, IndexMut};
 
 use lbsim_rq::rq::Rq;
@@ -251,11 +251,23 @@ impl Sums {
 
     /// The sums of span index `span`, if it is a group's.
     #[inline]
-    fn get(&self, span: usize) -> Option<SpanSums> {
+    fn get(&self, span: usize) -> Option<&SpanSums> {
         match self.slot_of_span.get(span) {
-            Some(&slot) if slot != NO_SLOT => Some(self.sums[slot as usize]),
+            Some(&slot) if slot != NO_SLOT => Some(&self.sums[slot as usize]),
             _ => None,
         }
+    }
+}
+
+/// The group sums of [`Rqs::sums_view`], up to date while the view lives.
+#[derive(Debug)]
+pub struct SumsView<'a>(Ref<'a, Sums>);
+
+impl SumsView<'_> {
+    /// The sums of group span `span`; `None` if it is no group's span.
+    #[inline]
+    pub fn get(&self, span: SpanId) -> Option<&SpanSums> {
+        self.0.get(span.index())
     }
 }
 
@@ -343,16 +355,27 @@ impl Rqs {
         span: SpanId,
         tip_avg_high: bool,
     ) -> Option<SpanSums> {
+        self.sums_view(topo, tasks, tip_avg_high).get(span).copied()
+    }
+
+    /// The sums of every group span as of now, for several reads in a row (a pass over a
+    /// domain's groups): the CPUs changed since the last call are brought up to date first,
+    /// once. The runqueues cannot change while the view lives (it borrows them), so every
+    /// read through it gives what [`Rqs::span_sums`] would. While it lives, the other
+    /// readers that bring state up to date ([`Rqs::span_sums`], [`Rqs::any_overloaded`])
+    /// must not be called (the tracker is borrowed).
+    #[inline]
+    pub fn sums_view(&self, topo: &Topology, tasks: &Tasks, tip_avg_high: bool) -> SumsView<'_> {
         {
             let t = self.tracker.borrow();
-            if let Some(sums) = t.current(tip_avg_high) {
-                return sums.get(span.index());
+            if t.current(tip_avg_high).is_some() {
+                return SumsView(Ref::map(t, |t| t.sums.as_ref().expect("current")));
             }
         }
         self.catch_up(topo, tasks, tip_avg_high);
-        let t = self.tracker.borrow();
-        let sums = t.sums.as_ref().expect("caught up");
-        sums.get(span.index())
+        SumsView(Ref::map(self.tracker.borrow(), |t| {
+            t.sums.as_ref().expect("caught up")
+        }))
     }
 
     /// Brings the sums up to date with the CPUs marked since the last call (building them

@@ -179,18 +179,21 @@ struct Sis<'c, 'a> {
 
 impl Sis<'_, '_> {
     /// `available_idle_cpu(cpu)`, a CPU reserved for another task counting as busy.
+    #[inline]
     fn available_idle_cpu(&self, cpu: CpuId) -> bool {
         available_idle_cpu(self.ctx, cpu)
             && !reserved_for_other(self.ctx, self.reserved_by, cpu, self.p)
     }
 
     /// `sched_idle_cpu(cpu)`, a CPU reserved for another task counting as busy.
+    #[inline]
     fn sched_idle_cpu(&self, cpu: CpuId) -> bool {
         sched_idle_cpu(self.ctx, cpu)
             && !reserved_for_other(self.ctx, self.reserved_by, cpu, self.p)
     }
 
     /// `available_idle_cpu(cpu) || sched_idle_cpu(cpu)`.
+    #[inline]
     fn idle(&self, cpu: CpuId) -> bool {
         self.available_idle_cpu(cpu) || self.sched_idle_cpu(cpu)
     }

@@ -28,8 +28,22 @@ pub fn idle_cpu(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: u64) -> bool {
 /// balancer asks for it at every CPU it reads).
 #[inline]
 pub fn idle_cpu_with(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: impl FnOnce() -> u64) -> bool {
-    rq_idle_own(rq(ctx, cpu))
-        && (ctx.pending.none_pending() || !ctx.pending.ttwu_pending_at(cpu, at_ns()))
+    let r = rq(ctx, cpu);
+    debug_assert_eq!(r.cpu, cpu);
+    idle_cpu_of(ctx, r, || ctx.pending.none_pending(), at_ns)
+}
+
+/// [`idle_cpu_with`] for the runqueue `r` of its CPU, with
+/// [`crate::ctx::PendingWakeups::none_pending`] given by `none_pending` (a loop over CPUs
+/// reads it once), asked only if the runqueue itself is idle.
+#[inline]
+pub fn idle_cpu_of(
+    ctx: &BalanceCtx<'_>,
+    r: &Rq,
+    none_pending: impl FnOnce() -> bool,
+    at_ns: impl FnOnce() -> u64,
+) -> bool {
+    rq_idle_own(r) && (none_pending() || !ctx.pending.ttwu_pending_at(r.cpu, at_ns()))
 }
 
 /// [`idle_cpu`]'s test of the runqueue alone (nothing running or queued, `rq->ttwu_pending`

@@ -4,14 +4,16 @@
 //! update_sd_lb_stats().
 
 use crate::params::LbFeat;
-use lbsim_topology::{CpuId, SchedDomain, SchedGroup, SdFlag, Topology};
+use lbsim_topology::{CpuId, GroupId, SchedDomain, SchedGroup, SdFlag, Topology};
+
+use crate::rqs::SumsView;
 
 use crate::ctx::BalanceCtx;
 use crate::state::{BalanceState, msecs_to_jiffies};
 
 use super::cpu::{
-    capacity_of, cpu_load, cpu_runnable, cpu_util_cfs, idle_cpu_with, rq, sched_asym,
-    sched_asym_prefer, sched_reduced_capacity, update_cpu_capacity,
+    capacity_of, idle_cpu_of, idle_cpu_with, sched_asym, sched_asym_prefer, sched_reduced_capacity,
+    update_cpu_capacity,
 };
 use super::types::{CpuIdleType, GroupType, SdLbStats, SgLbStats};
 use super::{LbEnv, Pass, SCHED_CAPACITY_SCALE, capacity_greater};
@@ -146,34 +148,39 @@ struct CpuSums {
 }
 
 /// The CPU loop of update_sg_lb_stats(), CPU by CPU, as the kernel runs it, at the time of
-/// `pass`'s clock (read only if a CPU's idleness depends on it).
+/// `pass`'s clock (read only if a CPU's idleness depends on it). What every CPU's reads
+/// share is read once per pass (`inv`); `env->cpus` is tested per CPU only once a CPU has
+/// been cleared from it or the domain's groups overlap (otherwise it holds the whole group).
 fn sum_cpus(
     ctx: &BalanceCtx<'_>,
     env: &LbEnv,
+    inv: &SgInvariants<'_>,
     group: &SchedGroup,
     local_group: bool,
     pass: &Pass,
 ) -> CpuSums {
     let mut at = None;
-    let mut clock = || *at.get_or_insert_with(|| pass.now_ns(ctx));
-    let topo = ctx.topo;
-    let sd = env.sd(topo);
+    let mut clock = || *at.get_or_insert_with(|| pass.now_ns_cold(ctx));
+    let rqs: &[lbsim_rq::Rq] = ctx.rqs;
     let mut out = CpuSums {
         sgs: SgLbStats::default(),
         overloaded: false,
         scanned: 0,
     };
     let sgs = &mut out.sgs;
-    for &i in topo.span_cpus(group.span) {
-        if !env.cpus.test(i) {
+    let cpus = ctx.topo.span_cpus(group.span);
+    debug_assert!(!inv.cpus_whole || cpus.iter().all(|&i| env.cpus.test(i)));
+    for &i in cpus {
+        if !inv.cpus_whole && !env.cpus.test(i) {
             continue;
         }
         out.scanned += 1;
-        let r = rq(ctx, i);
-        let load = cpu_load(ctx, i);
+        let r = &rqs[i.index()];
+        // cpu_load(), cpu_util_cfs(), cpu_runnable()
+        let load = r.cpu_load_lb(inv.tip_avg_high);
         sgs.group_load += load;
-        sgs.group_util += cpu_util_cfs(ctx, i);
-        sgs.group_runnable += cpu_runnable(ctx, i);
+        sgs.group_util += r.cpu_util_cfs(ctx.tasks);
+        sgs.group_runnable += r.cfs.avg.avg.runnable_avg;
         sgs.sum_h_nr_running += r.cfs.h_nr_running;
         let nr_running = r.nr_running;
         sgs.sum_nr_running += nr_running;
@@ -182,20 +189,21 @@ fn sum_cpus(
         }
         // cpu_overutilized() is false without an energy model (v6.10+; in v6.6 it only
         // fed rd->overutilized, which nothing reads without a perf domain).
-        if nr_running == 0 && idle_cpu_with(ctx, i, &mut clock) {
+        if nr_running == 0 && idle_cpu_of(ctx, r, || inv.none_pending, &mut clock) {
+            debug_assert!(idle_cpu_with(ctx, i, || pass.now_ns(ctx)));
             sgs.idle_cpus += 1;
             continue;
         }
         if local_group {
             continue;
         }
-        if sd.flags.contains(SdFlag::AsymCpucapacity) {
+        if inv.asym_cpucapacity {
             if sgs.group_misfit_task_load < r.misfit_task_load {
                 sgs.group_misfit_task_load = r.misfit_task_load;
                 out.overloaded = true;
             }
-        } else if env.idle.is_idle()
-            && sched_reduced_capacity(ctx, i, sd)
+        } else if inv.idle
+            && sched_reduced_capacity(ctx, i, inv.sd)
             && sgs.group_misfit_task_load < load
         {
             sgs.group_misfit_task_load = load;
@@ -209,10 +217,11 @@ fn sum_cpus(
 /// beyond the runqueues' own `ttwu_pending`, and no misfit load can arise (a local group;
 /// or no `SD_ASYM_CPUCAPACITY` and, for an idle balance, no CPU with reduced capacity).
 /// `None` otherwise.
-fn sum_cpus_from_spans(
-    ctx: &BalanceCtx<'_>,
+fn sum_cpus_from_spans<'c>(
+    ctx: &'c BalanceCtx<'_>,
     env: &LbEnv,
     inv: &SgInvariants<'_>,
+    view: &mut Option<SumsView<'c>>,
     group: &SchedGroup,
     local_group: bool,
 ) -> Option<CpuSums> {
@@ -225,9 +234,9 @@ fn sum_cpus_from_spans(
     {
         return None;
     }
-    let s = ctx
-        .rqs
-        .span_sums(topo, ctx.tasks, group.span, inv.tip_avg_high)?;
+    let s = view
+        .get_or_insert_with(|| ctx.rqs.sums_view(topo, ctx.tasks, inv.tip_avg_high))
+        .get(group.span)?;
     // check_cpu_capacity() holds only below the original capacity while imbalance_pct is
     // at least 100.
     if !local_group && env.idle.is_idle() && (s.reduced_cpus > 0 || sd.imbalance_pct < 100) {
@@ -264,7 +273,18 @@ pub fn update_sg_lb_stats(
     pass: &mut Pass,
 ) -> SgLbStats {
     let inv = SgInvariants::of(ctx, env);
-    update_sg_lb_stats_with(ctx, st, env, &inv, group, local_group, sg_overloaded, pass)
+    let mut view = None;
+    update_sg_lb_stats_with(
+        ctx,
+        st,
+        env,
+        &inv,
+        &mut view,
+        group,
+        local_group,
+        sg_overloaded,
+        pass,
+    )
 }
 
 /// What [`update_sg_lb_stats`] reads the same way for every group of one
@@ -279,42 +299,60 @@ struct SgInvariants<'t> {
     sums_usable: bool,
     min_cpus: u32,
     tip_avg_high: bool,
+    /// No wake-up IPI may be in flight ([`crate::ctx::PendingWakeups::none_pending`]).
+    none_pending: bool,
+    /// `env->cpus` holds every CPU of every group: none has been cleared from the domain's
+    /// span, and the groups do not overlap (so each lies inside the span).
+    cpus_whole: bool,
+    /// `env->sd` has `SD_ASYM_CPUCAPACITY`.
+    asym_cpucapacity: bool,
+    /// `env->idle` as a truth value.
+    idle: bool,
 }
 
 impl<'t> SgInvariants<'t> {
     fn of(ctx: &BalanceCtx<'t>, env: &LbEnv) -> SgInvariants<'t> {
+        let sd = env.sd(ctx.topo);
+        let none_pending = ctx.pending.none_pending();
         SgInvariants {
-            sd: env.sd(ctx.topo),
-            sums_usable: !env.cpus_trimmed && ctx.pending.none_pending(),
+            sd,
+            sums_usable: !env.cpus_trimmed && none_pending,
             min_cpus: crate::rqs::span_sums_min_cpus(ctx.topo),
             tip_avg_high: ctx.features.enabled(LbFeat::LbTipAvgHigh),
+            none_pending,
+            cpus_whole: !env.cpus_trimmed && !sd.flags.contains(SdFlag::Overlap),
+            asym_cpucapacity: sd.flags.contains(SdFlag::AsymCpucapacity),
+            idle: env.idle.is_idle(),
         }
     }
 }
 
-/// [`update_sg_lb_stats`] with its invariants read by the caller.
+/// [`update_sg_lb_stats`] with its invariants read by the caller, and the group sums'
+/// view (`view`) taken by the first group that reads it and kept by the caller for the
+/// next groups while the runqueues do not change.
 #[allow(clippy::too_many_arguments)]
-fn update_sg_lb_stats_with(
-    ctx: &BalanceCtx<'_>,
+fn update_sg_lb_stats_with<'c>(
+    ctx: &'c BalanceCtx<'_>,
     st: &BalanceState,
     env: &LbEnv,
     inv: &SgInvariants<'_>,
+    view: &mut Option<SumsView<'c>>,
     group: &SchedGroup,
     local_group: bool,
     sg_overloaded: &mut bool,
     pass: &mut Pass,
 ) -> SgLbStats {
     let sd = inv.sd;
-    let sums = match sum_cpus_from_spans(ctx, env, inv, group, local_group) {
+    let sums = match sum_cpus_from_spans(ctx, env, inv, view, group, local_group) {
         Some(fast) => {
             debug_assert_eq!(
                 fast,
-                sum_cpus(ctx, env, group, local_group, pass),
+                sum_cpus(ctx, env, inv, group, local_group, pass),
                 "the group sums differ from the CPU loop"
             );
             fast
         }
-        None => sum_cpus(ctx, env, group, local_group, pass),
+        None => sum_cpus(ctx, env, inv, group, local_group, pass),
     };
     if sums.overloaded {
         *sg_overloaded = true;
@@ -483,9 +521,21 @@ pub(crate) fn is_local_group(
     local_group
 }
 
+/// What update_sd_lb_stats() adds up over the groups.
+struct SdSums {
+    sds: SdLbStats,
+    sum_util: u64,
+    sg_overloaded: bool,
+}
+
 /// Follows fair.c: update_sd_lb_stats() (v6.6-v6.12): statistics of every group (local
 /// first), the busiest candidate, `prefer_sibling` from the busiest group's flags, the root
 /// domain's overloaded flag at the top level, and SIS_UTIL's scan budget.
+///
+/// In a domain without `SD_OVERLAP` the local group is the first (`sd->groups`, see
+/// [`is_local_group`]), so its capacity update, the first thing the kernel's loop does,
+/// runs before the loop here, in the same order; the loop then only reads the runqueues
+/// and keeps one view of the group sums for all the groups.
 pub fn update_sd_lb_stats(
     ctx: &mut BalanceCtx<'_>,
     st: &mut BalanceState,
@@ -494,41 +544,58 @@ pub fn update_sd_lb_stats(
 ) -> SdLbStats {
     let topo = ctx.topo;
     let sd = env.sd(topo);
-    let mut sds = SdLbStats::default();
-    let mut sum_util = 0u64;
-    let mut sg_overloaded = false;
+    let mut acc = SdSums {
+        sds: SdLbStats::default(),
+        sum_util: 0,
+        sg_overloaded: false,
+    };
     let overlap = sd.flags.contains(SdFlag::Overlap);
     let inv = SgInvariants::of(ctx, env);
-    for (k, gid) in topo.group_ids(sd).enumerate() {
-        let sg = topo.group(gid);
-        let local_group = is_local_group(topo, overlap, k, sg, env.dst_cpu);
-        if local_group {
-            sds.local = Some(gid);
-            if env.idle != CpuIdleType::NewlyIdle || ctx.jiffies >= st.sgc(sg.sgc).next_update {
-                update_group_capacity(ctx, st, env.sd_cpu, env.level);
+    if overlap {
+        for (k, gid) in topo.group_ids(sd).enumerate() {
+            let sg = topo.group(gid);
+            let local_group = is_local_group(topo, overlap, k, sg, env.dst_cpu);
+            if local_group {
+                update_local_capacity(ctx, st, env, sg);
             }
+            sd_group_stats(
+                ctx,
+                st,
+                env,
+                &inv,
+                &mut None,
+                gid,
+                local_group,
+                &mut acc,
+                pass,
+            );
         }
-        let sgs = update_sg_lb_stats_with(
-            ctx,
-            st,
-            env,
-            &inv,
-            sg,
-            local_group,
-            &mut sg_overloaded,
-            pass,
-        );
-        st.checks.group_classified(sgs.group_type);
-        if local_group {
-            sds.local_stat = sgs;
-        } else if update_sd_pick_busiest(ctx, st, env, &sds, sg, &sgs) {
-            sds.busiest = Some(gid);
-            sds.busiest_stat = sgs;
+    } else {
+        if let Some(first) = topo.group_ids(sd).next() {
+            update_local_capacity(ctx, st, env, topo.group(first));
         }
-        sds.total_load += sgs.group_load;
-        sds.total_capacity += sgs.group_capacity;
-        sum_util += sgs.group_util;
+        let ctx: &BalanceCtx<'_> = ctx;
+        let mut view = None;
+        for (k, gid) in topo.group_ids(sd).enumerate() {
+            let local_group = is_local_group(topo, overlap, k, topo.group(gid), env.dst_cpu);
+            sd_group_stats(
+                ctx,
+                st,
+                env,
+                &inv,
+                &mut view,
+                gid,
+                local_group,
+                &mut acc,
+                pass,
+            );
+        }
     }
+    let SdSums {
+        mut sds,
+        sum_util,
+        sg_overloaded,
+    } = acc;
     if let Some(b) = sds.busiest {
         sds.prefer_sibling = topo.group(b).flags.contains(SdFlag::PreferSibling);
     }
@@ -538,4 +605,58 @@ pub fn update_sd_lb_stats(
     }
     update_idle_cpu_scan(ctx, st, env, sum_util);
     sds
+}
+
+/// update_sd_lb_stats()'s refresh of the local group's capacity: on every balance but a
+/// newly idle one, and on a newly idle one once `next_update` has come.
+fn update_local_capacity(
+    ctx: &mut BalanceCtx<'_>,
+    st: &mut BalanceState,
+    env: &LbEnv,
+    sg: &SchedGroup,
+) {
+    if env.idle != CpuIdleType::NewlyIdle || ctx.jiffies >= st.sgc(sg.sgc).next_update {
+        update_group_capacity(ctx, st, env.sd_cpu, env.level);
+    }
+}
+
+/// update_sd_lb_stats()'s work on one group: its statistics, then the local group's or
+/// the busiest candidate's, and the domain's totals.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn sd_group_stats<'c>(
+    ctx: &'c BalanceCtx<'_>,
+    st: &mut BalanceState,
+    env: &LbEnv,
+    inv: &SgInvariants<'_>,
+    view: &mut Option<SumsView<'c>>,
+    gid: GroupId,
+    local_group: bool,
+    acc: &mut SdSums,
+    pass: &mut Pass,
+) {
+    let sg = ctx.topo.group(gid);
+    let sgs = update_sg_lb_stats_with(
+        ctx,
+        st,
+        env,
+        inv,
+        view,
+        sg,
+        local_group,
+        &mut acc.sg_overloaded,
+        pass,
+    );
+    st.checks.group_classified(sgs.group_type);
+    let sds = &mut acc.sds;
+    if local_group {
+        sds.local = Some(gid);
+        sds.local_stat = sgs;
+    } else if update_sd_pick_busiest(ctx, st, env, sds, sg, &sgs) {
+        sds.busiest = Some(gid);
+        sds.busiest_stat = sgs;
+    }
+    sds.total_load += sgs.group_load;
+    sds.total_capacity += sgs.group_capacity;
+    acc.sum_util += sgs.group_util;
 }
