@@ -533,7 +533,7 @@ struct SdSums {
 /// domain's overloaded flag at the top level, and SIS_UTIL's scan budget.
 ///
 /// In a domain without `SD_OVERLAP` the local group is the first (`sd->groups`, see
-/// [`is_local_group`]), so its capacity update, the first thing the kernel's loop does,
+/// `is_local_group()`), so its capacity update, the first thing the kernel's loop does,
 /// runs before the loop here, in the same order; the loop then only reads the runqueues
 /// and keeps one view of the group sums for all the groups.
 pub fn update_sd_lb_stats(
