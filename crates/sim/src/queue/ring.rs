@@ -9,10 +9,10 @@ use super::heap::Entry;
 pub(super) const BUCKET_SHIFT: u32 = 10;
 
 /// A bucket's width, ns (1 us). Any width gives the same order; narrower buckets keep the
-/// run (then a near heap) smaller at the cost of more buckets to step through. Measured (callgrind, the
-/// whole event loop, buckets as `Vec`s then) against 4 us: `tbench:clients=96` on xeon-4s, where 50 events pop per
-/// simulated us, 1.9% fewer instructions; `ebizzy:threads=48` on power8-22c, where one
-/// pops every 4 us, 0.8% more.
+/// run (then a near heap) smaller at the cost of more buckets to step through. Measured
+/// (callgrind, the whole event loop, buckets as `Vec`s then) against 4 us:
+/// `tbench:clients=96` on xeon-4s, where 50 events pop per simulated us, 1.9% fewer
+/// instructions; `ebizzy:threads=48` on power8-22c, where one pops every 4 us, 0.8% more.
 pub const BUCKET_NS: u64 = 1 << BUCKET_SHIFT;
 
 /// Buckets in the ring (a multiple of 64): 4 ms of buckets, which holds the next tick at

@@ -53,16 +53,24 @@ impl<E: Copy> Run<E> {
         self.v.sort_unstable_by_key(Entry::key);
     }
 
-    /// Inserts `e`, pushed after every entry of the run (its `seq` is the largest, so it goes
-    /// after the entries due at or before its time). The shorter side moves: the entries
-    /// before it into the room of the last popped one, or those after it toward the end. An
-    /// event pushed for now (a reschedule, a wake-up's IPI) lands near the head, most often
-    /// before the first entry, in the room of the last popped one: nothing moves.
+    /// Inserts `e`, pushed after every entry of the run (its `seq` is the largest: the queue's
+    /// counter gave every entry its `seq` when it was pushed, earlier, so `e` goes after the
+    /// entries due at or before its time). The shorter side moves: the entries before it
+    /// into the room of the last popped one, or those after it toward the end. An event
+    /// pushed for now (a reschedule, a wake-up's IPI) lands near the head, most often before
+    /// the first entry, in the room of the last popped one: nothing moves. Into an empty run
+    /// it goes at the start of the vector, so that the popped entries' room does not grow.
     #[inline]
     pub(super) fn insert(&mut self, e: Entry<E>) {
         let head = self.head;
-        debug_assert!(self.v[head..].iter().all(|x| x.seq < e.seq));
-        if head > 0 && self.v.get(head).is_some_and(|x| x.time > e.time) {
+        debug_assert!(self.v.last().is_none_or(|x| x.seq < e.seq));
+        if head == self.v.len() {
+            self.v.clear();
+            self.head = 0;
+            self.v.push(e);
+            return;
+        }
+        if head > 0 && self.v[head].time > e.time {
             self.head = head - 1;
             self.v[head - 1] = e;
             return;
