@@ -530,8 +530,9 @@ pub fn sched_balance_find_dst_group_cpu(
                 shallowest_idle_cpu = Some(i);
             }
         } else if shallowest_idle_cpu.is_none() {
-            // cpu_load()
+            // cpu_load(), with LB_TIP_AVG_HIGH read once a call
             let load = rq.cpu_load_lb(tip_avg_high);
+            debug_assert_eq!(load, cpu_load(ctx, i));
             if load < min_load {
                 min_load = load;
                 least_loaded_cpu = i;

@@ -101,8 +101,7 @@ pub fn update_newidle_cost(
 
 /// `sched_idle_cpu(cpu)`: the CPU runs only SCHED_IDLE tasks (and at least one).
 pub fn sched_idle_cpu(ctx: &BalanceCtx<'_>, cpu: CpuId) -> bool {
-    let r = &ctx.rqs[cpu.index()];
-    r.nr_running > 0 && r.nr_running == r.cfs.idle_h_nr_running
+    ctx.rqs[cpu.index()].sched_idle_rq()
 }
 
 /// Tries to take the SD_SERIALIZE flag for `cpu` at `at_ns`: fails while another CPU's

@@ -33,7 +33,8 @@ pub fn idle_cpu_with(ctx: &BalanceCtx<'_>, cpu: CpuId, at_ns: impl FnOnce() -> u
     idle_cpu_of(ctx, r, || ctx.pending.none_pending(), at_ns)
 }
 
-/// [`idle_cpu_with`] for the runqueue `r` of its CPU, with
+/// Follows core.c: idle_cpu() (v6.12), as [`idle_cpu_with`], for the runqueue `r` of its
+/// CPU, with
 /// [`crate::ctx::PendingWakeups::none_pending`] given by `none_pending` (a loop over CPUs
 /// reads it once), asked only if the runqueue itself is idle.
 #[inline]

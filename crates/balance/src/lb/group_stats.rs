@@ -176,11 +176,13 @@ fn sum_cpus(
         }
         out.scanned += 1;
         let r = &rqs[i.index()];
-        // cpu_load(), cpu_util_cfs(), cpu_runnable()
+        // cpu_load(), cpu_util_cfs(), cpu_runnable(), with LB_TIP_AVG_HIGH read once a pass
         let load = r.cpu_load_lb(inv.tip_avg_high);
+        debug_assert_eq!(load, super::cpu::cpu_load(ctx, i));
         sgs.group_load += load;
         sgs.group_util += r.cpu_util_cfs(ctx.tasks);
-        sgs.group_runnable += r.cfs.avg.avg.runnable_avg;
+        sgs.group_runnable += r.cpu_runnable();
+        debug_assert_eq!(r.cpu_runnable(), super::cpu::cpu_runnable(ctx, i));
         sgs.sum_h_nr_running += r.cfs.h_nr_running;
         let nr_running = r.nr_running;
         sgs.sum_nr_running += nr_running;
@@ -607,8 +609,9 @@ pub fn update_sd_lb_stats(
     sds
 }
 
-/// update_sd_lb_stats()'s refresh of the local group's capacity: on every balance but a
-/// newly idle one, and on a newly idle one once `next_update` has come.
+/// Follows fair.c: update_sd_lb_stats() (v6.6-v6.12), its refresh of the local group's
+/// capacity: on every balance but a newly idle one, and on a newly idle one once
+/// `next_update` has come.
 fn update_local_capacity(
     ctx: &mut BalanceCtx<'_>,
     st: &mut BalanceState,
@@ -620,8 +623,9 @@ fn update_local_capacity(
     }
 }
 
-/// update_sd_lb_stats()'s work on one group: its statistics, then the local group's or
-/// the busiest candidate's, and the domain's totals.
+/// Follows fair.c: update_sd_lb_stats() (v6.6-v6.12), the body of its loop over the
+/// groups: a group's statistics, then the local group's or the busiest candidate's, and
+/// the domain's totals.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn sd_group_stats<'c>(

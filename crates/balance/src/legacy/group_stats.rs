@@ -217,9 +217,10 @@ struct SgScan<'a> {
     /// them: no CPU has been cleared from it (`env.cpus_trimmed`) and it holds every active
     /// CPU (before v5.4) or the domain's span, which holds its groups unless they overlap.
     cpus_all: bool,
-    /// Whether a wake-up IPI may be in flight ([`crate::ctx::PendingWakeups::none_pending`], which no
-    /// part of the pass changes), asked once per domain rather than once per group: when
-    /// none may be, idle_cpu() is the runqueue's own answer.
+    /// Whether a wake-up IPI may be in flight
+    /// ([`crate::ctx::PendingWakeups::none_pending`], which no part of the pass changes),
+    /// asked once per domain rather than once per group: when none may be, idle_cpu() is the
+    /// runqueue's own answer.
     ipi_in_flight: bool,
 }
 

@@ -300,6 +300,11 @@ impl Balancer for LegacyBalancer {
         if !self.state.rd.overloaded && ctx.rqs.any_overloaded() {
             self.state.rd.overloaded = true;
         }
+        debug_assert_eq!(
+            ctx.rqs.any_overloaded(),
+            ctx.rqs.iter().any(|r| r.nr_running >= 2),
+            "the runqueues' overloaded count and a scan disagree"
+        );
         debug_assert!(
             self.state.rd.overloaded || ctx.rqs.iter().all(|r| r.nr_running < 2),
             "rd->overload missed a runqueue with two tasks"
