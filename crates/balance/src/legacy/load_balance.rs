@@ -16,6 +16,7 @@ use super::LegacyState;
 use super::detach::{attach_tasks, detach_one_task, detach_tasks};
 use super::find_busiest_queue::find_busiest_queue;
 use super::group_stats::rq_idle;
+use super::idle_settled::find_busiest_group_settled;
 use super::imbalance::find_busiest_group;
 
 /// Follows fair.c: should_we_balance() (v4.6): at newidle every CPU balances; otherwise
@@ -157,6 +158,12 @@ pub fn load_balance(
                 .lb_pass_begin(ctx, &env, pass.work.tasks_examined, pass.now_ns(ctx));
         if !should_we_balance(ctx, &env, pass) {
             *continue_balancing = false;
+            break 'redo Exit::Balanced;
+        }
+        // A pass whose outcome is known before the group statistics (`idle_settled.rs`):
+        // what find_busiest_group() leaves when it finds no busiest group.
+        if find_busiest_group_settled(ctx, st, lg, &mut env, pass) {
+            st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_nobusyg += 1;
             break 'redo Exit::Balanced;
         }
         let fbg = find_busiest_group(ctx, st, lg, &mut env, pass);

@@ -17,7 +17,8 @@
 //! `load.rs` (runnable_load_avg, weighted_cpuload()), `cpu_load.rs` (`cpu_load[]`, the
 //! load indices), `types.rs` (group types and statistics), `group_stats.rs` (capacity,
 //! update_sg_lb_stats(), update_sd_pick_busiest(), update_sd_lb_stats()),
-//! `imbalance.rs` (fix_small_imbalance(), calculate_imbalance(), find_busiest_group()),
+//! `idle_settled.rs` (lbsim's shortcut for a CPU_IDLE pass find_busiest_group() balances
+//! before any load is read), `imbalance.rs` (fix_small_imbalance(), calculate_imbalance(), find_busiest_group()),
 //! `find_busiest_queue.rs`, `detach.rs` (task_hot(), can_migrate_task(),
 //! detach_tasks()), `load_balance.rs` (load_balance(), should_we_balance(),
 //! need_active_balance(), the stopper), `rebalance.rs` (tick trigger, nohz kick and idle
@@ -43,6 +44,7 @@ pub mod detach;
 pub mod find_busiest_queue;
 pub mod fork;
 pub mod group_stats;
+pub mod idle_settled;
 pub mod imbalance;
 pub mod load;
 pub mod load_balance;

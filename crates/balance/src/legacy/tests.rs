@@ -464,6 +464,80 @@ fn update_group_capacity_follows_env_sd_after_a_retarget() {
     assert_eq!(st.sgc(local_sgc).next_update, jiffies + interval);
 }
 
+/// lbsim's shortcut (`idle_settled.rs`) against the full statistics (fair.c v4.6,
+/// find_busiest_group() at CPU_IDLE: "if ((busiest->group_type != group_overloaded) &&
+/// (local->idle_cpus <= (busiest->idle_cpus + 1))) goto out_balanced"): an idle thread's
+/// SMT pass (two single-CPU groups) facing a sibling with at most one task is balanced
+/// before any load is read, and the pass leaves what the full pass (taken with the decision
+/// record on) leaves: schedstat, `balance_interval`, `nr_balance_failed`, the local group's
+/// capacity and `next_update`, the CPU capacity and the charges. A sibling with two tasks
+/// (more than its one CPU) is not settled, and both paths pull one.
+#[test]
+fn idle_pass_settled_before_the_statistics() {
+    for sibling_tasks in 0..=2 {
+        for version in LegacyVersion::PROFILES {
+            let run = |full: bool| {
+                let mut w = World::new("cores=2,threads=2");
+                let smt = &w.topo.domains(CpuId(0))[0];
+                let sibling = w
+                    .topo
+                    .span(smt.span)
+                    .iter()
+                    .find(|&c| c != CpuId(0))
+                    .unwrap();
+                for _ in 0..sibling_tasks {
+                    w.spawn(sibling.0, None);
+                }
+                w.tunables.migration_cost_ns = 0;
+                w.run_ticks(100);
+                w.st.checks.enabled = full;
+                let mut lg = LegacyState::new(&w.topo, 0, version);
+                let local_sgc = w.topo.local_group(&w.topo.domains(CpuId(0))[0]).sgc;
+                let (mut ctx, st) = w.split();
+                // The sibling's own pass refreshes its group's capacity (589 before v5.0).
+                let mut env = LbEnv::new(ctx.topo, sibling, 0, CpuIdleType::NotIdle);
+                let mut pass = Pass::new(ctx.now_ns);
+                find_busiest_group(&mut ctx, st, &mut lg, &mut env, &mut pass);
+                let mut env = LbEnv::new(ctx.topo, CpuId(0), 0, CpuIdleType::Idle);
+                let mut probe = Pass::new(ctx.now_ns);
+                let settled = idle_settled::find_busiest_group_settled(
+                    &mut ctx, st, &mut lg, &mut env, &mut probe,
+                );
+                let mut pass = Pass::new(ctx.now_ns);
+                let mut continue_balancing = true;
+                let moved = load_balance::load_balance(
+                    &mut ctx,
+                    st,
+                    &mut lg,
+                    CpuId(0),
+                    0,
+                    CpuIdleType::Idle,
+                    &mut continue_balancing,
+                    &mut pass,
+                );
+                let state = (
+                    moved,
+                    pass.work,
+                    st.schedstat.clone(),
+                    *st.sd(CpuId(0), 0),
+                    *st.sgc(local_sgc),
+                    w.rqs[0].cpu_capacity(),
+                );
+                (settled, state)
+            };
+            let (settled, shortcut) = run(false);
+            let (_, full) = run(true);
+            assert_eq!(
+                settled,
+                sibling_tasks <= 1,
+                "{version}, {sibling_tasks} tasks"
+            );
+            assert_eq!(shortcut, full, "{version}, {sibling_tasks} tasks");
+            assert_eq!(shortcut.0, u32::from(sibling_tasks == 2), "{version}");
+        }
+    }
+}
+
 /// Rules (fair.c v4.6, update_sd_lb_stats(): "In case the child domain prefers tasks go
 /// to siblings first, lower the sg capacity ... if (prefer_sibling && sds->local &&
 /// group_has_capacity(env, &sds->local_stat) && (sgs->sum_nr_running > 1))"; v4.12,
