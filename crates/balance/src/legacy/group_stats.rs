@@ -56,6 +56,10 @@ pub fn legacy_scale_cpu_capacity(
 /// `scale_rt_capacity()` of the PELT rt/dl/irq signals, v4.19+; v4.6-v4.18 used `rt_avg`,
 /// which is the same 1024 with no rt tasks), at least 1; written to `rq->cpu_capacity`
 /// and the legacy state's `capacity_orig`.
+///
+/// `sd` is the CPU's lowest domain, the one [`LegacyState::new`] computed `capacity_orig`
+/// from; the value depends only on the topology and the release, both fixed, so the kernel's
+/// store of the same value again is read instead (debug builds compute it).
 #[inline]
 pub fn update_cpu_capacity(
     ctx: &mut BalanceCtx<'_>,
@@ -63,8 +67,12 @@ pub fn update_cpu_capacity(
     cpu: CpuId,
     sd: &SchedDomain,
 ) -> u64 {
-    let orig = legacy_scale_cpu_capacity(ctx.topo, Some(sd), cpu, lg.version);
-    lg.capacity_orig[cpu.index()] = orig;
+    let orig = lg.capacity_orig[cpu.index()];
+    debug_assert_eq!(
+        orig,
+        legacy_scale_cpu_capacity(ctx.topo, Some(sd), cpu, lg.version)
+    );
+    debug_assert!(std::ptr::eq(sd, &ctx.topo.domains(cpu)[0]));
     let r = &mut ctx.rqs[cpu.index()];
     let capacity = lbsim_pelt::scale_rt_capacity(orig, &r.avg_rt, &r.avg_dl, &r.avg_irq).max(1);
     r.update_cpu_capacity(capacity);

@@ -18,59 +18,58 @@
 //! counts and flags read here answer all three without the loads, the utilization or the
 //! idle tests.
 //!
-//! What is kept: update_sd_lb_stats()'s refresh of the local group's capacity (always
-//! done at CPU_IDLE), its charge for every CPU of every group (the kernel reads them all),
-//! and find_busiest_group()'s `env->imbalance` and `migration_type`. What it would also
-//! write is left to the full path: the decision record's group counts (`--check`), the
-//! trace, and `rd->overload` (written only at the top level). Debug builds run the full
-//! find_busiest_group() after the shortcut and check that it balances too.
+//! Such a pass runs without load_balance()'s machinery (no `struct lb_env`, no `redo:`
+//! loop) and does what load_balance() does then: counts the pass (`lb_count`, the domain
+//! charge); should_we_balance(), which always balances when the local group is the CPU
+//! alone (it is the group's first idle CPU or its balance CPU), with its one CPU read;
+//! update_sd_lb_stats()'s refresh of the local group's capacity (always done at CPU_IDLE)
+//! and its charge for every CPU of every group (the kernel reads them all); `lb_nobusyg`;
+//! and the `out_balanced:` tail ([`out_balanced`]: the parent group's imbalance flag,
+//! `lb_balanced`, `nr_balance_failed`, `balance_interval`). What else the full pass would
+//! write is left to it: the decision record (`--check`), the trace, and `rd->overload`
+//! (written only at the top level). Debug builds run should_we_balance() and the full
+//! find_busiest_group() beside the shortcut and check that they balance too.
 
-use lbsim_topology::SdFlag;
+use lbsim_topology::{CpuId, SdFlag};
 
 use crate::ctx::BalanceCtx;
-use crate::lb::{CpuIdleType, LbEnv, MigrationType, Pass};
+use crate::lb::{CpuIdleType, Pass};
 use crate::state::BalanceState;
 
 use super::LegacyState;
 use super::group_stats::{child_prefer_sibling, update_group_capacity};
+use super::load_balance::{Exit, out_balanced};
 
-/// Follows fair.c: find_busiest_group() (v4.6-v5.4) with its update_sd_lb_stats(), for a
-/// pass whose outcome is "balanced" before the statistics (see the module doc): returns
-/// `true` after doing what those two functions would have done (the local group's
-/// capacity refresh, the CPUs' charge, `env->imbalance = 0`), or `false`, having done
-/// nothing, when the shortcut does not apply and the full functions must run.
-///
-/// Applies to a first pass (`env->cpus` untrimmed, so the groups' CPUs are all in it and
-/// `dst_cpu` is the balancing CPU) at CPU_IDLE in a domain below the top level, without
-/// SD_OVERLAP, whose local group is one CPU, with the decision record and the trace off.
-pub fn find_busiest_group_settled(
-    ctx: &mut BalanceCtx<'_>,
-    st: &mut BalanceState,
-    lg: &mut LegacyState,
-    env: &mut LbEnv,
-    pass: &mut Pass,
-) -> bool {
-    if env.idle != CpuIdleType::Idle || env.cpus_trimmed || st.checks.enabled || st.trace.enabled {
-        return false;
-    }
+/// Whether find_busiest_group() (v4.6-v5.4) balances `cpu`'s domain at `level` at CPU_IDLE
+/// before any load is read (see the module doc), for a first pass (`env->cpus` untrimmed,
+/// `dst_cpu` the balancing CPU): a domain below the top level, without SD_OVERLAP, whose
+/// local group is `cpu` alone, whose other groups have no `sgc->imbalance`, no misfit rule
+/// (SD_ASYM_CPUCAPACITY from v4.20), and at most as many CFS tasks as CPUs (at most one with
+/// the child's SD_PREFER_SIBLING). Returns the number of CPUs update_sd_lb_stats() reads
+/// (every CPU of every group), or `None`.
+pub(super) fn settled_scan(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    lg: &LegacyState,
+    cpu: CpuId,
+    level: usize,
+) -> Option<u32> {
     let topo = ctx.topo;
-    let doms = topo.domains(env.sd_cpu);
-    let sd = &doms[env.level];
-    if sd.flags.contains(SdFlag::Overlap) || doms.get(env.level + 1).is_none() {
-        return false;
+    let doms = topo.domains(cpu);
+    let sd = &doms[level];
+    if sd.flags.contains(SdFlag::Overlap) || doms.get(level + 1).is_none() {
+        return None;
     }
     if lg.version.group_misfit_task() && sd.flags.contains(SdFlag::AsymCpucapacity) {
-        return false;
+        return None;
     }
     let mut ids = topo.group_ids(sd);
-    let Some(local) = ids.next().map(|g| topo.group(g)) else {
-        return false;
-    };
+    let local = topo.group(ids.next()?);
     if local.group_weight != 1 {
-        return false;
+        return None;
     }
-    debug_assert!(topo.span(local.span).test(env.dst_cpu));
-    let child = env.level.checked_sub(1).map(|l| &doms[l]);
+    debug_assert!(topo.span(local.span).test(cpu));
+    let child = level.checked_sub(1).map(|l| &doms[l]);
     // With SD_PREFER_SIBLING below, a group with two tasks may be demoted to overloaded
     // (v4.6: `sum_nr_running > 1`; v4.12+: one more than the local group's, at least 0).
     let prefer_sibling = child_prefer_sibling(child, lg.version);
@@ -78,7 +77,7 @@ pub fn find_busiest_group_settled(
     for gid in ids {
         let sg = topo.group(gid);
         if st.sgc(sg.sgc).imbalance {
-            return false;
+            return None;
         }
         let cpus = topo.span_cpus(sg.span);
         let sum_nr_running: u32 = cpus
@@ -91,32 +90,85 @@ pub fn find_busiest_group_settled(
             sg.group_weight
         };
         if sum_nr_running > most {
-            return false;
+            return None;
         }
         scanned += cpus.len();
     }
-    #[cfg(debug_assertions)]
-    let (env_before, work_before) = (env.clone(), pass.work);
-    update_group_capacity(ctx, st, lg, env.sd_cpu, env.level);
-    pass.work.cpus_scanned += scanned as u32;
-    env.migration_type = MigrationType::Load;
-    env.imbalance = 0;
-    #[cfg(debug_assertions)]
-    {
-        // The full functions, run again: the capacity refresh gives the same values a
-        // second time, and the charges are put back.
-        let mut full_env = env_before;
-        let charged = pass.work;
-        pass.work = work_before;
-        let fbg = super::imbalance::find_busiest_group(ctx, st, lg, &mut full_env, pass);
-        debug_assert_eq!(pass.work, charged, "the shortcut charged otherwise");
-        pass.work = charged;
-        debug_assert!(
-            fbg.busiest.is_none() && full_env.imbalance == 0,
-            "CPU{} level {}: find_busiest_group() did not balance",
-            env.sd_cpu.0,
-            env.level
-        );
+    Some(scanned as u32)
+}
+
+/// Follows fair.c: load_balance() (v4.6-v5.4) for a pass at CPU_IDLE that
+/// find_busiest_group() balances before any load is read ([`settled_scan`]; the decision
+/// record and the trace off): returns `true` after doing what load_balance() does then
+/// (see the module doc; `ld_moved` is 0 and `continue_balancing` stays set), or `false`,
+/// having done nothing, when load_balance() must run.
+pub fn load_balance_settled(
+    ctx: &mut BalanceCtx<'_>,
+    st: &mut BalanceState,
+    lg: &mut LegacyState,
+    this_cpu: CpuId,
+    level: usize,
+    idle: CpuIdleType,
+    pass: &mut Pass,
+) -> bool {
+    if idle != CpuIdleType::Idle || st.checks.enabled || st.trace.enabled {
+        return false;
     }
+    let Some(scanned) = settled_scan(ctx, st, lg, this_cpu, level) else {
+        return false;
+    };
+    let topo = ctx.topo;
+    let doms = topo.domains(this_cpu);
+    #[cfg(debug_assertions)]
+    let work_before = pass.work;
+    pass.work.domains += 1;
+    st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_count += 1;
+    // should_we_balance(): the local group's one CPU.
+    pass.work.cpus_scanned += 1;
+    // find_busiest_group() -> update_sd_lb_stats().
+    update_group_capacity(ctx, st, lg, this_cpu, level);
+    pass.work.cpus_scanned += scanned;
+    #[cfg(debug_assertions)]
+    check_against_full_pass(ctx, st, lg, this_cpu, level, work_before, pass);
+    st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_nobusyg += 1;
+    let parent_sgc = doms.get(level + 1).map(|p| topo.local_group(p).sgc);
+    let at = (this_cpu, level, idle);
+    out_balanced(
+        st,
+        lg.version,
+        &doms[level],
+        parent_sgc,
+        at,
+        Exit::Balanced,
+        false,
+    );
     true
+}
+
+/// Debug builds: should_we_balance() and the full find_busiest_group() on the pass as it
+/// stood before the shortcut (`work_before`) balance too, and charge what it charged. The
+/// capacity refresh gives the same values a second time; the charges are put back.
+#[cfg(debug_assertions)]
+fn check_against_full_pass(
+    ctx: &mut BalanceCtx<'_>,
+    st: &mut BalanceState,
+    lg: &mut LegacyState,
+    this_cpu: CpuId,
+    level: usize,
+    work_before: crate::cost::WorkAccount,
+    pass: &mut Pass,
+) {
+    let charged = pass.work;
+    let mut env = crate::lb::LbEnv::new(ctx.topo, this_cpu, level, CpuIdleType::Idle);
+    pass.work = work_before;
+    pass.work.domains += 1;
+    let balance = super::load_balance::should_we_balance(ctx, &env, pass);
+    let fbg = super::imbalance::find_busiest_group(ctx, st, lg, &mut env, pass);
+    debug_assert_eq!(pass.work, charged, "the shortcut charged otherwise");
+    pass.work = charged;
+    debug_assert!(
+        balance && fbg.busiest.is_none() && env.imbalance == 0,
+        "CPU{} level {level}: load_balance() would not have balanced",
+        this_cpu.0
+    );
 }

@@ -3,7 +3,7 @@
 //! (active_load_balance_cpu_stop()), following kernel/sched/fair.c of v4.6 (with the v4.20
 //! misfit case and the v5.4 changes of KERNEL-HISTORY §2.10 as [`super::LegacyVersion`] decides).
 
-use lbsim_topology::{CpuId, Cpumask};
+use lbsim_topology::{CpuId, Cpumask, SchedDomain, SgcId};
 
 use crate::ctx::{BalanceCtx, StopperRequest};
 use crate::lb::{
@@ -16,8 +16,9 @@ use super::LegacyState;
 use super::detach::{attach_tasks, detach_one_task, detach_tasks};
 use super::find_busiest_queue::find_busiest_queue;
 use super::group_stats::rq_idle;
-use super::idle_settled::find_busiest_group_settled;
+use super::idle_settled::load_balance_settled;
 use super::imbalance::find_busiest_group;
+use super::version::LegacyVersion;
 
 /// Follows fair.c: should_we_balance() (v4.6): at newidle every CPU balances; otherwise
 /// the first idle CPU of the local group's balance mask (in `env->cpus`), or
@@ -93,7 +94,7 @@ pub fn need_active_balance(
 
 /// How the `redo:` loop was left.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Exit {
+pub(super) enum Exit {
     Balanced,
     AllPinned,
     OnePinned,
@@ -122,6 +123,10 @@ pub fn load_balance(
     continue_balancing: &mut bool,
     pass: &mut Pass,
 ) -> u32 {
+    // A pass whose outcome is known before the group statistics (`idle_settled.rs`).
+    if load_balance_settled(ctx, st, lg, this_cpu, level, idle, pass) {
+        return 0;
+    }
     let topo = ctx.topo;
     let version = lg.version;
     let sd = &topo.domains(this_cpu)[level];
@@ -158,12 +163,6 @@ pub fn load_balance(
                 .lb_pass_begin(ctx, &env, pass.work.tasks_examined, pass.now_ns(ctx));
         if !should_we_balance(ctx, &env, pass) {
             *continue_balancing = false;
-            break 'redo Exit::Balanced;
-        }
-        // A pass whose outcome is known before the group statistics (`idle_settled.rs`):
-        // what find_busiest_group() leaves when it finds no busiest group.
-        if find_busiest_group_settled(ctx, st, lg, &mut env, pass) {
-            st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_nobusyg += 1;
             break 'redo Exit::Balanced;
         }
         let fbg = find_busiest_group(ctx, st, lg, &mut env, pass);
@@ -301,29 +300,16 @@ pub fn load_balance(
     };
     let moved = if exit == Exit::Done { ld_moved } else { 0 };
     if exit != Exit::Done {
-        if exit == Exit::Balanced
-            && let Some(psgc) = parent_sgc
-            && (!version.v5_4_load_balance_tail() || env.flags & lbf::ALL_PINNED == 0)
-        {
-            st.sgc_mut(psgc).imbalance = false;
-        }
-        if exit != Exit::OnePinned {
-            st.schedstat
-                .sd_mut(this_cpu, level)
-                .lb_mut(idle)
-                .lb_balanced += 1;
-        }
-        let s = st.sd_mut(this_cpu, level);
-        if exit != Exit::OnePinned {
-            s.nr_balance_failed = 0;
-        }
-        // out_one_pinned: (v5.4: not at newidle)
-        if !(version.v5_4_load_balance_tail() && idle == CpuIdleType::NewlyIdle)
-            && ((env.flags & lbf::ALL_PINNED != 0 && s.balance_interval < MAX_PINNED_INTERVAL)
-                || s.balance_interval < sd.max_interval)
-        {
-            s.balance_interval *= 2;
-        }
+        let all_pinned = env.flags & lbf::ALL_PINNED != 0;
+        out_balanced(
+            st,
+            version,
+            sd,
+            parent_sgc,
+            (this_cpu, level, idle),
+            exit,
+            all_pinned,
+        );
     }
     if st.trace.enabled
         && let Some((local, busiest, imbalance, src_cpu)) = found
@@ -365,6 +351,49 @@ pub fn load_balance(
         lg.cpus_scratch = Some(cpus);
     }
     moved
+}
+
+/// The `out_balanced:` and `out_one_pinned:` tail of load_balance() (v4.6-v5.4), for a pass
+/// that left the `redo:` loop by `exit` (not [`Exit::Done`]) on `this_cpu`'s domain `sd` at
+/// `level` (`at`): a balanced domain clears the parent group's imbalance flag (v5.4: unless
+/// LBF_ALL_PINNED), counts `lb_balanced` and resets `nr_balance_failed` (neither after
+/// LBF_ALL_PINNED on the busiest CPU's current task, `out_one_pinned`); then
+/// `balance_interval` doubles below `MAX_PINNED_INTERVAL` when all tasks were pinned, or
+/// below `max_interval` (v5.4: not at newidle).
+pub(super) fn out_balanced(
+    st: &mut BalanceState,
+    version: LegacyVersion,
+    sd: &SchedDomain,
+    parent_sgc: Option<SgcId>,
+    at: (CpuId, usize, CpuIdleType),
+    exit: Exit,
+    all_pinned: bool,
+) {
+    let (this_cpu, level, idle) = at;
+    debug_assert_ne!(exit, Exit::Done);
+    if exit == Exit::Balanced
+        && let Some(psgc) = parent_sgc
+        && (!version.v5_4_load_balance_tail() || !all_pinned)
+    {
+        st.sgc_mut(psgc).imbalance = false;
+    }
+    if exit != Exit::OnePinned {
+        st.schedstat
+            .sd_mut(this_cpu, level)
+            .lb_mut(idle)
+            .lb_balanced += 1;
+    }
+    let s = st.sd_mut(this_cpu, level);
+    if exit != Exit::OnePinned {
+        s.nr_balance_failed = 0;
+    }
+    // out_one_pinned: (v5.4: not at newidle)
+    if !(version.v5_4_load_balance_tail() && idle == CpuIdleType::NewlyIdle)
+        && ((all_pinned && s.balance_interval < MAX_PINNED_INTERVAL)
+            || s.balance_interval < sd.max_interval)
+    {
+        s.balance_interval *= 2;
+    }
 }
 
 /// The voluntary cases of need_active_balance() (v5.4's voluntary_active_balance()): the

@@ -498,11 +498,7 @@ fn idle_pass_settled_before_the_statistics() {
                 let mut env = LbEnv::new(ctx.topo, sibling, 0, CpuIdleType::NotIdle);
                 let mut pass = Pass::new(ctx.now_ns);
                 find_busiest_group(&mut ctx, st, &mut lg, &mut env, &mut pass);
-                let mut env = LbEnv::new(ctx.topo, CpuId(0), 0, CpuIdleType::Idle);
-                let mut probe = Pass::new(ctx.now_ns);
-                let settled = idle_settled::find_busiest_group_settled(
-                    &mut ctx, st, &mut lg, &mut env, &mut probe,
-                );
+                let settled = idle_settled::settled_scan(&ctx, st, &lg, CpuId(0), 0).is_some();
                 let mut pass = Pass::new(ctx.now_ns);
                 let mut continue_balancing = true;
                 let moved = load_balance::load_balance(
