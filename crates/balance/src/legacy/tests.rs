@@ -896,4 +896,13 @@ fn versions() {
     assert!(!v("4.19").group_misfit_task() && v("4.20").group_misfit_task());
     assert!(!v("4.14").detach_from_tail() && v("4.15").detach_from_tail());
     assert_eq!(v("4.18").to_string(), "4.18");
+    assert_eq!(v("4.18").get(), (4, 18));
+    assert!(
+        v("4.9") < v("4.10") && v("4.20") < v("5.0"),
+        "ordered as releases"
+    );
+    assert_eq!(
+        format!("{:?}", v("5.4")),
+        "LegacyVersion { major: 5, minor: 4 }"
+    );
 }

@@ -4,32 +4,26 @@
 
 /// A mainline release from v4.6 to v5.4 (the balancer before "sched/fair: Rework
 /// load_balance()", 0b0695f2b34a, v5.5).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+///
+/// Stored as one integer, `major << 8 | minor`, whose order is the releases' order, so that
+/// each predicate below is one comparison with a constant (they run in the balancer's
+/// per-group and per-CPU code).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LegacyVersion {
-    major: u8,
-    minor: u8,
+    code: u16,
 }
 
 impl LegacyVersion {
     /// v4.6 (seed 003, tip-avg-high).
-    pub const V4_6: LegacyVersion = LegacyVersion { major: 4, minor: 6 };
+    pub const V4_6: LegacyVersion = LegacyVersion::from_parts(4, 6);
     /// v4.11 (seed 004, prefer-sibling).
-    pub const V4_11: LegacyVersion = LegacyVersion {
-        major: 4,
-        minor: 11,
-    };
+    pub const V4_11: LegacyVersion = LegacyVersion::from_parts(4, 11);
     /// v4.13.
-    pub const V4_13: LegacyVersion = LegacyVersion {
-        major: 4,
-        minor: 13,
-    };
+    pub const V4_13: LegacyVersion = LegacyVersion::from_parts(4, 13);
     /// v4.18.
-    pub const V4_18: LegacyVersion = LegacyVersion {
-        major: 4,
-        minor: 18,
-    };
+    pub const V4_18: LegacyVersion = LegacyVersion::from_parts(4, 18);
     /// v5.4, the last release before the rework.
-    pub const V5_4: LegacyVersion = LegacyVersion { major: 5, minor: 4 };
+    pub const V5_4: LegacyVersion = LegacyVersion::from_parts(5, 4);
     /// The profiles of issue 21 that run this balancer.
     pub const PROFILES: [LegacyVersion; 5] = [
         Self::V4_6,
@@ -47,7 +41,7 @@ impl LegacyVersion {
             _ => false,
         };
         if ok {
-            Some(LegacyVersion { major, minor })
+            Some(LegacyVersion::from_parts(major, minor))
         } else {
             None
         }
@@ -62,13 +56,17 @@ impl LegacyVersion {
 
     /// `(major, minor)`.
     pub const fn get(self) -> (u8, u8) {
-        (self.major, self.minor)
+        ((self.code >> 8) as u8, self.code as u8)
+    }
+
+    const fn from_parts(major: u8, minor: u8) -> LegacyVersion {
+        LegacyVersion {
+            code: (major as u16) << 8 | minor as u16,
+        }
     }
 
     const fn at_least(self, major: u8, minor: u8) -> bool {
-        // `(major, minor)` ordered as one integer: a single comparison (these predicates run
-        // in the balancer's per-CPU loops).
-        ((self.major as u16) << 8 | self.minor as u16) >= ((major as u16) << 8 | minor as u16)
+        self.code >= LegacyVersion::from_parts(major, minor).code
     }
 
     /// v4.7 (cfa10334318d, "Correct unit of load_above_capacity"): calculate_imbalance()
@@ -261,6 +259,18 @@ impl LegacyVersion {
 
 impl std::fmt::Display for LegacyVersion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
+        let (major, minor) = self.get();
+        write!(f, "{major}.{minor}")
+    }
+}
+
+/// As the derived form of the two fields printed: `LegacyVersion { major: 4, minor: 6 }`.
+impl std::fmt::Debug for LegacyVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (major, minor) = self.get();
+        f.debug_struct("LegacyVersion")
+            .field("major", &major)
+            .field("minor", &minor)
+            .finish()
     }
 }
