@@ -97,23 +97,23 @@ pub(super) fn settled_scan(
     Some(scanned as u32)
 }
 
-/// Follows fair.c: load_balance() (v4.6-v5.4) for a pass at CPU_IDLE that
-/// find_busiest_group() balances before any load is read ([`settled_scan`]; the decision
-/// record and the trace off): returns `true` after doing what load_balance() does then
-/// (see the module doc; `ld_moved` is 0 and `continue_balancing` stays set), or `false`,
-/// having done nothing, when load_balance() must run.
+/// Follows fair.c: load_balance() (v4.6-v5.4) for a pass at CPU_IDLE (the caller's test)
+/// that find_busiest_group() balances before any load is read ([`settled_scan`]; the
+/// decision record and the trace off): returns `true` after doing what load_balance() does
+/// then (see the module doc; `ld_moved` is 0 and `continue_balancing` stays set), or
+/// `false`, having done nothing, when load_balance() must run.
 pub fn load_balance_settled(
     ctx: &mut BalanceCtx<'_>,
     st: &mut BalanceState,
     lg: &mut LegacyState,
     this_cpu: CpuId,
     level: usize,
-    idle: CpuIdleType,
     pass: &mut Pass,
 ) -> bool {
-    if idle != CpuIdleType::Idle || st.checks.enabled || st.trace.enabled {
+    if st.checks.enabled || st.trace.enabled {
         return false;
     }
+    let idle = CpuIdleType::Idle;
     let Some(scanned) = settled_scan(ctx, st, lg, this_cpu, level) else {
         return false;
     };
@@ -122,7 +122,11 @@ pub fn load_balance_settled(
     #[cfg(debug_assertions)]
     let work_before = pass.work;
     pass.work.domains += 1;
-    st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_count += 1;
+    // The pass is counted, and find_busiest_group() finds no busiest group (one lookup of
+    // the domain's counters for both).
+    let lb = st.schedstat.sd_mut(this_cpu, level).lb_mut(idle);
+    lb.lb_count += 1;
+    lb.lb_nobusyg += 1;
     // should_we_balance(): the local group's one CPU.
     pass.work.cpus_scanned += 1;
     // find_busiest_group() -> update_sd_lb_stats().
@@ -130,7 +134,6 @@ pub fn load_balance_settled(
     pass.work.cpus_scanned += scanned;
     #[cfg(debug_assertions)]
     check_against_full_pass(ctx, st, lg, this_cpu, level, work_before, pass);
-    st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_nobusyg += 1;
     let parent_sgc = doms.get(level + 1).map(|p| topo.local_group(p).sgc);
     let at = (this_cpu, level, idle);
     out_balanced(

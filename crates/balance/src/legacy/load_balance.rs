@@ -124,7 +124,7 @@ pub fn load_balance(
     pass: &mut Pass,
 ) -> u32 {
     // A pass whose outcome is known before the group statistics (`idle_settled.rs`).
-    if load_balance_settled(ctx, st, lg, this_cpu, level, idle, pass) {
+    if idle == CpuIdleType::Idle && load_balance_settled(ctx, st, lg, this_cpu, level, pass) {
         return 0;
     }
     let topo = ctx.topo;
