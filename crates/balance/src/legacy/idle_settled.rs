@@ -24,11 +24,12 @@
 //! alone (it is the group's first idle CPU or its balance CPU), with its one CPU read;
 //! update_sd_lb_stats()'s refresh of the local group's capacity (always done at CPU_IDLE)
 //! and its charge for every CPU of every group (the kernel reads them all); `lb_nobusyg`;
-//! and the `out_balanced:` tail ([`out_balanced`]: the parent group's imbalance flag,
-//! `lb_balanced`, `nr_balance_failed`, `balance_interval`). What else the full pass would
-//! write is left to it: the decision record (`--check`), the trace, and `rd->overload`
-//! (written only at the top level). Debug builds run should_we_balance() and the full
-//! find_busiest_group() beside the shortcut and check that they balance too.
+//! and the `out_balanced:` tail (`load_balance::out_balanced()`: the parent group's
+//! imbalance flag, `lb_balanced`, `nr_balance_failed`, `balance_interval`). A pass that
+//! would write more takes the full path: with the decision record on (`--check`), with
+//! the trace on, or at the top level (where update_sd_lb_stats() writes `rd->overload`).
+//! Debug builds run should_we_balance() and the full find_busiest_group() beside the
+//! shortcut and check that they balance too.
 
 use lbsim_topology::{CpuId, SdFlag};
 
@@ -98,7 +99,7 @@ pub(super) fn settled_scan(
 }
 
 /// Follows fair.c: load_balance() (v4.6-v5.4) for a pass at CPU_IDLE (the caller's test)
-/// that find_busiest_group() balances before any load is read ([`settled_scan`]; the
+/// that find_busiest_group() balances before any load is read (`settled_scan()`; the
 /// decision record and the trace off): returns `true` after doing what load_balance() does
 /// then (see the module doc; `ld_moved` is 0 and `continue_balancing` stays set), or
 /// `false`, having done nothing, when load_balance() must run.
