@@ -34,7 +34,7 @@ impl<T> ActionQueue<T> {
     }
 
     /// Appends `v` at the back.
-    #[inline]
+    #[inline(always)]
     pub(super) fn push(&mut self, v: T) {
         if self.first.is_none() {
             // Empty (the rest is empty whenever the front is).
@@ -45,7 +45,7 @@ impl<T> ActionQueue<T> {
     }
 
     /// Takes the front.
-    #[inline]
+    #[inline(always)]
     pub(super) fn pop_front(&mut self) -> Option<T> {
         let v = self.first.take();
         if let Some(rest) = &mut self.rest {
