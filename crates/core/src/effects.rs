@@ -122,7 +122,8 @@ struct Slot {
 /// The events the core schedules, in the order it asked for them, and the table of the
 /// events pending in the engine's queue. The engine drains and queues the new events after
 /// each event, so events the core schedules at equal times keep the order it scheduled them
-/// in. A cancellation marks the event's slot ([`Effects::cancel`]); the engine, which leaves
+/// in. The engine queues an event only when it is drained: one cancelled before that
+/// never reaches the queue ([`Effects::cancel`]). A cancellation marks the event's slot ([`Effects::cancel`]); the engine, which leaves
 /// a cancelled event in its queue (lazy deletion: the order of the others is untouched),
 /// asks the slot when the event comes up ([`Effects::take_cancelled`]) and frees it when the
 /// event pops ([`Effects::retire`], which hands back the event: the engine's heap holds only
@@ -161,11 +162,23 @@ impl Effects {
     }
 
     /// Cancels the pending event `key` (it has not popped yet).
+    ///
+    /// An event scheduled during the same handling (not yet drained: a segment end re-armed
+    /// twice in one event) is dropped from the list at once and its slot freed, instead of
+    /// going into the engine's queue only to be skipped there. That is exact: the engine
+    /// orders events by `(time, seq)` with `seq` the order of the pushes, so leaving one out
+    /// keeps the order of all the others, and the slot an event holds decides nothing.
     pub fn cancel(&mut self, key: EventKey) {
         let s = &mut self.slots[key.slot() as usize];
         debug_assert_eq!(s.generation, key.generation(), "cancel of a popped event");
         debug_assert!(!s.cancelled, "cancelled twice");
         if s.generation == key.generation() && !s.cancelled {
+            if let Some(i) = self.ops.iter().rposition(|e| e.key == key) {
+                self.ops.remove(i);
+                s.generation = s.generation.wrapping_add(1);
+                self.free.push(key.slot());
+                return;
+            }
             s.cancelled = true;
             self.cancelled += 1;
         }
@@ -212,3 +225,6 @@ impl Effects {
         self.ops.clear();
     }
 }
+
+#[cfg(test)]
+mod tests;
