@@ -141,24 +141,30 @@ pub struct Effects {
 impl Effects {
     /// Schedules `ev` at `at_ns`; returns its key.
     pub fn at(&mut self, at_ns: u64, ev: Ev) -> EventKey {
-        let slot = match self.free.pop() {
-            Some(s) => {
-                self.slots[s as usize].ev = ev;
-                s
+        let key = match self.free.pop() {
+            Some(slot) => {
+                let s = &mut self.slots[slot as usize];
+                s.ev = ev;
+                EventKey::new(slot, s.generation)
             }
-            None => {
-                let s = u32::try_from(self.slots.len()).expect("fewer than 2^32 pending events");
-                self.slots.push(Slot {
-                    ev,
-                    generation: 0,
-                    cancelled: false,
-                });
-                s
-            }
+            None => self.new_slot(ev),
         };
-        let key = EventKey::new(slot, self.slots[slot as usize].generation);
         self.ops.push(Effect { key, at_ns });
         key
+    }
+
+    /// A slot added for `ev` when none is free (the table grows to the most events ever
+    /// pending at once, so this is rare after the start).
+    #[cold]
+    #[inline(never)]
+    fn new_slot(&mut self, ev: Ev) -> EventKey {
+        let slot = u32::try_from(self.slots.len()).expect("fewer than 2^32 pending events");
+        self.slots.push(Slot {
+            ev,
+            generation: 0,
+            cancelled: false,
+        });
+        EventKey::new(slot, 0)
     }
 
     /// Cancels the pending event `key` (it has not popped yet).
