@@ -483,6 +483,7 @@ impl Cursor {
         true
     }
 
+    #[inline]
     fn tally(&mut self, interval_ns: u64, now: u64) {
         let t = self.tally.get_or_insert_with(|| {
             Box::new(Tally {
