@@ -5,6 +5,7 @@ use crate::prelude::*;
 
 impl<B: Balancer> Core<B> {
     /// Accounts the current task's progress up to now.
+    #[inline(always)]
     pub(crate) fn settle(&mut self, cpu: CpuId) {
         let now = self.now;
         let Some(p) = self.rqs[cpu.index()].curr else {
