@@ -190,6 +190,27 @@ impl Effects {
         }
     }
 
+    /// Cancels the pending event `key` and schedules `ev` at `at_ns`: the same as
+    /// [`Effects::cancel`] then [`Effects::at`], in one step when `key` is the last event
+    /// scheduled (a segment end re-armed twice in a row): the cancel would drop that event
+    /// from the list and free its slot, and `at` would take the slot back (the last freed
+    /// is the first reused) under the next generation and append the event where it was,
+    /// which is what this writes in place.
+    pub fn reschedule(&mut self, key: EventKey, at_ns: u64, ev: Ev) -> EventKey {
+        if let Some(last) = self.ops.last_mut()
+            && last.key == key
+        {
+            let s = &mut self.slots[key.slot() as usize];
+            s.generation = s.generation.wrapping_add(1);
+            s.ev = ev;
+            let new = EventKey::new(key.slot(), s.generation);
+            *last = Effect { key: new, at_ns };
+            return new;
+        }
+        self.cancel(key);
+        self.at(at_ns, ev)
+    }
+
     /// Whether the event in `slot` (at the top of the engine's queue) was cancelled; if so
     /// the engine drops it, and its slot is freed.
     #[inline]

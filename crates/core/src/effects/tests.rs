@@ -33,3 +33,26 @@ fn a_cancel_after_the_drain_marks_the_event_for_the_engine() {
     assert!(fx.take_cancelled(a.slot()));
     assert_eq!(fx.cancelled(), 0);
 }
+
+#[test]
+fn a_reschedule_leaves_what_a_cancel_then_a_new_event_leave() {
+    // The event rescheduled is the last one (in place) or an earlier one.
+    for last in [true, false] {
+        let (mut one, mut two) = (Effects::default(), Effects::default());
+        for fx in [&mut one, &mut two] {
+            fx.at(5, Ev::Tick { cpu: 1 });
+            fx.at(10, Ev::SegEnd { cpu: 0 });
+            if !last {
+                fx.at(15, Ev::Tick { cpu: 0 });
+            }
+        }
+        let old = one.ops[1].key;
+        let a = one.reschedule(old, 30, Ev::SegEnd { cpu: 0 });
+        two.cancel(old);
+        let b = two.at(30, Ev::SegEnd { cpu: 0 });
+        assert_eq!(a, b);
+        assert_eq!(one.ops, two.ops);
+        assert_eq!(one.free, two.free);
+        assert_eq!(drained(&mut one), drained(&mut two));
+    }
+}
