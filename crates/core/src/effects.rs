@@ -140,6 +140,7 @@ pub struct Effects {
 
 impl Effects {
     /// Schedules `ev` at `at_ns`; returns its key.
+    #[inline(always)]
     pub fn at(&mut self, at_ns: u64, ev: Ev) -> EventKey {
         let key = match self.free.pop() {
             Some(slot) => {
