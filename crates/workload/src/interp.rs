@@ -209,6 +209,7 @@ impl ProgramState {
 }
 
 impl Cursor {
+    #[inline]
     fn next_action<R: Rng + ?Sized>(
         &mut self,
         program: &Program,
