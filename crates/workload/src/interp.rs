@@ -295,6 +295,7 @@ impl Cursor {
     /// program is over (or an event ended it). An iteration that ends without an action
     /// runs on into the phase's next one, adding to `silent` the step that would have
     /// started it.
+    #[inline]
     fn step<R: Rng + ?Sized>(
         &mut self,
         program: &Program,
@@ -405,6 +406,7 @@ impl Cursor {
         }
     }
 
+    #[inline]
     fn expand<R: Rng + ?Sized>(
         &mut self,
         program: &Program,
