@@ -380,10 +380,13 @@ impl<B: Balancer> Core<B> {
             self.iwo_ns += t_ns - self.now;
         }
         self.now = t_ns;
-        let touched = ev.cpus();
+        let [touched, touched_too] = ev.cpus();
         self.dispatch(ev);
         self.idle_loop_again();
-        for c in touched.into_iter().flatten() {
+        if let Some(c) = touched {
+            self.iwo.mark(CpuId(c));
+        }
+        if let Some(c) = touched_too {
             self.iwo.mark(CpuId(c));
         }
         if let Some(e) = self.error.take() {

@@ -122,7 +122,8 @@ struct Slot {
 /// The events the core schedules, in the order it asked for them, and the table of the
 /// events pending in the engine's queue. The engine drains and queues the new events after
 /// each event, so events the core schedules at equal times keep the order it scheduled them
-/// in. A cancellation marks the event's slot ([`Effects::cancel`]); the engine, which leaves
+/// in. The engine queues an event only when it is drained: one cancelled before that
+/// never reaches the queue ([`Effects::cancel`]). A cancellation marks the event's slot ([`Effects::cancel`]); the engine, which leaves
 /// a cancelled event in its queue (lazy deletion: the order of the others is untouched),
 /// asks the slot when the event comes up ([`Effects::take_cancelled`]) and frees it when the
 /// event pops ([`Effects::retire`], which hands back the event: the engine's heap holds only
@@ -139,36 +140,76 @@ pub struct Effects {
 
 impl Effects {
     /// Schedules `ev` at `at_ns`; returns its key.
+    #[inline(always)]
     pub fn at(&mut self, at_ns: u64, ev: Ev) -> EventKey {
-        let slot = match self.free.pop() {
-            Some(s) => {
-                self.slots[s as usize].ev = ev;
-                s
+        let key = match self.free.pop() {
+            Some(slot) => {
+                let s = &mut self.slots[slot as usize];
+                s.ev = ev;
+                EventKey::new(slot, s.generation)
             }
-            None => {
-                let s = u32::try_from(self.slots.len()).expect("fewer than 2^32 pending events");
-                self.slots.push(Slot {
-                    ev,
-                    generation: 0,
-                    cancelled: false,
-                });
-                s
-            }
+            None => self.new_slot(ev),
         };
-        let key = EventKey::new(slot, self.slots[slot as usize].generation);
         self.ops.push(Effect { key, at_ns });
         key
     }
 
+    /// A slot added for `ev` when none is free (the table grows to the most events ever
+    /// pending at once, so this is rare after the start).
+    #[cold]
+    #[inline(never)]
+    fn new_slot(&mut self, ev: Ev) -> EventKey {
+        let slot = u32::try_from(self.slots.len()).expect("fewer than 2^32 pending events");
+        self.slots.push(Slot {
+            ev,
+            generation: 0,
+            cancelled: false,
+        });
+        EventKey::new(slot, 0)
+    }
+
     /// Cancels the pending event `key` (it has not popped yet).
+    ///
+    /// An event scheduled during the same handling (not yet drained: a segment end re-armed
+    /// twice in one event) is dropped from the list at once and its slot freed, instead of
+    /// going into the engine's queue only to be skipped there. That is exact: the engine
+    /// orders events by `(time, seq)` with `seq` the order of the pushes, so leaving one out
+    /// keeps the order of all the others, and the slot an event holds decides nothing.
     pub fn cancel(&mut self, key: EventKey) {
         let s = &mut self.slots[key.slot() as usize];
         debug_assert_eq!(s.generation, key.generation(), "cancel of a popped event");
         debug_assert!(!s.cancelled, "cancelled twice");
         if s.generation == key.generation() && !s.cancelled {
+            if let Some(i) = self.ops.iter().rposition(|e| e.key == key) {
+                self.ops.remove(i);
+                s.generation = s.generation.wrapping_add(1);
+                self.free.push(key.slot());
+                return;
+            }
             s.cancelled = true;
             self.cancelled += 1;
         }
+    }
+
+    /// Cancels the pending event `key` and schedules `ev` at `at_ns`: the same as
+    /// [`Effects::cancel`] then [`Effects::at`], in one step when `key` is the last event
+    /// scheduled (a segment end re-armed twice in a row): the cancel would drop that event
+    /// from the list and free its slot, and `at` would take the slot back (the last freed
+    /// is the first reused) under the next generation and append the event where it was,
+    /// which is what this writes in place.
+    pub fn reschedule(&mut self, key: EventKey, at_ns: u64, ev: Ev) -> EventKey {
+        if let Some(last) = self.ops.last_mut()
+            && last.key == key
+        {
+            let s = &mut self.slots[key.slot() as usize];
+            s.generation = s.generation.wrapping_add(1);
+            s.ev = ev;
+            let new = EventKey::new(key.slot(), s.generation);
+            *last = Effect { key: new, at_ns };
+            return new;
+        }
+        self.cancel(key);
+        self.at(at_ns, ev)
     }
 
     /// Whether the event in `slot` (at the top of the engine's queue) was cancelled; if so
@@ -212,3 +253,6 @@ impl Effects {
         self.ops.clear();
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -5,6 +5,7 @@ use crate::prelude::*;
 
 impl<B: Balancer> Core<B> {
     /// Accounts the current task's progress up to now.
+    #[inline(always)]
     pub(crate) fn settle(&mut self, cpu: CpuId) {
         let now = self.now;
         let Some(p) = self.rqs[cpu.index()].curr else {
@@ -38,16 +39,33 @@ impl<B: Balancer> Core<B> {
 
     /// Queues the segment end of `cpu`'s current task (cancelling any earlier one).
     pub(crate) fn arm_segment(&mut self, cpu: CpuId) {
-        self.cancel_segment(cpu);
+        let old = self.cpus[cpu.index()].seg_end.take();
+        // No other event is scheduled between the cancel and the new one, so the two can be
+        // one step (`Effects::reschedule`).
+        let Some(at) = self.segment_end_at(cpu) else {
+            if let Some(key) = old {
+                self.fx.cancel(key);
+            }
+            return;
+        };
+        let ev = Ev::SegEnd { cpu: cpu.0 };
+        let key = match old {
+            Some(key) => self.fx.reschedule(key, at, ev),
+            None => self.fx.at(at, ev),
+        };
+        self.cpus[cpu.index()].seg_end = Some(key);
+    }
+
+    /// When `cpu`'s current action ends, if it has one to end.
+    #[inline]
+    fn segment_end_at(&self, cpu: CpuId) -> Option<u64> {
         let c = &self.cpus[cpu.index()];
         if c.newidle.is_some() {
             // In __schedule()'s newly idle balance `curr` is the task leaving the CPU: it
             // makes no progress and has no action to finish.
-            return;
+            return None;
         }
-        let Some(p) = self.rqs[cpu.index()].curr else {
-            return;
-        };
+        let p = self.rqs[cpu.index()].curr?;
         let start = c.seg_start.max(self.now);
         let r = &self.runs[self.run_of[p] as usize];
         let at = match r.cur {
@@ -56,10 +74,9 @@ impl<B: Balancer> Core<B> {
             Cur::RunWall { end_ns } => end_ns.max(start),
         };
         if r.block_pending || r.exit_pending {
-            return;
+            return None;
         }
-        let key = self.fx.at(at, Ev::SegEnd { cpu: cpu.0 });
-        self.cpus[cpu.index()].seg_end = Some(key);
+        Some(at)
     }
 
     pub(crate) fn segment_end(&mut self, cpu: CpuId) {

@@ -10,6 +10,10 @@ use crate::program::{Event, Loops, Program, SchedAttr};
 use crate::spec::TaskSpec;
 use crate::sync::{SyncState, TimerState};
 
+mod queue;
+
+use queue::ActionQueue;
+
 /// What to measure when the previously returned action completes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Meas {
@@ -72,11 +76,11 @@ struct Cursor {
     phase_loop: u64,
     ev: u32,
     in_iteration: bool,
-    /// The actions an event expanded to, still to return (inline: nearly every event
-    /// expands to one, and a heap block per task would cost a cache miss per action; the few
-    /// that expand to more, a condvar wait or a tally's probes, spill to the heap once per
-    /// task: room for two inline would make every task's state 32 bytes larger).
-    queue: smallvec::SmallVec<[(Action, Meas); 1]>,
+    /// The actions an event expanded to, still to return (the first inline: nearly every
+    /// event expands to one, and a heap block per task would cost a cache miss per action;
+    /// the few that expand to more, a condvar wait or a tally's probes, spill to the heap
+    /// once per task: room for two inline would make every task's state 32 bytes larger).
+    queue: ActionQueue<(Action, Meas)>,
     pending: Option<Pending>,
     local_timers: Box<[TimerState]>,
     mark_ns: u64,
@@ -144,7 +148,7 @@ impl ProgramState {
                 phase_loop: 0,
                 ev: 0,
                 in_iteration: false,
-                queue: smallvec::SmallVec::new(),
+                queue: ActionQueue::default(),
                 pending: None,
                 local_timers: spec
                     .program
@@ -205,6 +209,7 @@ impl ProgramState {
 }
 
 impl Cursor {
+    #[inline]
     fn next_action<R: Rng + ?Sized>(
         &mut self,
         program: &Program,
@@ -218,14 +223,7 @@ impl Cursor {
         self.settle(now_ns);
         let mut silent = 0u32;
         loop {
-            if !self.queue.is_empty() {
-                // The first: popped when it is the only one (the usual case), which shifts
-                // nothing.
-                let (action, meas) = if self.queue.len() == 1 {
-                    self.queue.pop().expect("one queued")
-                } else {
-                    self.queue.remove(0)
-                };
+            if let Some((action, meas)) = self.queue.pop_front() {
                 self.pending = match meas {
                     Meas::None => None,
                     Meas::Run => Some(Pending::Run { start_ns: now_ns }),
@@ -246,7 +244,7 @@ impl Cursor {
                 debug_assert!(false, "program of {:?} produces no action", self.task);
                 return self.finish();
             }
-            if !self.step(program, now_ns, rng, sync) {
+            if !self.step(program, now_ns, rng, sync, &mut silent) {
                 // The program is over: flush the tally, then exit.
                 self.exiting = true;
                 if let Some(t) = self.tally.take()
@@ -294,93 +292,108 @@ impl Cursor {
     /// One unit of progress: the start of a phase iteration and its events up to the first
     /// that gives an action, or the events from there up to the next that does, or the end
     /// of the iteration, or the skip of a phase looped zero times. Returns false when the
-    /// program is over (or an event ended it).
+    /// program is over (or an event ended it). An iteration that ends without an action
+    /// runs on into the phase's next one, adding to `silent` the step that would have
+    /// started it.
+    #[inline]
     fn step<R: Rng + ?Sized>(
         &mut self,
         program: &Program,
         now: u64,
         rng: &mut R,
         sync: &mut SyncState,
+        silent: &mut u32,
     ) -> bool {
         if program.phases.is_empty() || program.loops.finished(self.thread_loop) {
             return false;
         }
         let phase = &program.phases[self.phase as usize];
-        if !self.in_iteration {
-            if phase.loops == Loops::Count(0) {
-                // A phase looped zero times is skipped.
+        loop {
+            if !self.in_iteration {
+                if phase.loops == Loops::Count(0) {
+                    // A phase looped zero times is skipped.
+                    self.next_phase(program.phases.len());
+                    return true;
+                }
+                self.in_iteration = true;
+                self.ev = 0;
+                // Follows rt-app's thread_body(): affinity (phase, else task, else all CPUs) and
+                // scheduling parameters are applied at the start of every phase iteration, and
+                // only when they change.
+                let want = phase.cpus.or(self.task_cpus);
+                if want != self.cur_cpus {
+                    self.cur_cpus = want;
+                    self.push(Action::SetAffinity(want));
+                }
+                if let Some(ch) = phase.sched {
+                    let s = SchedAttr {
+                        policy: ch.policy.unwrap_or(self.cur_sched.policy),
+                        nice: ch.nice.unwrap_or(self.cur_sched.nice),
+                    };
+                    if s != self.cur_sched {
+                        self.cur_sched = s;
+                        self.push(Action::SetSched(s));
+                    }
+                }
+                // Follows rt-app's set_thread_taskgroup() (src/rt-app_taskgroups.c, called by
+                // thread_body() in src/rt-app.c at the start of every phase iteration): a phase
+                // with a taskgroup moves the thread there (writing its tid into the group's
+                // `tasks` file) unless it is already in it; a phase without one changes nothing,
+                // so the thread stays in the last group it moved to (rt-app's
+                // doc/examples/tutorial/example11.json says so of its phase1).
+                if let Some(path) = &phase.taskgroup {
+                    let here = self.cur_cgroup.as_deref().unwrap_or("/");
+                    if here != path {
+                        self.cur_cgroup = (path != "/").then(|| Box::from(path.as_str()));
+                        self.push(Action::SetTaskGroup(path.clone()));
+                    }
+                }
+                if let Some(iter) = self.iter.as_deref_mut() {
+                    *iter = IterStats::default();
+                    self.probe(ProbeTag::RtappPhaseStart, self.phase as u64);
+                }
+                if !self.queue.is_empty() {
+                    return true;
+                }
+            }
+            // The iteration's events, until one gives an action (or ends the program). One step
+            // for all of them: between them `next_action` would only find the queue empty and
+            // step again, through the checks above, which an event cannot change (the thread
+            // loop counts at the end of an iteration only).
+            while (self.ev as usize) < phase.events.len() {
+                let ev = self.ev as usize;
+                self.ev += 1;
+                if !self.expand(program, &phase.events[ev], now, rng, sync) {
+                    return false;
+                }
+                if !self.queue.is_empty() {
+                    return true;
+                }
+            }
+            // End of a phase iteration.
+            if let Some(it) = self.iter.as_deref().copied() {
+                self.probe(ProbeTag::RtappRun, it.run_ns);
+                self.probe(ProbeTag::RtappPerf, it.perf_ns);
+                self.probe(ProbeTag::RtappWuLat, it.wu_lat_ns);
+                self.probe(ProbeTag::RtappSlack, it.slack_ns as u64);
+                self.probe(ProbeTag::RtappPhaseEnd, self.phase as u64);
+            }
+            self.in_iteration = false;
+            self.phase_loop += 1;
+            if phase.loops.finished(self.phase_loop) {
                 self.next_phase(program.phases.len());
                 return true;
             }
-            self.in_iteration = true;
-            self.ev = 0;
-            // Follows rt-app's thread_body(): affinity (phase, else task, else all CPUs) and
-            // scheduling parameters are applied at the start of every phase iteration, and
-            // only when they change.
-            let want = phase.cpus.or(self.task_cpus);
-            if want != self.cur_cpus {
-                self.cur_cpus = want;
-                self.push(Action::SetAffinity(want));
-            }
-            if let Some(ch) = phase.sched {
-                let s = SchedAttr {
-                    policy: ch.policy.unwrap_or(self.cur_sched.policy),
-                    nice: ch.nice.unwrap_or(self.cur_sched.nice),
-                };
-                if s != self.cur_sched {
-                    self.cur_sched = s;
-                    self.push(Action::SetSched(s));
-                }
-            }
-            // Follows rt-app's set_thread_taskgroup() (src/rt-app_taskgroups.c, called by
-            // thread_body() in src/rt-app.c at the start of every phase iteration): a phase
-            // with a taskgroup moves the thread there (writing its tid into the group's
-            // `tasks` file) unless it is already in it; a phase without one changes nothing,
-            // so the thread stays in the last group it moved to (rt-app's
-            // doc/examples/tutorial/example11.json says so of its phase1).
-            if let Some(path) = &phase.taskgroup {
-                let here = self.cur_cgroup.as_deref().unwrap_or("/");
-                if here != path {
-                    self.cur_cgroup = (path != "/").then(|| Box::from(path.as_str()));
-                    self.push(Action::SetTaskGroup(path.clone()));
-                }
-            }
-            if let Some(iter) = self.iter.as_deref_mut() {
-                *iter = IterStats::default();
-                self.probe(ProbeTag::RtappPhaseStart, self.phase as u64);
-            }
-            if !self.queue.is_empty() {
+            if !self.queue.is_empty() || *silent >= MAX_SILENT_STEPS {
                 return true;
             }
+            // The same phase again: `next_action` would find the queue empty and step again,
+            // through the checks above, which the end of an iteration inside a phase cannot
+            // change (the thread loop counts only when the phase changes, and a phase looped
+            // zero times was never entered); so the next iteration starts here, counted as the
+            // step it would have been.
+            *silent += 1;
         }
-        // The iteration's events, until one gives an action (or ends the program). One step
-        // for all of them: between them `next_action` would only find the queue empty and
-        // step again, through the checks above, which an event cannot change (the thread
-        // loop counts at the end of an iteration only).
-        while (self.ev as usize) < phase.events.len() {
-            let ev = self.ev as usize;
-            self.ev += 1;
-            if !self.expand(program, &phase.events[ev], now, rng, sync) {
-                return false;
-            }
-            if !self.queue.is_empty() {
-                return true;
-            }
-        }
-        // End of a phase iteration.
-        if let Some(it) = self.iter.as_deref().copied() {
-            self.probe(ProbeTag::RtappRun, it.run_ns);
-            self.probe(ProbeTag::RtappPerf, it.perf_ns);
-            self.probe(ProbeTag::RtappWuLat, it.wu_lat_ns);
-            self.probe(ProbeTag::RtappSlack, it.slack_ns as u64);
-            self.probe(ProbeTag::RtappPhaseEnd, self.phase as u64);
-        }
-        self.in_iteration = false;
-        self.phase_loop += 1;
-        if phase.loops.finished(self.phase_loop) {
-            self.next_phase(program.phases.len());
-        }
-        true
     }
 
     /// Follows rt-app's thread_body(): after the last phase, the thread loop counts one.
@@ -393,6 +406,7 @@ impl Cursor {
         }
     }
 
+    #[inline]
     fn expand<R: Rng + ?Sized>(
         &mut self,
         program: &Program,
@@ -472,6 +486,7 @@ impl Cursor {
         true
     }
 
+    #[inline]
     fn tally(&mut self, interval_ns: u64, now: u64) {
         let t = self.tally.get_or_insert_with(|| {
             Box::new(Tally {
