@@ -308,16 +308,7 @@ impl Timeline {
             if top == at && before == (s.height, s.min_vruntime, s.min_slice) {
                 return;
             }
-            if depth == 0 {
-                self.root = top;
-            } else {
-                let p = &mut self.slots[path[depth - 1] as usize];
-                if lefts & (1 << (depth - 1)) != 0 {
-                    p.left = top;
-                } else {
-                    p.right = top;
-                }
-            }
+            self.set_child(&path, lefts, depth, top);
         }
     }
 
@@ -325,23 +316,108 @@ impl Timeline {
     ///
     /// Follows rbtree_augmented.h: `rb_erase_augmented_cached()` with `min_vruntime_cb`
     /// (v6.12).
+    ///
+    /// Walks down to the slot, unlinks it (a slot with two children is replaced by its
+    /// in-order successor, unlinked from the right subtree), then goes back up the path
+    /// restoring each slot's balance and augmentation ([`Timeline::rebalance`]), as a
+    /// recursive removal would at every ancestor. Above the removed slot's place it stops at
+    /// the first ancestor that keeps its place and whose height and minima came out as they
+    /// were, as [`Timeline::link`] does (lbsim's: the same tree in fewer steps).
     pub(crate) fn remove(&mut self, slot: u32) -> Node {
         let node = self.slots[slot as usize].node;
         debug_assert!(
             self.slots[slot as usize].height != 0,
             "removing a free slot"
         );
-        self.root = self.remove_at(self.root, &node);
-        self.len -= 1;
-        if self.leftmost == slot {
-            self.leftmost = self.leftmost_of(self.root);
+        // The path from the root, as in `link`.
+        let mut path = [0u32; MAX_HEIGHT];
+        let mut lefts = 0u64;
+        let mut depth = 0;
+        let mut at = self.root;
+        while at != slot {
+            assert!(at != NIL, "timeline: {:?} not found", node.id);
+            let s = &self.slots[at as usize];
+            let left = self.less(&node, &s.node);
+            path[depth] = at;
+            lefts |= u64::from(left) << depth;
+            depth += 1;
+            at = if left { s.left } else { s.right };
         }
+        let (l, r) = (
+            self.slots[slot as usize].left,
+            self.slots[slot as usize].right,
+        );
+        if self.leftmost == slot {
+            // The in-order successor: in the right subtree if there is one, else the parent
+            // (the leftmost is a left child).
+            self.leftmost = if r != NIL {
+                self.leftmost_of(r)
+            } else if depth > 0 {
+                path[depth - 1]
+            } else {
+                NIL
+            };
+        }
+        // The removed slot's place in the path: it and what lies below are rebalanced in any
+        // case, the ancestors above until one comes out unchanged.
+        let place = depth;
+        if l == NIL || r == NIL {
+            self.set_child(&path, lefts, place, if l == NIL { r } else { l });
+        } else {
+            depth += 1;
+            let mut succ = r;
+            while self.slots[succ as usize].left != NIL {
+                path[depth] = succ;
+                lefts |= 1 << depth;
+                depth += 1;
+                succ = self.slots[succ as usize].left;
+            }
+            let succ_right = self.slots[succ as usize].right;
+            let s = &mut self.slots[succ as usize];
+            s.left = l;
+            if succ != r {
+                s.right = r;
+                self.slots[path[depth - 1] as usize].left = succ_right;
+            }
+            path[place] = succ;
+            self.set_child(&path, lefts, place, succ);
+        }
+        while depth > 0 {
+            depth -= 1;
+            let at = path[depth];
+            let s = &self.slots[at as usize];
+            let before = (s.height, s.min_vruntime, s.min_slice);
+            let top = self.rebalance(at);
+            let s = &self.slots[top as usize];
+            if depth < place && top == at && before == (s.height, s.min_vruntime, s.min_slice) {
+                break;
+            }
+            self.set_child(&path, lefts, depth, top);
+        }
+        debug_assert_eq!(self.leftmost, self.leftmost_of(self.root));
+        self.len -= 1;
         let s = &mut self.slots[slot as usize];
         s.height = 0;
         s.left = self.free;
         s.right = NIL;
         self.free = slot;
         node
+    }
+
+    /// Make `child` the subtree at position `depth` of a path from the root (`path[depth - 1]`'s
+    /// child on the side bit `depth - 1` of `lefts` says; the root at depth 0).
+    #[inline]
+    fn set_child(&mut self, path: &[u32; MAX_HEIGHT], lefts: u64, depth: usize, child: u32) {
+        if depth == 0 {
+            self.root = child;
+        } else {
+            let p = &mut self.slots[path[depth - 1] as usize];
+            if lefts & (1 << (depth - 1)) != 0 {
+                p.left = child;
+            } else {
+                p.right = child;
+            }
+        }
     }
 
     /// Change the slice of the node in `slot` and recompute the cached `min_slice` on its
@@ -363,44 +439,6 @@ impl Timeline {
             }
         }
         self.update(at);
-    }
-
-    fn remove_at(&mut self, at: u32, node: &Node) -> u32 {
-        assert!(at != NIL, "timeline: {:?} not found", node.id);
-        let here = self.slots[at as usize].node;
-        if here.seq == node.seq && here.id == node.id {
-            let (l, r) = (self.slots[at as usize].left, self.slots[at as usize].right);
-            if l == NIL {
-                return r;
-            }
-            if r == NIL {
-                return l;
-            }
-            // Replace by the in-order successor, unlinked from the right subtree.
-            let (r, succ) = self.remove_min(r);
-            self.slots[succ as usize].left = l;
-            self.slots[succ as usize].right = r;
-            return self.rebalance(succ);
-        }
-        if self.less(node, &here) {
-            let l = self.remove_at(self.slots[at as usize].left, node);
-            self.slots[at as usize].left = l;
-        } else {
-            let r = self.remove_at(self.slots[at as usize].right, node);
-            self.slots[at as usize].right = r;
-        }
-        self.rebalance(at)
-    }
-
-    /// Unlink the leftmost slot of a subtree: (the subtree's new root, the slot).
-    fn remove_min(&mut self, at: u32) -> (u32, u32) {
-        let l = self.slots[at as usize].left;
-        if l == NIL {
-            return (self.slots[at as usize].right, at);
-        }
-        let (l, min) = self.remove_min(l);
-        self.slots[at as usize].left = l;
-        (self.rebalance(at), min)
     }
 
     fn leftmost_of(&self, mut at: u32) -> u32 {
