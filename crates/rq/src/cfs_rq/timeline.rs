@@ -511,31 +511,43 @@ impl Timeline {
     }
 
     /// Restore the AVL balance at a slot whose children are balanced; returns the subtree's
-    /// new root.
+    /// new root. A balanced slot only has its height and minima recomputed (inlined into the
+    /// walks up a path); a rotation is [`Timeline::rotate_to_balance`]'s.
+    #[inline]
     fn rebalance(&mut self, at: u32) -> u32 {
         let (l, r) = (self.slots[at as usize].left, self.slots[at as usize].right);
         let (h_l, h_r) = (self.height(l), self.height(r));
-        let (hl, hr) = (i32::from(h_l), i32::from(h_r));
-        if hl > hr + 1 {
+        if h_l.abs_diff(h_r) > 1 {
+            return self.rotate_to_balance(at);
+        }
+        self.update_with(at, l, r, h_l.max(h_r));
+        at
+    }
+
+    /// [`Timeline::rebalance`] of a slot whose children's heights differ by 2: one rotation,
+    /// or two when the taller child leans the other way.
+    #[inline(never)]
+    fn rotate_to_balance(&mut self, at: u32) -> u32 {
+        let (l, r) = (self.slots[at as usize].left, self.slots[at as usize].right);
+        let (hl, hr) = (self.height(l), self.height(r));
+        debug_assert_eq!(hl.abs_diff(hr), 2, "rotate_to_balance() of a balanced slot");
+        if hl > hr {
             let ll = self.slots[l as usize].left;
             let lr = self.slots[l as usize].right;
             if self.height(lr) > self.height(ll) {
                 let nl = self.rotate_left(l);
                 self.slots[at as usize].left = nl;
             }
-            return self.rotate_right(at);
-        }
-        if hr > hl + 1 {
+            self.rotate_right(at)
+        } else {
             let rl = self.slots[r as usize].left;
             let rr = self.slots[r as usize].right;
             if self.height(rl) > self.height(rr) {
                 let nr = self.rotate_right(r);
                 self.slots[at as usize].right = nr;
             }
-            return self.rotate_left(at);
+            self.rotate_left(at)
         }
-        self.update_with(at, l, r, h_l.max(h_r));
-        at
     }
 
     // ---------------------------------------------------------------------------------
