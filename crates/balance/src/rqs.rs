@@ -311,6 +311,22 @@ struct Tracker {
 }
 
 impl Tracker {
+    /// Puts CPU `i` on each list of marked CPUs it is not on yet.
+    #[inline(never)]
+    fn mark(&mut self, i: usize) {
+        let f = self.flags[i];
+        if f & MARKED_SUMS == 0 {
+            self.marked.push(i as u32);
+        }
+        if f & MARKED_OVERLOAD == 0 {
+            self.overload.marked.push(i as u32);
+        }
+        if f & MARKED_IDLE == 0 {
+            self.idle.marked.push(i as u32);
+        }
+        self.flags[i] = MARKED_ALL;
+    }
+
     /// The sums, if they are up to date (built with `tip_avg_high`, no CPU marked since).
     #[inline]
     fn current(&self, tip_avg_high: bool) -> Option<&Sums> {
@@ -462,18 +478,8 @@ impl Rqs {
     #[inline]
     fn mark(&mut self, i: usize) {
         let t = self.tracker.get_mut();
-        let f = t.flags[i];
-        if f != MARKED_ALL {
-            if f & MARKED_SUMS == 0 {
-                t.marked.push(i as u32);
-            }
-            if f & MARKED_OVERLOAD == 0 {
-                t.overload.marked.push(i as u32);
-            }
-            if f & MARKED_IDLE == 0 {
-                t.idle.marked.push(i as u32);
-            }
-            t.flags[i] = MARKED_ALL;
+        if t.flags[i] != MARKED_ALL {
+            t.mark(i);
         }
     }
 }

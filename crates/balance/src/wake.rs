@@ -667,7 +667,8 @@ fn select_idle_cpu(
                     }
                 }
             } else {
-                match scan_idle_cpus(sis, cpus, span, target.index() + 1, &mut nr, work) {
+                let within = (span, topo.span_cpus(sg.span));
+                match scan_idle_cpus(sis, cpus, within, target.index() + 1, &mut nr, work) {
                     CpuScan::Found(i) => return Some(i),
                     CpuScan::OutOfBudget => return None,
                     CpuScan::Done => {}
@@ -679,8 +680,8 @@ fn select_idle_cpu(
 
     // `cpus` is the LLC's span, less what the steps above cleared.
     if !has_idle_core {
-        let span = topo.span(sd.span);
-        return match scan_idle_cpus(sis, cpus, span, target.index() + 1, &mut nr, work) {
+        let within = (topo.span(sd.span), topo.span_cpus(sd.span));
+        return match scan_idle_cpus(sis, cpus, within, target.index() + 1, &mut nr, work) {
             CpuScan::Found(i) => Some(i),
             CpuScan::OutOfBudget | CpuScan::Done => None,
         };
@@ -718,7 +719,7 @@ enum CpuScan {
 }
 
 /// The single-CPU arm of select_idle_cpu()'s loops (v6.12): over the CPUs of `cpus` inside
-/// `within`, in `for_each_cpu_wrap()` order from `start`, each takes one from the budget `nr`
+/// the span `within` (its mask and its sorted CPU list), in `for_each_cpu_wrap()` order from `start`, each takes one from the budget `nr`
 /// (the scan gives up when it reaches 0), is read (`work`) and tested with
 /// `__select_idle_cpu()`, up to the first idle one.
 ///
@@ -729,7 +730,7 @@ enum CpuScan {
 fn scan_idle_cpus(
     sis: &Sis<'_, '_>,
     cpus: &Cpumask,
-    within: &Cpumask,
+    within: (&Cpumask, &[CpuId]),
     start: usize,
     nr: &mut i64,
     work: &mut WorkAccount,
@@ -737,7 +738,7 @@ fn scan_idle_cpus(
     #[cfg(debug_assertions)]
     let expect = {
         let (mut nr, mut work) = (*nr, *work);
-        let end = scan_idle_cpus_loop(sis, cpus, within, start, &mut nr, &mut work);
+        let end = scan_idle_cpus_loop(sis, cpus, within.0, start, &mut nr, &mut work);
         (end, nr, work)
     };
     let end = scan_idle_cpus_masked(sis, cpus, within, start, nr, work);
@@ -774,23 +775,27 @@ fn scan_idle_cpus_loop(
     CpuScan::Done
 }
 
-/// [`scan_idle_cpus`] a word of CPUs at a time, testing only the idle candidates.
+/// [`scan_idle_cpus`] a word of CPUs at a time, testing only the idle candidates; only the
+/// words between the span's first and last CPU are read.
 fn scan_idle_cpus_masked(
     sis: &Sis<'_, '_>,
     cpus: &Cpumask,
-    within: &Cpumask,
+    (within, span): (&Cpumask, &[CpuId]),
     start: usize,
     nr: &mut i64,
     work: &mut WorkAccount,
 ) -> CpuScan {
+    let (Some(first), Some(last)) = (span.first(), span.last()) else {
+        return CpuScan::Done;
+    };
+    let (first, end) = (first.index(), last.index() + 1);
     let candidates = sis.ctx.rqs.idle_candidates();
     let (words, inside) = (cpus.as_words(), within.as_words());
-    let size = cpus.nr_cpu_ids();
-    let start = start.min(size);
+    let start = start.min(cpus.nr_cpu_ids());
     let nr0 = *nr;
     // CPUs passed so far; the CPU at position `j` (from 1) is read if `j < nr0`.
     let mut j: i64 = 0;
-    for (lo, hi) in [(start, size), (0, start)] {
+    for (lo, hi) in [(start.max(first), end), (first, start.min(end))] {
         if lo >= hi {
             continue;
         }
