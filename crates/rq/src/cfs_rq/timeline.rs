@@ -513,7 +513,7 @@ impl Timeline {
     /// Restore the AVL balance at a slot whose children are balanced; returns the subtree's
     /// new root. A balanced slot only has its height and minima recomputed (inlined into the
     /// walks up a path); a rotation is [`Timeline::rotate_to_balance`]'s.
-    #[inline]
+    #[inline(always)]
     fn rebalance(&mut self, at: u32) -> u32 {
         let (l, r) = (self.slots[at as usize].left, self.slots[at as usize].right);
         let (h_l, h_r) = (self.height(l), self.height(r));
