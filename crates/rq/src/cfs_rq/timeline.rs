@@ -260,9 +260,10 @@ impl Timeline {
     ///
     /// Walks down to the leaf's place, then back up the path restoring each slot's balance
     /// and augmentation ([`Timeline::rebalance`]), as a recursive insertion would at every
-    /// ancestor; it stops at the first ancestor that keeps its place (no rotation) and whose
-    /// height and minima came out as they were, since every slot above it then has the
-    /// children it had, and its cached values, a recomputation from them, are unchanged
+    /// ancestor; it stops at the first subtree whose root (the same slot, or the one a
+    /// rotation put there, linked in its place) has the height and minima the subtree's
+    /// root had before: every slot above then has children of the heights and minima it
+    /// had, so its cached values and its balance, a recomputation from them, are unchanged
     /// (lbsim's: the same tree in fewer steps).
     fn link(&mut self, slot: u32) {
         if self.leftmost == NIL
@@ -304,11 +305,13 @@ impl Timeline {
             let s = &self.slots[at as usize];
             let before = (s.height, s.min_vruntime, s.min_slice);
             let top = self.rebalance(at);
+            if top != at {
+                self.set_child(&path, lefts, depth, top);
+            }
             let s = &self.slots[top as usize];
-            if top == at && before == (s.height, s.min_vruntime, s.min_slice) {
+            if before == (s.height, s.min_vruntime, s.min_slice) {
                 return;
             }
-            self.set_child(&path, lefts, depth, top);
         }
     }
 
@@ -321,8 +324,8 @@ impl Timeline {
     /// in-order successor, unlinked from the right subtree), then goes back up the path
     /// restoring each slot's balance and augmentation ([`Timeline::rebalance`]), as a
     /// recursive removal would at every ancestor. Above the removed slot's place it stops at
-    /// the first ancestor that keeps its place and whose height and minima came out as they
-    /// were, as [`Timeline::link`] does (lbsim's: the same tree in fewer steps).
+    /// the first subtree whose root has the height and minima the subtree's root had before,
+    /// as [`Timeline::link`] does (lbsim's: the same tree in fewer steps).
     pub(crate) fn remove(&mut self, slot: u32) -> Node {
         let node = self.slots[slot as usize].node;
         debug_assert!(
@@ -388,11 +391,13 @@ impl Timeline {
             let s = &self.slots[at as usize];
             let before = (s.height, s.min_vruntime, s.min_slice);
             let top = self.rebalance(at);
+            if top != at {
+                self.set_child(&path, lefts, depth, top);
+            }
             let s = &self.slots[top as usize];
-            if depth < place && top == at && before == (s.height, s.min_vruntime, s.min_slice) {
+            if depth < place && before == (s.height, s.min_vruntime, s.min_slice) {
                 break;
             }
-            self.set_child(&path, lefts, depth, top);
         }
         debug_assert_eq!(self.leftmost, self.leftmost_of(self.root));
         self.len -= 1;
