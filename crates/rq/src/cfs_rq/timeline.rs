@@ -299,20 +299,7 @@ impl Timeline {
             }
             at = *next;
         }
-        while depth > 0 {
-            depth -= 1;
-            let at = path[depth];
-            let s = &self.slots[at as usize];
-            let before = (s.height, s.min_vruntime, s.min_slice);
-            let top = self.rebalance(at);
-            if top != at {
-                self.set_child(&path, lefts, depth, top);
-            }
-            let s = &self.slots[top as usize];
-            if before == (s.height, s.min_vruntime, s.min_slice) {
-                return;
-            }
-        }
+        self.rebalance_path(&path, lefts, depth, depth);
     }
 
     /// Remove the node in `slot`; returns it.
@@ -385,20 +372,7 @@ impl Timeline {
             path[place] = succ;
             self.set_child(&path, lefts, place, succ);
         }
-        while depth > 0 {
-            depth -= 1;
-            let at = path[depth];
-            let s = &self.slots[at as usize];
-            let before = (s.height, s.min_vruntime, s.min_slice);
-            let top = self.rebalance(at);
-            if top != at {
-                self.set_child(&path, lefts, depth, top);
-            }
-            let s = &self.slots[top as usize];
-            if depth < place && before == (s.height, s.min_vruntime, s.min_slice) {
-                break;
-            }
-        }
+        self.rebalance_path(&path, lefts, depth, place);
         debug_assert_eq!(self.leftmost, self.leftmost_of(self.root));
         self.len -= 1;
         let s = &mut self.slots[slot as usize];
@@ -407,6 +381,33 @@ impl Timeline {
         s.right = NIL;
         self.free = slot;
         node
+    }
+
+    /// Rebalance the slots `path[..depth]` bottom-up ([`Timeline::rebalance`]), linking each
+    /// subtree's new root in its place; above `path[stop_below]` (exclusive) it stops at the
+    /// first subtree whose root has the height and minima its root had before.
+    #[inline(always)]
+    fn rebalance_path(
+        &mut self,
+        path: &[u32; MAX_HEIGHT],
+        lefts: u64,
+        mut depth: usize,
+        stop_below: usize,
+    ) {
+        while depth > 0 {
+            depth -= 1;
+            let at = path[depth];
+            let s = &self.slots[at as usize];
+            let before = (s.height, s.min_vruntime, s.min_slice);
+            let top = self.rebalance(at);
+            if top != at {
+                self.set_child(path, lefts, depth, top);
+            }
+            let s = &self.slots[top as usize];
+            if depth < stop_below && before == (s.height, s.min_vruntime, s.min_slice) {
+                return;
+            }
+        }
     }
 
     /// Make `child` the subtree at position `depth` of a path from the root (`path[depth - 1]`'s
