@@ -15,6 +15,10 @@
 //! and `u32`, order-independent), and the cost model still charges one CPU read per CPU of
 //! the group (`WorkAccount::cpus_scanned`). Debug builds recompute every sum the slow way
 //! and compare (`lb::group_stats`).
+//!
+//! The same marks keep two other summaries: the machine-wide count of CPUs with more than
+//! one task ([`Rqs::any_overloaded`]) and the mask of CPUs whose runqueue may be idle
+//! ([`Rqs::idle_candidates`], `idle.rs`), which lets the wake-up scan skip busy CPUs.
 
 mod idle;
 
