@@ -77,10 +77,6 @@ pub fn nohz_balance_exit_idle(ctx: &BalanceCtx<'_>, st: &mut BalanceState, cpu: 
 /// Follows fair.c: find_new_ilb() (v6.6-v6.12): the first CPU of `nohz.idle_cpus_mask`,
 /// other than the kicking CPU, that is idle.
 /// Counts one CPU scanned per idle-mask CPU checked.
-///
-/// lbsim's shortcut: only the CPUs of [`Rqs::idle_candidates`](crate::rqs::Rqs) are tested
-/// (any other fails `idle_cpu()` on its runqueue alone); the CPUs of the mask before the
-/// answer are counted a word at a time. Debug builds compare with the CPU-by-CPU loop.
 pub fn find_new_ilb(
     ctx: &BalanceCtx<'_>,
     st: &BalanceState,
@@ -88,46 +84,13 @@ pub fn find_new_ilb(
     pass: &mut Pass,
 ) -> Option<CpuId> {
     let at_ns = pass.now_ns(ctx);
-    #[cfg(debug_assertions)]
-    let expect = {
-        let mut scanned = 0u32;
-        let found = st
-            .nohz
-            .idle_cpus_mask
-            .iter()
-            .filter(|&c| c != this_cpu)
-            .find(|&c| {
-                scanned += 1;
-                idle_cpu(ctx, c, at_ns)
-            });
-        (found, pass.work.cpus_scanned + scanned)
-    };
-    let candidates = ctx.rqs.idle_candidates();
-    let mut found = None;
-    for (wi, &word) in st.nohz.idle_cpus_mask.as_words().iter().enumerate() {
-        let mut m = word;
-        if wi == this_cpu.index() / 64 {
-            m &= !(1u64 << (this_cpu.index() % 64));
-        }
-        let mut c = m & candidates.get(wi).copied().unwrap_or(0);
-        while c != 0 {
-            let b = c.trailing_zeros();
-            let cpu = CpuId((wi * 64) as u32 + b);
-            if idle_cpu(ctx, cpu, at_ns) {
-                m &= (1u64 << b) | ((1u64 << b) - 1);
-                found = Some(cpu);
-                break;
-            }
-            c &= c - 1;
-        }
-        pass.work.cpus_scanned += m.count_ones();
-        if found.is_some() {
-            break;
+    for c in st.nohz.idle_cpus_mask.iter().filter(|&c| c != this_cpu) {
+        pass.work.cpus_scanned += 1;
+        if idle_cpu(ctx, c, at_ns) {
+            return Some(c);
         }
     }
-    #[cfg(debug_assertions)]
-    debug_assert_eq!((found, pass.work.cpus_scanned), expect);
-    found
+    None
 }
 
 /// Follows fair.c: kick_ilb() (v6.6-v6.12): with BALANCE, push `nohz.next_balance` one jiffy
