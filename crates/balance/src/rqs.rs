@@ -15,6 +15,12 @@
 //! and `u32`, order-independent), and the cost model still charges one CPU read per CPU of
 //! the group (`WorkAccount::cpus_scanned`). Debug builds recompute every sum the slow way
 //! and compare (`lb::group_stats`).
+//!
+//! The same marks keep two other summaries: the machine-wide count of CPUs with more than
+//! one task ([`Rqs::any_overloaded`]) and the mask of CPUs whose runqueue may be idle
+//! ([`Rqs::idle_candidates`], `idle.rs`), which lets the wake-up scan skip busy CPUs.
+
+mod idle;
 
 use std::cell::{Ref, RefCell};
 use std::ops::{Deref, Index, IndexMut};
@@ -22,6 +28,9 @@ use std::ops::{Deref, Index, IndexMut};
 use lbsim_rq::rq::Rq;
 use lbsim_rq::task::Tasks;
 use lbsim_topology::{SpanId, Topology};
+
+use idle::IdleMask;
+pub use idle::rq_maybe_idle;
 
 /// What one CPU adds to the sums of each span holding it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -275,6 +284,10 @@ impl SumsView<'_> {
 const MARKED_SUMS: u8 = 1;
 /// [`Tracker::flags`]: the CPU is in [`Overload::marked`].
 const MARKED_OVERLOAD: u8 = 2;
+/// [`Tracker::flags`]: the CPU is in [`IdleMask::marked`].
+const MARKED_IDLE: u8 = 4;
+/// [`Tracker::flags`]: the CPU is in every list of marked CPUs.
+const MARKED_ALL: u8 = MARKED_SUMS | MARKED_OVERLOAD | MARKED_IDLE;
 
 /// The machine-wide count of CPUs with `nr_running > 1`, kept apart from the sums so that
 /// [`Rqs::any_overloaded`] (asked at every newly idle balance) reads only the marked CPUs'
@@ -295,12 +308,29 @@ struct Tracker {
     sums: Option<Sums>,
     /// CPUs borrowed mutably since the sums last caught up, each once.
     marked: Vec<u32>,
-    /// Per CPU: [`MARKED_SUMS`] and [`MARKED_OVERLOAD`].
+    /// Per CPU: [`MARKED_SUMS`], [`MARKED_OVERLOAD`] and [`MARKED_IDLE`].
     flags: Vec<u8>,
     overload: Overload,
+    idle: IdleMask,
 }
 
 impl Tracker {
+    /// Puts CPU `i` on each list of marked CPUs it is not on yet.
+    #[inline(never)]
+    fn mark(&mut self, i: usize) {
+        let f = self.flags[i];
+        if f & MARKED_SUMS == 0 {
+            self.marked.push(i as u32);
+        }
+        if f & MARKED_OVERLOAD == 0 {
+            self.overload.marked.push(i as u32);
+        }
+        if f & MARKED_IDLE == 0 {
+            self.idle.marked.push(i as u32);
+        }
+        self.flags[i] = MARKED_ALL;
+    }
+
     /// The sums, if they are up to date (built with `tip_avg_high`, no CPU marked since).
     #[inline]
     fn current(&self, tip_avg_high: bool) -> Option<&Sums> {
@@ -331,6 +361,7 @@ impl Rqs {
                 marked: Vec::new(),
                 flags: vec![0; n],
                 overload: Overload::default(),
+                idle: IdleMask::default(),
             }),
         }
     }
@@ -434,18 +465,25 @@ impl Rqs {
         o.count > 0
     }
 
+    /// The CPUs whose runqueue alone may let `available_idle_cpu()` or `sched_idle_cpu()` be
+    /// true ([`rq_maybe_idle`]), as of now: bit `c % 64` of word `c / 64` for CPU `c`. The
+    /// CPUs marked since the last call are reread first (every CPU on the first). Every CPU
+    /// outside the mask fails both tests. While the view lives, the other readers that bring
+    /// state up to date must not be called (the tracker is borrowed).
+    pub fn idle_candidates(&self) -> Ref<'_, [u64]> {
+        {
+            let mut t = self.tracker.borrow_mut();
+            let t = &mut *t;
+            t.idle.catch_up(&self.rqs, &mut t.flags, MARKED_IDLE);
+        }
+        Ref::map(self.tracker.borrow(), |t| &t.idle.words[..])
+    }
+
     #[inline]
     fn mark(&mut self, i: usize) {
         let t = self.tracker.get_mut();
-        let f = t.flags[i];
-        if f != MARKED_SUMS | MARKED_OVERLOAD {
-            if f & MARKED_SUMS == 0 {
-                t.marked.push(i as u32);
-            }
-            if f & MARKED_OVERLOAD == 0 {
-                t.overload.marked.push(i as u32);
-            }
-            t.flags[i] = MARKED_SUMS | MARKED_OVERLOAD;
+        if t.flags[i] != MARKED_ALL {
+            t.mark(i);
         }
     }
 }

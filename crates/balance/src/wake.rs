@@ -657,24 +657,21 @@ fn select_idle_cpu(
                     mask: span,
                 })
             );
-            for cpu in SpanWrap::new(topo.span_cpus(sg.span), target.index() + 1) {
-                if !cpus.test(cpu) {
-                    continue;
-                }
-                if has_idle_core {
+            if has_idle_core {
+                for cpu in SpanWrap::new(topo.span_cpus(sg.span), target.index() + 1) {
+                    if !cpus.test(cpu) {
+                        continue;
+                    }
                     if let Some(i) = select_idle_core(sis, cpu, cpus, &mut idle_cpu, work) {
                         return Some(i);
                     }
-                } else {
-                    nr -= 1;
-                    if nr <= 0 {
-                        return None;
-                    }
-                    work.cpus_scanned += 1;
-                    idle_cpu = __select_idle_cpu(sis, cpu);
-                    if idle_cpu.is_some() {
-                        return idle_cpu;
-                    }
+                }
+            } else {
+                let within = (span, topo.span_cpus(sg.span));
+                match scan_idle_cpus(sis, cpus, within, target.index() + 1, &mut nr, work) {
+                    CpuScan::Found(i) => return Some(i),
+                    CpuScan::OutOfBudget => return None,
+                    CpuScan::Done => {}
                 }
             }
             cpus.andnot_assign(span);
@@ -682,6 +679,13 @@ fn select_idle_cpu(
     }
 
     // `cpus` is the LLC's span, less what the steps above cleared.
+    if !has_idle_core {
+        let within = (topo.span(sd.span), topo.span_cpus(sd.span));
+        return match scan_idle_cpus(sis, cpus, within, target.index() + 1, &mut nr, work) {
+            CpuScan::Found(i) => Some(i),
+            CpuScan::OutOfBudget | CpuScan::Done => None,
+        };
+    }
     #[cfg(debug_assertions)]
     let mut walk = WrapWalk::new(size, target.index() + 1);
     for cpu in SpanWrap::new(topo.span_cpus(sd.span), target.index() + 1) {
@@ -694,27 +698,147 @@ fn select_idle_cpu(
             Some(cpu),
             "SpanWrap differs from the wrap walk"
         );
-        if has_idle_core {
-            if let Some(i) = select_idle_core(sis, cpu, cpus, &mut idle_cpu, work) {
-                return Some(i);
-            }
-        } else {
-            nr -= 1;
-            if nr <= 0 {
-                return None;
-            }
-            work.cpus_scanned += 1;
-            idle_cpu = __select_idle_cpu(sis, cpu);
-            if idle_cpu.is_some() {
-                break;
-            }
+        if let Some(i) = select_idle_core(sis, cpu, cpus, &mut idle_cpu, work) {
+            return Some(i);
         }
     }
 
-    if has_idle_core {
-        set_idle_cores(ctx, st, target, false);
-    }
+    set_idle_cores(ctx, st, target, false);
     idle_cpu
+}
+
+/// How [`scan_idle_cpus`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CpuScan {
+    /// An idle CPU (or one running only SCHED_IDLE tasks).
+    Found(CpuId),
+    /// `nr` ran out: `select_idle_cpu()` gives up.
+    OutOfBudget,
+    /// Every CPU read, none idle.
+    Done,
+}
+
+/// The single-CPU arm of select_idle_cpu()'s loops (v6.12): over the CPUs of `cpus` inside
+/// the span `within` (its mask and its sorted CPU list), in `for_each_cpu_wrap()` order from `start`, each takes one from the budget `nr`
+/// (the scan gives up when it reaches 0), is read (`work`) and tested with
+/// `__select_idle_cpu()`, up to the first idle one.
+///
+/// lbsim's shortcut: only the CPUs of [`Rqs::idle_candidates`](crate::rqs::Rqs) are tested;
+/// every other CPU fails `__select_idle_cpu()` on its runqueue alone, so it is counted (by
+/// popcount, a word of CPUs at a time), for the budget and for `work`, without being read.
+/// The budget, the work and the answer are the loop's. Debug builds run the loop beside it.
+fn scan_idle_cpus(
+    sis: &Sis<'_, '_>,
+    cpus: &Cpumask,
+    within: (&Cpumask, &[CpuId]),
+    start: usize,
+    nr: &mut i64,
+    work: &mut WorkAccount,
+) -> CpuScan {
+    #[cfg(debug_assertions)]
+    let expect = {
+        let (mut nr, mut work) = (*nr, *work);
+        let end = scan_idle_cpus_loop(sis, cpus, within.0, start, &mut nr, &mut work);
+        (end, nr, work)
+    };
+    let end = scan_idle_cpus_masked(sis, cpus, within, start, nr, work);
+    #[cfg(debug_assertions)]
+    debug_assert_eq!(
+        (end, *nr, *work),
+        expect,
+        "the masked scan differs from the loop"
+    );
+    end
+}
+
+/// [`scan_idle_cpus`] CPU by CPU, as the kernel's loop.
+#[cfg(debug_assertions)]
+fn scan_idle_cpus_loop(
+    sis: &Sis<'_, '_>,
+    cpus: &Cpumask,
+    within: &Cpumask,
+    start: usize,
+    nr: &mut i64,
+    work: &mut WorkAccount,
+) -> CpuScan {
+    let start = CpuId(start.min(cpus.nr_cpu_ids()) as u32);
+    for cpu in cpus.iter_wrap(start).filter(|&c| within.test(c)) {
+        *nr -= 1;
+        if *nr <= 0 {
+            return CpuScan::OutOfBudget;
+        }
+        work.cpus_scanned += 1;
+        if let Some(i) = __select_idle_cpu(sis, cpu) {
+            return CpuScan::Found(i);
+        }
+    }
+    CpuScan::Done
+}
+
+/// [`scan_idle_cpus`] a word of CPUs at a time, testing only the idle candidates; only the
+/// words between the span's first and last CPU are read.
+fn scan_idle_cpus_masked(
+    sis: &Sis<'_, '_>,
+    cpus: &Cpumask,
+    (within, span): (&Cpumask, &[CpuId]),
+    start: usize,
+    nr: &mut i64,
+    work: &mut WorkAccount,
+) -> CpuScan {
+    let (Some(first), Some(last)) = (span.first(), span.last()) else {
+        return CpuScan::Done;
+    };
+    let (first, end) = (first.index(), last.index() + 1);
+    let candidates = sis.ctx.rqs.idle_candidates();
+    let (words, inside) = (cpus.as_words(), within.as_words());
+    let start = start.min(cpus.nr_cpu_ids());
+    let nr0 = *nr;
+    // CPUs passed so far; the CPU at position `j` (from 1) is read if `j < nr0`.
+    let mut j: i64 = 0;
+    for (lo, hi) in [(start.max(first), end), (first, start.min(end))] {
+        if lo >= hi {
+            continue;
+        }
+        for wi in lo / 64..=(hi - 1) / 64 {
+            let mut m = words[wi] & inside[wi];
+            if wi == lo / 64 {
+                m &= u64::MAX << (lo % 64);
+            }
+            if wi == (hi - 1) / 64 && hi % 64 != 0 {
+                m &= (1u64 << (hi % 64)) - 1;
+            }
+            let mut c = m & candidates.get(wi).copied().unwrap_or(0);
+            while c != 0 {
+                let b = c.trailing_zeros();
+                let at = j + i64::from((m & ((1u64 << b) - 1)).count_ones()) + 1;
+                if at >= nr0 {
+                    return out_of_budget(nr, nr0, work);
+                }
+                let cpu = CpuId((wi * 64) as u32 + b);
+                if let Some(i) = __select_idle_cpu(sis, cpu) {
+                    *nr = nr0 - at;
+                    work.cpus_scanned += at as u32;
+                    return CpuScan::Found(i);
+                }
+                c &= c - 1;
+            }
+            j += i64::from(m.count_ones());
+            if j >= nr0 {
+                return out_of_budget(nr, nr0, work);
+            }
+        }
+    }
+    *nr = nr0 - j;
+    work.cpus_scanned += j as u32;
+    CpuScan::Done
+}
+
+/// The end of [`scan_idle_cpus_masked`] when the `nr0`-th CPU is reached: the CPUs before it
+/// were read.
+fn out_of_budget(nr: &mut i64, nr0: i64, work: &mut WorkAccount) -> CpuScan {
+    *nr = 0;
+    work.cpus_scanned += (nr0 - 1) as u32;
+    CpuScan::OutOfBudget
 }
 
 /// A [`WrapWalk`] over a mask that stays as it is, as an iterator (for debug builds'

@@ -260,9 +260,10 @@ impl Timeline {
     ///
     /// Walks down to the leaf's place, then back up the path restoring each slot's balance
     /// and augmentation ([`Timeline::rebalance`]), as a recursive insertion would at every
-    /// ancestor; it stops at the first ancestor that keeps its place (no rotation) and whose
-    /// height and minima came out as they were, since every slot above it then has the
-    /// children it had, and its cached values, a recomputation from them, are unchanged
+    /// ancestor; it stops at the first subtree whose root (the same slot, or the one a
+    /// rotation put there, linked in its place) has the height and minima the subtree's
+    /// root had before: every slot above then has children of the heights and minima it
+    /// had, so its cached values and its balance, a recomputation from them, are unchanged
     /// (lbsim's: the same tree in fewer steps).
     fn link(&mut self, slot: u32) {
         if self.leftmost == NIL
@@ -298,50 +299,131 @@ impl Timeline {
             }
             at = *next;
         }
-        while depth > 0 {
-            depth -= 1;
-            let at = path[depth];
-            let s = &self.slots[at as usize];
-            let before = (s.height, s.min_vruntime, s.min_slice);
-            let top = self.rebalance(at);
-            let s = &self.slots[top as usize];
-            if top == at && before == (s.height, s.min_vruntime, s.min_slice) {
-                return;
-            }
-            if depth == 0 {
-                self.root = top;
-            } else {
-                let p = &mut self.slots[path[depth - 1] as usize];
-                if lefts & (1 << (depth - 1)) != 0 {
-                    p.left = top;
-                } else {
-                    p.right = top;
-                }
-            }
-        }
+        self.rebalance_path(&path, lefts, depth, depth);
     }
 
     /// Remove the node in `slot`; returns it.
     ///
     /// Follows rbtree_augmented.h: `rb_erase_augmented_cached()` with `min_vruntime_cb`
     /// (v6.12).
+    ///
+    /// Walks down to the slot, unlinks it (a slot with two children is replaced by its
+    /// in-order successor, unlinked from the right subtree), then goes back up the path
+    /// restoring each slot's balance and augmentation ([`Timeline::rebalance`]), as a
+    /// recursive removal would at every ancestor. Above the removed slot's place it stops at
+    /// the first subtree whose root has the height and minima the subtree's root had before,
+    /// as [`Timeline::link`] does (lbsim's: the same tree in fewer steps).
     pub(crate) fn remove(&mut self, slot: u32) -> Node {
         let node = self.slots[slot as usize].node;
         debug_assert!(
             self.slots[slot as usize].height != 0,
             "removing a free slot"
         );
-        self.root = self.remove_at(self.root, &node);
-        self.len -= 1;
-        if self.leftmost == slot {
-            self.leftmost = self.leftmost_of(self.root);
+        // The path from the root, as in `link`.
+        let mut path = [0u32; MAX_HEIGHT];
+        let mut lefts = 0u64;
+        let mut depth = 0;
+        let mut at = self.root;
+        while at != slot {
+            assert!(at != NIL, "timeline: {:?} not found", node.id);
+            let s = &self.slots[at as usize];
+            let left = self.less(&node, &s.node);
+            path[depth] = at;
+            lefts |= u64::from(left) << depth;
+            depth += 1;
+            at = if left { s.left } else { s.right };
         }
+        let (l, r) = (
+            self.slots[slot as usize].left,
+            self.slots[slot as usize].right,
+        );
+        if self.leftmost == slot {
+            // The in-order successor: in the right subtree if there is one, else the parent
+            // (the leftmost is a left child).
+            self.leftmost = if r != NIL {
+                self.leftmost_of(r)
+            } else if depth > 0 {
+                path[depth - 1]
+            } else {
+                NIL
+            };
+        }
+        // The removed slot's place in the path: it and what lies below are rebalanced in any
+        // case, the ancestors above until one comes out unchanged.
+        let place = depth;
+        if l == NIL || r == NIL {
+            self.set_child(&path, lefts, place, if l == NIL { r } else { l });
+        } else {
+            depth += 1;
+            let mut succ = r;
+            while self.slots[succ as usize].left != NIL {
+                path[depth] = succ;
+                lefts |= 1 << depth;
+                depth += 1;
+                succ = self.slots[succ as usize].left;
+            }
+            let succ_right = self.slots[succ as usize].right;
+            let s = &mut self.slots[succ as usize];
+            s.left = l;
+            if succ != r {
+                s.right = r;
+                self.slots[path[depth - 1] as usize].left = succ_right;
+            }
+            path[place] = succ;
+            self.set_child(&path, lefts, place, succ);
+        }
+        self.rebalance_path(&path, lefts, depth, place);
+        debug_assert_eq!(self.leftmost, self.leftmost_of(self.root));
+        self.len -= 1;
         let s = &mut self.slots[slot as usize];
         s.height = 0;
         s.left = self.free;
         s.right = NIL;
         self.free = slot;
         node
+    }
+
+    /// Rebalance the slots `path[..depth]` bottom-up ([`Timeline::rebalance`]), linking each
+    /// subtree's new root in its place; above `path[stop_below]` (exclusive) it stops at the
+    /// first subtree whose root has the height and minima its root had before.
+    #[inline(always)]
+    fn rebalance_path(
+        &mut self,
+        path: &[u32; MAX_HEIGHT],
+        lefts: u64,
+        mut depth: usize,
+        stop_below: usize,
+    ) {
+        while depth > 0 {
+            depth -= 1;
+            let at = path[depth];
+            let s = &self.slots[at as usize];
+            let before = (s.height, s.min_vruntime, s.min_slice);
+            let top = self.rebalance(at);
+            if top != at {
+                self.set_child(path, lefts, depth, top);
+            }
+            let s = &self.slots[top as usize];
+            if depth < stop_below && before == (s.height, s.min_vruntime, s.min_slice) {
+                return;
+            }
+        }
+    }
+
+    /// Make `child` the subtree at position `depth` of a path from the root (`path[depth - 1]`'s
+    /// child on the side bit `depth - 1` of `lefts` says; the root at depth 0).
+    #[inline]
+    fn set_child(&mut self, path: &[u32; MAX_HEIGHT], lefts: u64, depth: usize, child: u32) {
+        if depth == 0 {
+            self.root = child;
+        } else {
+            let p = &mut self.slots[path[depth - 1] as usize];
+            if lefts & (1 << (depth - 1)) != 0 {
+                p.left = child;
+            } else {
+                p.right = child;
+            }
+        }
     }
 
     /// Change the slice of the node in `slot` and recompute the cached `min_slice` on its
@@ -363,44 +445,6 @@ impl Timeline {
             }
         }
         self.update(at);
-    }
-
-    fn remove_at(&mut self, at: u32, node: &Node) -> u32 {
-        assert!(at != NIL, "timeline: {:?} not found", node.id);
-        let here = self.slots[at as usize].node;
-        if here.seq == node.seq && here.id == node.id {
-            let (l, r) = (self.slots[at as usize].left, self.slots[at as usize].right);
-            if l == NIL {
-                return r;
-            }
-            if r == NIL {
-                return l;
-            }
-            // Replace by the in-order successor, unlinked from the right subtree.
-            let (r, succ) = self.remove_min(r);
-            self.slots[succ as usize].left = l;
-            self.slots[succ as usize].right = r;
-            return self.rebalance(succ);
-        }
-        if self.less(node, &here) {
-            let l = self.remove_at(self.slots[at as usize].left, node);
-            self.slots[at as usize].left = l;
-        } else {
-            let r = self.remove_at(self.slots[at as usize].right, node);
-            self.slots[at as usize].right = r;
-        }
-        self.rebalance(at)
-    }
-
-    /// Unlink the leftmost slot of a subtree: (the subtree's new root, the slot).
-    fn remove_min(&mut self, at: u32) -> (u32, u32) {
-        let l = self.slots[at as usize].left;
-        if l == NIL {
-            return (self.slots[at as usize].right, at);
-        }
-        let (l, min) = self.remove_min(l);
-        self.slots[at as usize].left = l;
-        (self.rebalance(at), min)
     }
 
     fn leftmost_of(&self, mut at: u32) -> u32 {
@@ -473,31 +517,43 @@ impl Timeline {
     }
 
     /// Restore the AVL balance at a slot whose children are balanced; returns the subtree's
-    /// new root.
+    /// new root. A balanced slot only has its height and minima recomputed (inlined into the
+    /// walks up a path); a rotation is [`Timeline::rotate_to_balance`]'s.
+    #[inline(always)]
     fn rebalance(&mut self, at: u32) -> u32 {
         let (l, r) = (self.slots[at as usize].left, self.slots[at as usize].right);
         let (h_l, h_r) = (self.height(l), self.height(r));
-        let (hl, hr) = (i32::from(h_l), i32::from(h_r));
-        if hl > hr + 1 {
+        if h_l.abs_diff(h_r) > 1 {
+            return self.rotate_to_balance(at);
+        }
+        self.update_with(at, l, r, h_l.max(h_r));
+        at
+    }
+
+    /// [`Timeline::rebalance`] of a slot whose children's heights differ by 2: one rotation,
+    /// or two when the taller child leans the other way.
+    #[inline(never)]
+    fn rotate_to_balance(&mut self, at: u32) -> u32 {
+        let (l, r) = (self.slots[at as usize].left, self.slots[at as usize].right);
+        let (hl, hr) = (self.height(l), self.height(r));
+        debug_assert_eq!(hl.abs_diff(hr), 2, "rotate_to_balance() of a balanced slot");
+        if hl > hr {
             let ll = self.slots[l as usize].left;
             let lr = self.slots[l as usize].right;
             if self.height(lr) > self.height(ll) {
                 let nl = self.rotate_left(l);
                 self.slots[at as usize].left = nl;
             }
-            return self.rotate_right(at);
-        }
-        if hr > hl + 1 {
+            self.rotate_right(at)
+        } else {
             let rl = self.slots[r as usize].left;
             let rr = self.slots[r as usize].right;
             if self.height(rl) > self.height(rr) {
                 let nr = self.rotate_right(r);
                 self.slots[at as usize].right = nr;
             }
-            return self.rotate_left(at);
+            self.rotate_left(at)
         }
-        self.update_with(at, l, r, h_l.max(h_r));
-        at
     }
 
     // ---------------------------------------------------------------------------------
