@@ -393,8 +393,8 @@ impl Rqs {
     /// domain's groups): the CPUs changed since the last call are brought up to date first,
     /// once. The runqueues cannot change while the view lives (it borrows them), so every
     /// read through it gives what [`Rqs::span_sums`] would. While it lives, the other
-    /// readers that bring state up to date ([`Rqs::span_sums`], [`Rqs::any_overloaded`])
-    /// must not be called (the tracker is borrowed).
+    /// readers that bring state up to date ([`Rqs::span_sums`], [`Rqs::any_overloaded`],
+    /// [`Rqs::idle_candidates`]) must not be called (the tracker is borrowed).
     #[inline]
     pub fn sums_view(&self, topo: &Topology, tasks: &Tasks, tip_avg_high: bool) -> SumsView<'_> {
         {

@@ -718,12 +718,13 @@ enum CpuScan {
     Done,
 }
 
-/// The single-CPU arm of select_idle_cpu()'s loops (v6.12): over the CPUs of `cpus` inside
-/// the span `within` (its mask and its sorted CPU list), in `for_each_cpu_wrap()` order from `start`, each takes one from the budget `nr`
-/// (the scan gives up when it reaches 0), is read (`work`) and tested with
-/// `__select_idle_cpu()`, up to the first idle one.
+/// Follows fair.c: the single-CPU arm of select_idle_cpu()'s loops (v6.12): over the CPUs of
+/// `cpus` inside the span `within` (its mask and its sorted CPU list), in
+/// `for_each_cpu_wrap()` order from `start`, each takes one from the budget `nr` (the scan
+/// gives up when it reaches 0), is read (`work`) and tested with `__select_idle_cpu()`, up to
+/// the first idle one.
 ///
-/// lbsim's shortcut: only the CPUs of [`Rqs::idle_candidates`](crate::rqs::Rqs) are tested;
+/// lbsim's shortcut: only the CPUs of [`Rqs::idle_candidates`](crate::rqs::Rqs::idle_candidates) are tested;
 /// every other CPU fails `__select_idle_cpu()` on its runqueue alone, so it is counted (by
 /// popcount, a word of CPUs at a time), for the budget and for `work`, without being read.
 /// The budget, the work and the answer are the loop's. Debug builds run the loop beside it.

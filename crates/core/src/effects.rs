@@ -113,7 +113,8 @@ struct Slot {
     /// The event, kept here rather than in the engine's heap, whose entries are then a
     /// third smaller (the slot's fields are read at the pop anyway).
     ev: Ev,
-    /// Bumped when the slot's event pops, so that keys of earlier events no longer match.
+    /// Bumped when the slot's event pops, or is dropped or rescheduled before it was drained,
+    /// so that keys of earlier events no longer match.
     generation: u32,
     /// The event was cancelled: the engine drops it when it reaches the top of its queue.
     cancelled: bool,
@@ -122,9 +123,10 @@ struct Slot {
 /// The events the core schedules, in the order it asked for them, and the table of the
 /// events pending in the engine's queue. The engine drains and queues the new events after
 /// each event, so events the core schedules at equal times keep the order it scheduled them
-/// in. The engine queues an event only when it is drained: one cancelled before that
-/// never reaches the queue ([`Effects::cancel`]). A cancellation marks the event's slot ([`Effects::cancel`]); the engine, which leaves
-/// a cancelled event in its queue (lazy deletion: the order of the others is untouched),
+/// in. The engine queues an event only when it is drained: one cancelled before that never
+/// reaches the queue. The cancellation of a drained event marks its slot
+/// ([`Effects::cancel`]); the engine, which leaves a cancelled event in its queue (lazy
+/// deletion: the order of the others is untouched),
 /// asks the slot when the event comes up ([`Effects::take_cancelled`]) and frees it when the
 /// event pops ([`Effects::retire`], which hands back the event: the engine's heap holds only
 /// times, sequence numbers and slots). No hashing: a slot is an index.
@@ -132,7 +134,8 @@ struct Slot {
 pub struct Effects {
     ops: Vec<Effect>,
     slots: Vec<Slot>,
-    /// Slots whose events have popped, reused last-freed first.
+    /// Slots whose events have popped or were dropped before they were drained, reused
+    /// last-freed first.
     free: Vec<u32>,
     /// Cancelled events still in the engine's queue.
     cancelled: usize,

@@ -39,7 +39,7 @@ use crate::state::BalanceState;
 
 use super::LegacyState;
 use super::group_stats::{child_prefer_sibling, update_group_capacity};
-use super::load_balance::{Exit, out_balanced};
+use super::load_balance::{Exit, out_balanced, parent_sgc};
 
 /// Whether find_busiest_group() (v4.6-v5.4) balances `cpu`'s domain at `level` at CPU_IDLE
 /// before any load is read (see the module doc), for a first pass (`env->cpus` untrimmed,
@@ -58,7 +58,12 @@ pub(super) fn settled_scan(
     let topo = ctx.topo;
     let doms = topo.domains(cpu);
     let sd = &doms[level];
-    if sd.flags.contains(SdFlag::Overlap) || doms.get(level + 1).is_none() {
+    // check_asym_packing() may pull before the group statistics decide; the topology crate
+    // builds no SD_ASYM_PACKING today, but such a domain takes the full path.
+    if sd.flags.contains(SdFlag::Overlap)
+        || sd.flags.contains(SdFlag::AsymPacking)
+        || doms.get(level + 1).is_none()
+    {
         return None;
     }
     if lg.version.group_misfit_task() && sd.flags.contains(SdFlag::AsymCpucapacity) {
@@ -103,7 +108,7 @@ pub(super) fn settled_scan(
 /// decision record and the trace off): returns `true` after doing what load_balance() does
 /// then (see the module doc; `ld_moved` is 0 and `continue_balancing` stays set), or
 /// `false`, having done nothing, when load_balance() must run.
-pub fn load_balance_settled(
+pub(super) fn load_balance_settled(
     ctx: &mut BalanceCtx<'_>,
     st: &mut BalanceState,
     lg: &mut LegacyState,
@@ -135,7 +140,7 @@ pub fn load_balance_settled(
     pass.work.cpus_scanned += scanned;
     #[cfg(debug_assertions)]
     check_against_full_pass(ctx, st, lg, this_cpu, level, work_before, pass);
-    let parent_sgc = doms.get(level + 1).map(|p| topo.local_group(p).sgc);
+    let parent_sgc = parent_sgc(topo, this_cpu, level);
     let at = (this_cpu, level, idle);
     out_balanced(
         st,
@@ -163,7 +168,7 @@ fn check_against_full_pass(
     pass: &mut Pass,
 ) {
     let charged = pass.work;
-    let mut env = crate::lb::LbEnv::new(ctx.topo, this_cpu, level, CpuIdleType::Idle);
+    let mut env = super::load_balance::first_env(ctx.topo, lg, this_cpu, level, CpuIdleType::Idle);
     pass.work = work_before;
     pass.work.domains += 1;
     let balance = super::load_balance::should_we_balance(ctx, &env, pass);
@@ -175,4 +180,5 @@ fn check_against_full_pass(
         "CPU{} level {level}: load_balance() would not have balanced",
         this_cpu.0
     );
+    super::load_balance::put_back_env(ctx.topo, lg, env);
 }

@@ -3,7 +3,7 @@
 //! (active_load_balance_cpu_stop()), following kernel/sched/fair.c of v4.6 (with the v4.20
 //! misfit case and the v5.4 changes of KERNEL-HISTORY §2.10 as [`super::LegacyVersion`] decides).
 
-use lbsim_topology::{CpuId, Cpumask, SchedDomain, SgcId};
+use lbsim_topology::{CpuId, Cpumask, SchedDomain, SgcId, Topology};
 
 use crate::ctx::{BalanceCtx, StopperRequest};
 use crate::lb::{
@@ -130,20 +130,8 @@ pub fn load_balance(
     let topo = ctx.topo;
     let version = lg.version;
     let sd = &topo.domains(this_cpu)[level];
-    let parent_sgc = topo
-        .domains(this_cpu)
-        .get(level + 1)
-        .map(|p| topo.local_group(p).sgc);
-    let mut env = if version.v5_4_load_balance_tail() {
-        LbEnv::new(topo, this_cpu, level, idle)
-    } else {
-        // Every active CPU, in the mask the last pass put back (lbsim reuses its storage;
-        // a pass that cleared CPUs of it set them again).
-        let all = topo.machine().all_cpus();
-        let cpus = lg.cpus_scratch.take().unwrap_or_else(|| all.clone());
-        debug_assert!(cpus == *all);
-        LbEnv::with_cpus(topo, this_cpu, level, idle, cpus)
-    };
+    let parent_sgc = parent_sgc(topo, this_cpu, level);
+    let mut env = first_env(topo, lg, this_cpu, level, idle);
     if idle == CpuIdleType::NewlyIdle {
         env.dst_grpmask = None;
     }
@@ -343,17 +331,58 @@ pub fn load_balance(
         };
         st.trace.push(LbEvent::Balance(record));
     }
-    if !version.v5_4_load_balance_tail() {
+    put_back_env(topo, lg, env);
+    moved
+}
+
+/// The local group's capacity of `this_cpu`'s domain above `level` (`sd->parent->groups`),
+/// whose imbalance flag load_balance() (v4.6-v5.4) sets and clears; `None` at the top.
+#[inline]
+pub(super) fn parent_sgc(topo: &Topology, this_cpu: CpuId, level: usize) -> Option<SgcId> {
+    topo.domains(this_cpu)
+        .get(level + 1)
+        .map(|p| topo.local_group(p).sgc)
+}
+
+/// Follows fair.c: load_balance()'s `struct lb_env` (v4.6-v5.4) for a first pass: before
+/// v5.4 `env->cpus` is every active CPU (`cpu_active_mask`, copied into the per-CPU
+/// `load_balance_mask`), from v5.4 the domain's span. lbsim reuses the storage of the mask
+/// the last pass put back ([`put_back_env`]).
+#[inline]
+pub(super) fn first_env(
+    topo: &Topology,
+    lg: &mut LegacyState,
+    this_cpu: CpuId,
+    level: usize,
+    idle: CpuIdleType,
+) -> LbEnv {
+    if lg.version.v5_4_load_balance_tail() {
+        LbEnv::new(topo, this_cpu, level, idle)
+    } else {
+        // Every active CPU, in the mask the last pass put back (a pass that cleared CPUs of
+        // it set them again).
+        let all = topo.machine().all_cpus();
+        let cpus = lg.cpus_scratch.take().unwrap_or_else(|| all.clone());
+        debug_assert!(cpus == *all);
+        LbEnv::with_cpus(topo, this_cpu, level, idle, cpus)
+    }
+}
+
+/// Keeps the storage of a pass's `env->cpus` for the next [`first_env`], every active CPU
+/// set again (before v5.4; from v5.4 the mask is the domain's span, built each pass).
+#[inline]
+pub(super) fn put_back_env(topo: &Topology, lg: &mut LegacyState, env: LbEnv) {
+    if !lg.version.v5_4_load_balance_tail() {
         let mut cpus = env.cpus;
         if env.cpus_trimmed {
             cpus.or_assign(topo.machine().all_cpus());
         }
         lg.cpus_scratch = Some(cpus);
     }
-    moved
 }
 
-/// The `out_balanced:` and `out_one_pinned:` tail of load_balance() (v4.6-v5.4), for a pass
+/// Follows fair.c: the `out_balanced:` and `out_one_pinned:` tail of load_balance()
+/// (v4.6-v5.4), for a pass
 /// that left the `redo:` loop by `exit` (not [`Exit::Done`]) on `this_cpu`'s domain `sd` at
 /// `level` (`at`): a balanced domain clears the parent group's imbalance flag (v5.4: unless
 /// LBF_ALL_PINNED), counts `lb_balanced` and resets `nr_balance_failed` (neither after

@@ -18,7 +18,8 @@
 //! load indices), `types.rs` (group types and statistics), `group_stats.rs` (capacity,
 //! update_sg_lb_stats(), update_sd_pick_busiest(), update_sd_lb_stats()),
 //! `idle_settled.rs` (lbsim's shortcut for a CPU_IDLE pass find_busiest_group() balances
-//! before any load is read), `imbalance.rs` (fix_small_imbalance(), calculate_imbalance(), find_busiest_group()),
+//! before any load is read), `imbalance.rs` (fix_small_imbalance(),
+//! calculate_imbalance(), find_busiest_group()),
 //! `find_busiest_queue.rs`, `detach.rs` (task_hot(), can_migrate_task(),
 //! detach_tasks()), `load_balance.rs` (load_balance(), should_we_balance(),
 //! need_active_balance(), the stopper), `rebalance.rs` (tick trigger, nohz kick and idle

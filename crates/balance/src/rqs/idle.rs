@@ -13,8 +13,9 @@ use lbsim_rq::rq::Rq;
 
 use crate::lb::rq_idle_own;
 
-/// The runqueue alone allows `available_idle_cpu()` (`idle_cpu()`: nothing running or
-/// queued, no `ttwu_pending`) or `sched_idle_cpu()` (only `SCHED_IDLE` tasks queued).
+/// The runqueue alone allows core.c's `available_idle_cpu()` (`idle_cpu()`: nothing running
+/// or queued, no `ttwu_pending`) or fair.c's `sched_idle_cpu()` (only `SCHED_IDLE` tasks
+/// queued), v6.12.
 #[inline]
 pub fn rq_maybe_idle(rq: &Rq) -> bool {
     rq_idle_own(rq) || rq.sched_idle_rq()

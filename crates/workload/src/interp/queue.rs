@@ -87,4 +87,13 @@ mod tests {
         assert!(q.is_empty());
         assert_eq!(q.pop_front(), None);
     }
+
+    #[test]
+    fn the_interpreters_queue_is_no_bigger_than_a_one_slot_small_vector() {
+        type Entry = (crate::action::Action, super::super::Meas);
+        assert!(
+            std::mem::size_of::<ActionQueue<Entry>>()
+                <= std::mem::size_of::<smallvec::SmallVec<[Entry; 1]>>()
+        );
+    }
 }
