@@ -724,9 +724,10 @@ enum CpuScan {
 /// gives up when it reaches 0), is read (`work`) and tested with `__select_idle_cpu()`, up to
 /// the first idle one.
 ///
-/// lbsim's shortcut: only the CPUs of [`Rqs::idle_candidates`](crate::rqs::Rqs::idle_candidates) are tested;
-/// every other CPU fails `__select_idle_cpu()` on its runqueue alone, so it is counted (by
-/// popcount, a word of CPUs at a time), for the budget and for `work`, without being read.
+/// lbsim's shortcut: only the CPUs of
+/// [`Rqs::idle_candidates`](crate::rqs::Rqs::idle_candidates) are tested; every other CPU
+/// fails `__select_idle_cpu()` on its runqueue alone, so it is counted (by popcount, a word
+/// of CPUs at a time), for the budget and for `work`, without being read.
 /// The budget, the work and the answer are the loop's. Debug builds run the loop beside it.
 fn scan_idle_cpus(
     sis: &Sis<'_, '_>,
