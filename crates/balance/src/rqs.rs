@@ -18,8 +18,11 @@
 //!
 //! The same marks keep two other summaries: the machine-wide count of CPUs with more than
 //! one task ([`Rqs::any_overloaded`]) and the mask of CPUs whose runqueue may be idle
-//! ([`Rqs::idle_candidates`], `idle.rs`), which lets the wake-up scan skip busy CPUs.
+//! ([`Rqs::idle_candidates`], `idle.rs`), which lets the wake-up scan skip busy CPUs, and a
+//! log of the order in which CPUs changed ([`Rqs::change_pos`], `changes.rs`), which lets
+//! load_balance() keep a group's statistics from one attempt to the next.
 
+mod changes;
 mod idle;
 
 use std::cell::{Ref, RefCell};
@@ -29,6 +32,8 @@ use lbsim_rq::rq::Rq;
 use lbsim_rq::task::Tasks;
 use lbsim_topology::{SpanId, Topology};
 
+use changes::ChangeLog;
+pub use changes::ChangePos;
 use idle::IdleMask;
 pub use idle::rq_maybe_idle;
 
@@ -286,8 +291,10 @@ const MARKED_SUMS: u8 = 1;
 const MARKED_OVERLOAD: u8 = 2;
 /// [`Tracker::flags`]: the CPU is in [`IdleMask::marked`].
 const MARKED_IDLE: u8 = 4;
+/// [`Tracker::flags`]: the CPU is in [`ChangeLog::marked`].
+const MARKED_LOG: u8 = 8;
 /// [`Tracker::flags`]: the CPU is in every list of marked CPUs.
-const MARKED_ALL: u8 = MARKED_SUMS | MARKED_OVERLOAD | MARKED_IDLE;
+const MARKED_ALL: u8 = MARKED_SUMS | MARKED_OVERLOAD | MARKED_IDLE | MARKED_LOG;
 
 /// The machine-wide count of CPUs with `nr_running > 1`, kept apart from the sums so that
 /// [`Rqs::any_overloaded`] (asked at every newly idle balance) reads only the marked CPUs'
@@ -308,10 +315,11 @@ struct Tracker {
     sums: Option<Sums>,
     /// CPUs borrowed mutably since the sums last caught up, each once.
     marked: Vec<u32>,
-    /// Per CPU: [`MARKED_SUMS`], [`MARKED_OVERLOAD`] and [`MARKED_IDLE`].
+    /// Per CPU: [`MARKED_SUMS`], [`MARKED_OVERLOAD`], [`MARKED_IDLE`] and [`MARKED_LOG`].
     flags: Vec<u8>,
     overload: Overload,
     idle: IdleMask,
+    changes: ChangeLog,
 }
 
 impl Tracker {
@@ -327,6 +335,9 @@ impl Tracker {
         }
         if f & MARKED_IDLE == 0 {
             self.idle.marked.push(i as u32);
+        }
+        if f & MARKED_LOG == 0 {
+            self.changes.marked.push(i as u32);
         }
         self.flags[i] = MARKED_ALL;
     }
@@ -362,6 +373,7 @@ impl Rqs {
                 flags: vec![0; n],
                 overload: Overload::default(),
                 idle: IdleMask::default(),
+                changes: ChangeLog::default(),
             }),
         }
     }
@@ -477,6 +489,22 @@ impl Rqs {
             t.idle.catch_up(&self.rqs, &mut t.flags, MARKED_IDLE);
         }
         Ref::map(self.tracker.borrow(), |t| &t.idle.words[..])
+    }
+
+    /// The end of the log of runqueue changes, once the CPUs marked since the last call are
+    /// logged: every change made before this call is logged before the position returned,
+    /// every later one after it.
+    pub fn change_pos(&self) -> ChangePos {
+        let mut t = self.tracker.borrow_mut();
+        let t = &mut *t;
+        t.changes.flush(&mut t.flags, MARKED_LOG)
+    }
+
+    /// Calls `f` with every CPU whose runqueue changed between `from` and `to`, two positions
+    /// [`Rqs::change_pos`] returned in that order (each such CPU at least once); false,
+    /// without calling it, if the log no longer goes back to `from`.
+    pub fn changed_between(&self, from: ChangePos, to: ChangePos, f: impl FnMut(u32)) -> bool {
+        self.tracker.borrow().changes.between(from, to, f)
     }
 
     #[inline]

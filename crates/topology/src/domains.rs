@@ -373,6 +373,15 @@ impl Iterator for GroupIds<'_> {
         Some(self.lists[pos as usize])
     }
 
+    /// Skips `n` groups without reading them.
+    fn nth(&mut self, n: usize) -> Option<GroupId> {
+        self.k = u32::try_from(n)
+            .ok()
+            .and_then(|n| self.k.checked_add(n))
+            .map_or(self.ring.len, |k| k.min(self.ring.len));
+        self.next()
+    }
+
     fn size_hint(&self) -> (usize, Option<usize>) {
         let n = (self.ring.len - self.k) as usize;
         (n, Some(n))
