@@ -36,6 +36,7 @@
 //! - `group_stats.rs`: update_group_capacity(), update_sg_lb_stats(), group_classify(),
 //!   update_sd_pick_busiest(), update_sd_lb_stats();
 //! - `imbalance.rs`: calculate_imbalance(), find_busiest_group(), sibling_imbalance();
+//! - `memo.rs`: the group statistics kept between two attempts of one load_balance() (lbsim's);
 //! - `find_busiest_queue.rs`: find_busiest_queue();
 //! - `detach.rs`: task_hot(), can_migrate_task(), detach_tasks(), attach_tasks();
 //! - `active.rs`: need_active_balance() and the active_load_balance_cpu_stop() stopper.
@@ -46,6 +47,7 @@ mod detach;
 mod find_busiest_queue;
 mod group_stats;
 mod imbalance;
+mod memo;
 mod should_we_balance;
 mod types;
 
@@ -82,6 +84,7 @@ pub use self::imbalance::{
     FbgResult, adjust_numa_imbalance, calculate_imbalance, find_busiest_group,
     prefer_sibling_force, sibling_imbalance,
 };
+pub(crate) use self::memo::SdMemo;
 pub use self::should_we_balance::should_we_balance;
 pub use self::types::{CpuIdleType, GroupType, MigrationType, SdLbStats, SgLbStats, lbf};
 
@@ -348,6 +351,12 @@ pub struct LoadBalance {
     /// For the trace: what this iteration's find_busiest_group() and find_busiest_queue()
     /// found (`None` when should_we_balance() stopped it first).
     found: Option<Found>,
+    /// The group statistics of the previous iteration, for the next (lbsim's; boxed so that
+    /// moving the balance moves a pointer).
+    memo: Box<SdMemo>,
+    /// An iteration ended in `goto redo` (lbsim's: recorded for the memo's next balance of
+    /// this domain).
+    redone: bool,
 }
 
 impl LoadBalance {
@@ -369,6 +378,9 @@ impl LoadBalance {
             .map(|p| topo.local_group(p).sgc);
         pass.work.domains += 1;
         st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_count += 1;
+        let mut memo = st.sd_memo_spare.pop().unwrap_or_default();
+        memo.reset();
+        memo.set_keeping(st.lb_redid[st.domain_index(this_cpu, level)]);
         LoadBalance {
             this_cpu,
             parent_sgc,
@@ -377,12 +389,16 @@ impl LoadBalance {
             active_balance: false,
             continue_balancing: true,
             found: None,
+            memo,
+            redone: false,
         }
     }
 
-    /// Ends a finished balance, leaving its `env->cpus` for the next one to reuse.
+    /// Ends a finished balance, leaving its `env->cpus` and its memo for the next one to
+    /// reuse.
     pub fn recycle(self, st: &mut BalanceState) {
         st.env_cpus_spare.push(self.env.cpus);
+        st.sd_memo_spare.push(self.memo);
     }
 
     /// `*continue_balancing` as the caller sees it: false once should_we_balance() said no.
@@ -409,12 +425,18 @@ impl LoadBalance {
         match self.iteration(ctx, st, pass) {
             Some(exit) => {
                 let ld_moved = self.finish(st, ctx.topo, exit);
+                let d = st.domain_index(self.this_cpu, self.env.level);
+                st.lb_redid[d] = self.redone;
                 if st.trace.enabled {
                     self.trace_pass(st, exit, pass.now_ns(ctx));
                 }
                 LbIteration::Done(ld_moved)
             }
-            None => LbIteration::Redo,
+            None => {
+                self.redone = true;
+                self.memo.set_keeping(true);
+                LbIteration::Redo
+            }
         }
     }
 
@@ -438,7 +460,7 @@ impl LoadBalance {
             self.continue_balancing = false;
             return Some(LbExit::Balanced);
         }
-        let fbg = find_busiest_group(ctx, st, env, pass);
+        let fbg = imbalance::find_busiest_group_with(ctx, st, env, &mut self.memo, pass);
         self.found = Some(Found {
             local: fbg.sds.local_stat.group_type,
             busiest: fbg.sds.busiest.map(|_| fbg.sds.busiest_stat.group_type),
@@ -492,6 +514,7 @@ impl LoadBalance {
                 if env.flags & lbf::DST_PINNED != 0 && env.imbalance > 0 {
                     env.cpus.clear(env.dst_cpu);
                     env.cpus_trimmed = true;
+                    self.memo.cpu_cleared(env.dst_cpu);
                     env.dst_cpu = env.new_dst_cpu;
                     env.flags &= !lbf::DST_PINNED;
                     env.loop_ = 0;
@@ -512,6 +535,7 @@ impl LoadBalance {
                 st.checks.all_pinned();
                 env.cpus.clear(busiest);
                 env.cpus_trimmed = true;
+                self.memo.cpu_cleared(busiest);
                 if !env
                     .cpus
                     .is_subset(topo.span(topo.local_group(sd).balance_mask))

@@ -134,6 +134,15 @@ pub struct BalanceState {
     /// their domain's span into (lbsim's: no allocation per pass; what a mask held before
     /// is overwritten whole).
     pub(crate) env_cpus_spare: Vec<lbsim_topology::Cpumask>,
+    /// The group statistics memos of finished load_balance() passes, for the next passes
+    /// (lbsim's: no allocation per pass; each is emptied before reuse). Boxed: a pass holds
+    /// its memo by pointer, so that moving the pass does not copy it.
+    #[allow(clippy::vec_box)]
+    pub(crate) sd_memo_spare: Vec<Box<crate::lb::SdMemo>>,
+    /// Per domain (as `domains`): whether its last load_balance() redid its search after
+    /// LBF_ALL_PINNED, so that the next keeps its group statistics from the first attempt
+    /// (lbsim's, see `lb/memo.rs`).
+    pub(crate) lb_redid: Vec<bool>,
 }
 
 impl BalanceState {
@@ -163,6 +172,7 @@ impl BalanceState {
             }
         }
         dom_base.push(domains.len());
+        let n_domains = domains.len();
         let mut sgcs = vec![
             SgcState {
                 capacity: 0,
@@ -242,6 +252,8 @@ impl BalanceState {
             checks: crate::check::Checks::default(),
             trace: crate::trace::LbTrace::default(),
             env_cpus_spare: Vec::new(),
+            sd_memo_spare: Vec::new(),
+            lb_redid: vec![false; n_domains],
         }
     }
 

@@ -15,6 +15,7 @@ use super::cpu::{
     capacity_of, idle_cpu_of, idle_cpu_with, sched_asym, sched_asym_prefer, sched_reduced_capacity,
     update_cpu_capacity,
 };
+use super::memo::SdMemo;
 use super::types::{CpuIdleType, GroupType, SdLbStats, SgLbStats};
 use super::{LbEnv, Pass, SCHED_CAPACITY_SCALE, capacity_greater};
 
@@ -138,15 +139,6 @@ fn sched_group_asym(
     }
 }
 
-/// What the CPU loop of update_sg_lb_stats() adds up: the stats' sums and misfit load,
-/// whether a CPU had more than one task (`sg_overloaded`), and the CPUs read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct CpuSums {
-    sgs: SgLbStats,
-    overloaded: bool,
-    scanned: u32,
-}
-
 /// The CPU loop of update_sg_lb_stats(), CPU by CPU, as the kernel runs it, at the time of
 /// `pass`'s clock (read only if a CPU's idleness depends on it). What every CPU's reads
 /// share is read once per pass (`inv`); `env->cpus` is tested per CPU only once a CPU has
@@ -158,14 +150,15 @@ fn sum_cpus(
     group: &SchedGroup,
     local_group: bool,
     pass: &Pass,
-) -> CpuSums {
+) -> GroupStats {
     let mut at = None;
     let mut clock = || *at.get_or_insert_with(|| pass.now_ns_cold(ctx));
     let rqs: &[lbsim_rq::Rq] = ctx.rqs;
-    let mut out = CpuSums {
+    let mut out = GroupStats {
         sgs: SgLbStats::default(),
         overloaded: false,
         scanned: 0,
+        timed: false,
     };
     let sgs = &mut out.sgs;
     let cpus = ctx.topo.span_cpus(group.span);
@@ -211,6 +204,7 @@ fn sum_cpus(
             sgs.group_misfit_task_load = load;
         }
     }
+    out.timed = at.is_some();
     out
 }
 
@@ -226,7 +220,7 @@ fn sum_cpus_from_spans<'c>(
     view: &mut Option<SumsView<'c>>,
     group: &SchedGroup,
     local_group: bool,
-) -> Option<CpuSums> {
+) -> Option<GroupStats> {
     let topo = ctx.topo;
     let sd = inv.sd;
     if !inv.sums_usable
@@ -244,7 +238,7 @@ fn sum_cpus_from_spans<'c>(
     if !local_group && env.idle.is_idle() && (s.reduced_cpus > 0 || sd.imbalance_pct < 100) {
         return None;
     }
-    Some(CpuSums {
+    Some(GroupStats {
         sgs: SgLbStats {
             group_load: s.group_load,
             group_util: s.group_util,
@@ -256,6 +250,7 @@ fn sum_cpus_from_spans<'c>(
         },
         overloaded: s.overloaded_cpus > 0,
         scanned: s.nr_cpus,
+        timed: false,
     })
 }
 
@@ -275,18 +270,19 @@ pub fn update_sg_lb_stats(
     pass: &mut Pass,
 ) -> SgLbStats {
     let inv = SgInvariants::of(ctx, env);
-    let mut view = None;
-    update_sg_lb_stats_with(
+    let mut out = GroupStats::default();
+    group_stats(
         ctx,
         st,
         env,
         &inv,
-        &mut view,
+        &mut None,
         group,
         local_group,
-        sg_overloaded,
         pass,
-    )
+        &mut out,
+    );
+    out.apply(sg_overloaded, pass)
 }
 
 /// What [`update_sg_lb_stats`] reads the same way for every group of one
@@ -329,11 +325,42 @@ impl<'t> SgInvariants<'t> {
     }
 }
 
-/// [`update_sg_lb_stats`] with its invariants read by the caller, and the group sums'
-/// view (`view`) taken by the first group that reads it and kept by the caller for the
-/// next groups while the runqueues do not change.
+/// One group's update_sg_lb_stats() as the caller applies it: the statistics, whether a
+/// CPU had more than one task (what it ORs into `sg_overloaded`), the CPUs it read (what it
+/// charges), and whether it read the pass's clock (see [`super::memo`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct GroupStats {
+    /// `sgs`.
+    pub(super) sgs: SgLbStats,
+    /// A CPU of the group had more than one task.
+    pub(super) overloaded: bool,
+    /// The CPUs read.
+    pub(super) scanned: u32,
+    /// The statistics depend on the pass's clock: an idle-looking CPU was asked whether a
+    /// wake-up IPI had reached it by then.
+    pub(super) timed: bool,
+}
+
+impl GroupStats {
+    /// What update_sg_lb_stats() leaves besides its statistics: `sg_overloaded`, and the
+    /// CPUs read added to the pass's work.
+    #[inline]
+    fn apply(&self, sg_overloaded: &mut bool, pass: &mut Pass) -> SgLbStats {
+        if self.overloaded {
+            *sg_overloaded = true;
+        }
+        pass.work.cpus_scanned += self.scanned;
+        self.sgs
+    }
+}
+
+/// Follows fair.c: update_sg_lb_stats() (v6.6-v6.12), what it computes for one group, at
+/// the time of `pass`'s clock (its work is charged by [`GroupStats::apply`]), with its
+/// invariants read by the caller, and the group sums' view (`view`) taken by the first group
+/// that reads it and kept by the caller for the next groups while the runqueues do not
+/// change.
 #[allow(clippy::too_many_arguments)]
-fn update_sg_lb_stats_with<'c>(
+fn group_stats<'c>(
     ctx: &'c BalanceCtx<'_>,
     st: &BalanceState,
     env: &LbEnv,
@@ -341,11 +368,11 @@ fn update_sg_lb_stats_with<'c>(
     view: &mut Option<SumsView<'c>>,
     group: &SchedGroup,
     local_group: bool,
-    sg_overloaded: &mut bool,
-    pass: &mut Pass,
-) -> SgLbStats {
+    pass: &Pass,
+    out: &mut GroupStats,
+) {
     let sd = inv.sd;
-    let sums = match sum_cpus_from_spans(ctx, env, inv, view, group, local_group) {
+    *out = match sum_cpus_from_spans(ctx, env, inv, view, group, local_group) {
         Some(fast) => {
             debug_assert_eq!(
                 fast,
@@ -356,28 +383,23 @@ fn update_sg_lb_stats_with<'c>(
         }
         None => sum_cpus(ctx, env, inv, group, local_group, pass),
     };
-    if sums.overloaded {
-        *sg_overloaded = true;
-    }
-    let mut sgs = sums.sgs;
+    let sgs = &mut out.sgs;
     sgs.group_capacity = st.sgc(group.sgc).capacity;
     sgs.group_weight = group.group_weight;
     if !local_group
         && env.idle.is_idle()
         && sgs.sum_h_nr_running > 0
-        && sched_group_asym(ctx, env, &sgs, group, || pass.now_ns(ctx))
+        && sched_group_asym(ctx, env, sgs, group, || pass.now_ns(ctx))
     {
         sgs.group_asym_packing = true;
     }
-    if !local_group && smt_balance(env, &sgs, group) {
+    if !local_group && smt_balance(env, sgs, group) {
         sgs.group_smt_balance = true;
     }
-    sgs.group_type = group_classify(sd.imbalance_pct, st.sgc(group.sgc).imbalance, &sgs);
+    sgs.group_type = group_classify(sd.imbalance_pct, st.sgc(group.sgc).imbalance, sgs);
     if sgs.group_type == GroupType::Overloaded {
         sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity;
     }
-    pass.work.cpus_scanned += sums.scanned;
-    sgs
 }
 
 /// Follows fair.c: smt_vs_nonsmt_groups() (v6.6-v6.12).
@@ -544,6 +566,29 @@ pub fn update_sd_lb_stats(
     env: &LbEnv,
     pass: &mut Pass,
 ) -> SdLbStats {
+    update_sd_lb_stats_with::<false>(ctx, st, env, &mut SdMemo::default(), pass)
+}
+
+/// [`update_sd_lb_stats`] with the groups' results that `memo` kept from the previous
+/// attempt of the same load_balance(), reused where they are exact (see [`SdMemo`]); this
+/// attempt's are kept in it for the next. `KEEP` is whether `memo` is keeping: an attempt
+/// that keeps nothing runs a copy of the loop without any memo code.
+///
+/// Outside `SD_OVERLAP` and `SD_ASYM_CPUCAPACITY` domains, while the groups met so far all
+/// keep their results, the loop replays them: update_sd_pick_busiest() is a function of
+/// the results of the groups before (the busiest candidate so far and the local group's,
+/// read only under `SD_ASYM_CPUCAPACITY`, with `capacity_of(dst_cpu)` and the group
+/// capacities' bounds), so after a run of unchanged groups the busiest candidate is the one
+/// the previous attempt had after them, which the memo keeps per group. Every group is
+/// still counted (its CPUs charged, its type given to the checks, its load and capacity
+/// added) in the kernel's order.
+pub(super) fn update_sd_lb_stats_with<const KEEP: bool>(
+    ctx: &mut BalanceCtx<'_>,
+    st: &mut BalanceState,
+    env: &LbEnv,
+    memo: &mut SdMemo,
+    pass: &mut Pass,
+) -> SdLbStats {
     let topo = ctx.topo;
     let sd = env.sd(topo);
     let mut acc = SdSums {
@@ -553,6 +598,10 @@ pub fn update_sd_lb_stats(
     };
     let overlap = sd.flags.contains(SdFlag::Overlap);
     let inv = SgInvariants::of(ctx, env);
+    if KEEP {
+        memo.start(ctx, env.dst_cpu, inv.tip_avg_high, inv.none_pending, sd);
+    }
+    let mut busiest_k = None;
     if overlap {
         for (k, gid) in topo.group_ids(sd).enumerate() {
             let sg = topo.group(gid);
@@ -560,15 +609,21 @@ pub fn update_sd_lb_stats(
             if local_group {
                 update_local_capacity(ctx, st, env, sg);
             }
-            sd_group_stats(
+            let g = SdGroup {
+                k,
+                gid,
+                local_group,
+            };
+            sd_group_stats::<KEEP>(
                 ctx,
                 st,
                 env,
                 &inv,
                 &mut None,
-                gid,
-                local_group,
+                memo,
+                g,
                 &mut acc,
+                &mut busiest_k,
                 pass,
             );
         }
@@ -578,20 +633,38 @@ pub fn update_sd_lb_stats(
         }
         let ctx: &BalanceCtx<'_> = ctx;
         let mut view = None;
-        for (k, gid) in topo.group_ids(sd).enumerate() {
+        let replayed = if !KEEP || inv.asym_cpucapacity {
+            0
+        } else {
+            replay_groups(topo, st, memo, &mut acc, &mut busiest_k, pass)
+        };
+        let mut ids = topo.group_ids(sd).enumerate();
+        if KEEP && replayed > 0 {
+            ids.nth(replayed - 1);
+        }
+        for (k, gid) in ids {
             let local_group = is_local_group(topo, overlap, k, topo.group(gid), env.dst_cpu);
-            sd_group_stats(
+            let g = SdGroup {
+                k,
+                gid,
+                local_group,
+            };
+            sd_group_stats::<KEEP>(
                 ctx,
                 st,
                 env,
                 &inv,
                 &mut view,
-                gid,
-                local_group,
+                memo,
+                g,
                 &mut acc,
+                &mut busiest_k,
                 pass,
             );
         }
+    }
+    if KEEP {
+        memo.finish();
     }
     let SdSums {
         mut sds,
@@ -623,44 +696,134 @@ fn update_local_capacity(
     }
 }
 
+/// Which group of the domain update_sd_lb_stats()'s loop is at: the `k`-th, `gid`, and
+/// whether it is the local group.
+#[derive(Clone, Copy, Debug)]
+struct SdGroup {
+    k: usize,
+    gid: GroupId,
+    local_group: bool,
+}
+
 /// Follows fair.c: update_sd_lb_stats() (v6.6-v6.12), the body of its loop over the
-/// groups: a group's statistics, then the local group's or the busiest candidate's, and
-/// the domain's totals.
+/// groups: a group's statistics (from `memo` where it kept them, see [`SdMemo`]), then the
+/// local group's or the busiest candidate's, and the domain's totals. `busiest_k` is the
+/// index of the busiest candidate so far, which the memo keeps after each group.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn sd_group_stats<'c>(
+fn sd_group_stats<'c, const KEEP: bool>(
     ctx: &'c BalanceCtx<'_>,
     st: &mut BalanceState,
     env: &LbEnv,
     inv: &SgInvariants<'_>,
     view: &mut Option<SumsView<'c>>,
-    gid: GroupId,
-    local_group: bool,
+    memo: &mut SdMemo,
+    g: SdGroup,
     acc: &mut SdSums,
+    busiest_k: &mut Option<u32>,
     pass: &mut Pass,
 ) {
-    let sg = ctx.topo.group(gid);
-    let sgs = update_sg_lb_stats_with(
-        ctx,
-        st,
-        env,
-        inv,
-        view,
-        sg,
+    let SdGroup {
+        k,
+        gid,
         local_group,
-        &mut acc.sg_overloaded,
-        pass,
-    );
-    st.checks.group_classified(sgs.group_type);
+    } = g;
+    let sg = ctx.topo.group(gid);
+    let fresh = KEEP && memo.is_fresh(st, k, sg);
+    let mut computed = GroupStats::default();
+    if !KEEP || (fresh && cfg!(debug_assertions)) {
+        group_stats(
+            ctx,
+            st,
+            env,
+            inv,
+            view,
+            sg,
+            local_group,
+            pass,
+            &mut computed,
+        );
+    }
+    let stats = if !KEEP {
+        &computed
+    } else {
+        if fresh {
+            memo.note_reused(1);
+            debug_assert_eq!(
+                memo.kept(k).stats,
+                computed,
+                "a kept group's statistics differ from update_sg_lb_stats()"
+            );
+        } else {
+            memo.keep(st, k, gid, sg, |out| {
+                group_stats(ctx, st, env, inv, view, sg, local_group, pass, out);
+            });
+        }
+        &memo.kept(k).stats
+    };
+    add_group(st, stats, acc, pass);
     let sds = &mut acc.sds;
     if local_group {
         sds.local = Some(gid);
-        sds.local_stat = sgs;
-    } else if update_sd_pick_busiest(ctx, st, env, sds, sg, &sgs) {
+        sds.local_stat = stats.sgs;
+    } else if update_sd_pick_busiest(ctx, st, env, sds, sg, &stats.sgs) {
         sds.busiest = Some(gid);
-        sds.busiest_stat = sgs;
+        sds.busiest_stat = stats.sgs;
+        *busiest_k = Some(k as u32);
     }
-    sds.total_load += sgs.group_load;
-    sds.total_capacity += sgs.group_capacity;
+    if KEEP {
+        memo.set_busiest_after(k, *busiest_k);
+    }
+}
+
+/// The first groups of update_sd_lb_stats()'s loop outside `SD_OVERLAP` and
+/// `SD_ASYM_CPUCAPACITY` domains, as long as each keeps its result in `memo`: each is
+/// counted ([`add_group`]) and the first is the local group, but none is offered to
+/// update_sd_pick_busiest(), whose answers are those of the previous attempt (see
+/// [`update_sd_lb_stats_with`]): the busiest candidate after them is the one the memo kept,
+/// set in `acc` with its index in `busiest_k`. Returns how many groups were replayed.
+fn replay_groups(
+    topo: &Topology,
+    st: &mut BalanceState,
+    memo: &mut SdMemo,
+    acc: &mut SdSums,
+    busiest_k: &mut Option<u32>,
+    pass: &mut Pass,
+) -> usize {
+    if !memo.any_fresh() {
+        return 0;
+    }
+    let n = memo.n_groups();
+    let mut k = 0;
+    while k < n {
+        let kept = memo.kept(k);
+        if !memo.is_fresh(st, k, topo.group(kept.gid)) {
+            break;
+        }
+        add_group(st, &kept.stats, acc, pass);
+        if k == 0 {
+            acc.sds.local = Some(kept.gid);
+            acc.sds.local_stat = kept.stats.sgs;
+        }
+        *busiest_k = kept.busiest_after;
+        k += 1;
+    }
+    memo.restore_busiest(*busiest_k, &mut acc.sds);
+    memo.note_reused(k);
+    k
+}
+
+/// What update_sd_lb_stats() counts of every group whatever it picks: its part of
+/// `sg_overloaded`, the CPUs it read, its type for the checks, and the domain's totals.
+#[inline(always)]
+fn add_group(st: &mut BalanceState, stats: &GroupStats, acc: &mut SdSums, pass: &mut Pass) {
+    if stats.overloaded {
+        acc.sg_overloaded = true;
+    }
+    pass.work.cpus_scanned += stats.scanned;
+    let sgs = &stats.sgs;
+    st.checks.group_classified(sgs.group_type);
+    acc.sds.total_load += sgs.group_load;
+    acc.sds.total_capacity += sgs.group_capacity;
     acc.sum_util += sgs.group_util;
 }

@@ -52,6 +52,19 @@ impl World {
         World::with(spec, SdParams::default(), default_features())
     }
 
+    /// Seed 002's machine: 8 CPUs in one LLC, every CPU but 0 running 3 always-running
+    /// tasks pinned to it, after 20 ticks.
+    pub fn pinned_llc() -> World {
+        let mut w = World::new("cores=8");
+        for c in 1..8 {
+            for _ in 0..3 {
+                w.spawn(c, Some(&[c]));
+            }
+        }
+        w.run_ticks(20);
+        w
+    }
+
     /// A machine with the given sd_init() parameters and features.
     pub fn with(spec: &str, params: SdParams, features: Features) -> World {
         let machine = parse_machine(spec).expect("valid machine spec");

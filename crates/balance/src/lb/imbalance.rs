@@ -9,7 +9,8 @@ use lbsim_topology::{GroupId, SdFlag};
 use crate::ctx::BalanceCtx;
 use crate::state::BalanceState;
 
-use super::group_stats::{smt_vs_nonsmt_groups, update_sd_lb_stats};
+use super::group_stats::{smt_vs_nonsmt_groups, update_sd_lb_stats_with};
+use super::memo::SdMemo;
 use super::types::{GroupType, MigrationType, SdLbStats, SgLbStats};
 use super::{LbEnv, NUMA_IMBALANCE_MIN, Pass, SCHED_CAPACITY_SCALE};
 
@@ -176,7 +177,23 @@ pub fn find_busiest_group(
     env: &mut LbEnv,
     pass: &mut Pass,
 ) -> FbgResult {
-    let mut sds = update_sd_lb_stats(ctx, st, env, pass);
+    find_busiest_group_with(ctx, st, env, &mut SdMemo::default(), pass)
+}
+
+/// [`find_busiest_group`] with the group statistics `memo` kept from the load_balance()'s
+/// previous attempt (see [`SdMemo`]).
+pub(super) fn find_busiest_group_with(
+    ctx: &mut BalanceCtx<'_>,
+    st: &mut BalanceState,
+    env: &mut LbEnv,
+    memo: &mut SdMemo,
+    pass: &mut Pass,
+) -> FbgResult {
+    let mut sds = if memo.keeping() {
+        update_sd_lb_stats_with::<true>(ctx, st, env, memo, pass)
+    } else {
+        update_sd_lb_stats_with::<false>(ctx, st, env, memo, pass)
+    };
     let ctx: &BalanceCtx<'_> = ctx;
     let topo = ctx.topo;
     let balanced = |env: &mut LbEnv, sds: SdLbStats| {

@@ -8,13 +8,7 @@ use crate::lb::harness::World;
 /// always-running tasks pinned to it. A wake-up for CPU 0 arrives 1 ns after the newly idle
 /// balance starts.
 fn pinned_world() -> World {
-    let mut w = World::new("cores=8");
-    for c in 1..8 {
-        for _ in 0..3 {
-            w.spawn(c, Some(&[c]));
-        }
-    }
-    w.run_ticks(20);
+    let mut w = World::pinned_llc();
     // add_nr_running() has marked the root domain overloaded.
     w.st.rd.overloaded = true;
     w.pend(0, w.now + 1);
