@@ -294,6 +294,14 @@ pub fn load_balance(
     }
 }
 
+/// An empty memo that keeps from the next attempt on, from the spares if there is one.
+fn keeping_memo(st: &mut BalanceState) -> Box<SdMemo> {
+    let mut memo = st.sd_memo_spare.pop().unwrap_or_default();
+    memo.reset();
+    memo.set_keeping(true);
+    memo
+}
+
 /// What a traced load_balance() iteration found, for its [`LbRecord`].
 #[derive(Clone, Copy, Debug)]
 struct Found {
@@ -351,9 +359,12 @@ pub struct LoadBalance {
     /// For the trace: what this iteration's find_busiest_group() and find_busiest_queue()
     /// found (`None` when should_we_balance() stopped it first).
     found: Option<Found>,
-    /// The group statistics of the previous iteration, for the next (lbsim's; boxed so that
-    /// moving the balance moves a pointer).
-    memo: Box<SdMemo>,
+    /// The group statistics of the previous iteration, for the next (lbsim's; taken only
+    /// once they are kept, see `lb/memo.rs`, and boxed so that moving the balance moves a
+    /// pointer).
+    memo: Option<Box<SdMemo>>,
+    /// The index of `env->sd` in the per-domain state (lbsim's).
+    dom: usize,
     /// An iteration ended in `goto redo` (lbsim's: recorded for the memo's next balance of
     /// this domain).
     redone: bool,
@@ -378,9 +389,8 @@ impl LoadBalance {
             .map(|p| topo.local_group(p).sgc);
         pass.work.domains += 1;
         st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_count += 1;
-        let mut memo = st.sd_memo_spare.pop().unwrap_or_default();
-        memo.reset();
-        memo.set_keeping(st.lb_redid[st.domain_index(this_cpu, level)]);
+        let dom = st.domain_index(this_cpu, level);
+        let memo = st.lb_redid[dom].then(|| keeping_memo(st));
         LoadBalance {
             this_cpu,
             parent_sgc,
@@ -390,6 +400,7 @@ impl LoadBalance {
             continue_balancing: true,
             found: None,
             memo,
+            dom,
             redone: false,
         }
     }
@@ -398,7 +409,9 @@ impl LoadBalance {
     /// reuse.
     pub fn recycle(self, st: &mut BalanceState) {
         st.env_cpus_spare.push(self.env.cpus);
-        st.sd_memo_spare.push(self.memo);
+        if let Some(memo) = self.memo {
+            st.sd_memo_spare.push(memo);
+        }
     }
 
     /// `*continue_balancing` as the caller sees it: false once should_we_balance() said no.
@@ -425,8 +438,7 @@ impl LoadBalance {
         match self.iteration(ctx, st, pass) {
             Some(exit) => {
                 let ld_moved = self.finish(st, ctx.topo, exit);
-                let d = st.domain_index(self.this_cpu, self.env.level);
-                st.lb_redid[d] = self.redone;
+                st.lb_redid[self.dom] = self.redone;
                 if st.trace.enabled {
                     self.trace_pass(st, exit, pass.now_ns(ctx));
                 }
@@ -434,7 +446,9 @@ impl LoadBalance {
             }
             None => {
                 self.redone = true;
-                self.memo.set_keeping(true);
+                if self.memo.is_none() {
+                    self.memo = Some(keeping_memo(st));
+                }
                 LbIteration::Redo
             }
         }
@@ -460,7 +474,10 @@ impl LoadBalance {
             self.continue_balancing = false;
             return Some(LbExit::Balanced);
         }
-        let fbg = imbalance::find_busiest_group_with(ctx, st, env, &mut self.memo, pass);
+        let fbg = match self.memo.as_deref_mut() {
+            Some(memo) => imbalance::find_busiest_group_with(ctx, st, env, memo, pass),
+            None => find_busiest_group(ctx, st, env, pass),
+        };
         self.found = Some(Found {
             local: fbg.sds.local_stat.group_type,
             busiest: fbg.sds.busiest.map(|_| fbg.sds.busiest_stat.group_type),
@@ -514,7 +531,9 @@ impl LoadBalance {
                 if env.flags & lbf::DST_PINNED != 0 && env.imbalance > 0 {
                     env.cpus.clear(env.dst_cpu);
                     env.cpus_trimmed = true;
-                    self.memo.cpu_cleared(env.dst_cpu);
+                    if let Some(memo) = &mut self.memo {
+                        memo.cpu_cleared(env.dst_cpu);
+                    }
                     env.dst_cpu = env.new_dst_cpu;
                     env.flags &= !lbf::DST_PINNED;
                     env.loop_ = 0;
@@ -535,7 +554,9 @@ impl LoadBalance {
                 st.checks.all_pinned();
                 env.cpus.clear(busiest);
                 env.cpus_trimmed = true;
-                self.memo.cpu_cleared(busiest);
+                if let Some(memo) = &mut self.memo {
+                    memo.cpu_cleared(busiest);
+                }
                 if !env
                     .cpus
                     .is_subset(topo.span(topo.local_group(sd).balance_mask))
