@@ -294,11 +294,10 @@ pub fn load_balance(
     }
 }
 
-/// An empty memo that keeps from the next attempt on, from the spares if there is one.
-fn keeping_memo(st: &mut BalanceState) -> Box<SdMemo> {
+/// An empty memo, from the spares if there is one.
+fn empty_memo(st: &mut BalanceState) -> Box<SdMemo> {
     let mut memo = st.sd_memo_spare.pop().unwrap_or_default();
     memo.reset();
-    memo.set_keeping(true);
     memo
 }
 
@@ -361,13 +360,14 @@ pub struct LoadBalance {
     found: Option<Found>,
     /// The group statistics of the previous iteration, for the next (lbsim's; taken only
     /// once they are kept, see `lb/memo.rs`, and boxed so that moving the balance moves a
-    /// pointer).
+    /// pointer). None until an iteration ends in `goto redo`, or until the first iteration
+    /// starts when the previous balance of the domain redid (`redid`): the balances that
+    /// never redo run the kernel's code without a memo.
     memo: Option<Box<SdMemo>>,
-    /// The index of `env->sd` in the per-domain state (lbsim's).
-    dom: usize,
-    /// An iteration ended in `goto redo` (lbsim's: recorded for the memo's next balance of
-    /// this domain).
-    redone: bool,
+    /// The previous balance of the domain ended an iteration in `goto redo`: the first
+    /// iteration takes a memo (lbsim's, see `lb/memo.rs`; taken there rather than in
+    /// [`LoadBalance::begin`], which then builds the balance in place).
+    redid: bool,
 }
 
 impl LoadBalance {
@@ -389,8 +389,7 @@ impl LoadBalance {
             .map(|p| topo.local_group(p).sgc);
         pass.work.domains += 1;
         st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_count += 1;
-        let dom = st.domain_index(this_cpu, level);
-        let memo = st.lb_redid[dom].then(|| keeping_memo(st));
+        let redid = st.lb_redid(this_cpu, level);
         LoadBalance {
             this_cpu,
             parent_sgc,
@@ -399,14 +398,14 @@ impl LoadBalance {
             active_balance: false,
             continue_balancing: true,
             found: None,
-            memo,
-            dom,
-            redone: false,
+            memo: None,
+            redid,
         }
     }
 
     /// Ends a finished balance, leaving its `env->cpus` and its memo for the next one to
     /// reuse.
+    #[inline]
     pub fn recycle(self, st: &mut BalanceState) {
         st.env_cpus_spare.push(self.env.cpus);
         if let Some(memo) = self.memo {
@@ -438,17 +437,16 @@ impl LoadBalance {
         match self.iteration(ctx, st, pass) {
             Some(exit) => {
                 let ld_moved = self.finish(st, ctx.topo, exit);
-                st.lb_redid[self.dom] = self.redone;
+                if let Some(memo) = &self.memo {
+                    st.set_lb_redid(self.this_cpu, self.env.level, memo.redone());
+                }
                 if st.trace.enabled {
                     self.trace_pass(st, exit, pass.now_ns(ctx));
                 }
                 LbIteration::Done(ld_moved)
             }
             None => {
-                self.redone = true;
-                if self.memo.is_none() {
-                    self.memo = Some(keeping_memo(st));
-                }
+                self.memo.get_or_insert_with(|| empty_memo(st)).set_redone();
                 LbIteration::Redo
             }
         }
@@ -470,14 +468,15 @@ impl LoadBalance {
             st.checks
                 .lb_pass_begin(ctx, env, pass.work.tasks_examined, pass.now_ns(ctx));
         self.found = None;
+        if self.redid {
+            self.redid = false;
+            self.memo = Some(empty_memo(st));
+        }
         if !should_we_balance(ctx, env, pass) {
             self.continue_balancing = false;
             return Some(LbExit::Balanced);
         }
-        let fbg = match self.memo.as_deref_mut() {
-            Some(memo) => imbalance::find_busiest_group_with(ctx, st, env, memo, pass),
-            None => find_busiest_group(ctx, st, env, pass),
-        };
+        let fbg = imbalance::find_busiest_group_with(ctx, st, env, self.memo.as_deref_mut(), pass);
         self.found = Some(Found {
             local: fbg.sds.local_stat.group_type,
             busiest: fbg.sds.busiest.map(|_| fbg.sds.busiest_stat.group_type),

@@ -139,10 +139,11 @@ pub struct BalanceState {
     /// its memo by pointer, so that moving the pass does not copy it.
     #[allow(clippy::vec_box)]
     pub(crate) sd_memo_spare: Vec<Box<crate::lb::SdMemo>>,
-    /// Per domain (as `domains`): whether its last load_balance() redid its search after
-    /// LBF_ALL_PINNED, so that the next keeps its group statistics from the first attempt
-    /// (lbsim's, see `lb/memo.rs`).
-    pub(crate) lb_redid: Vec<bool>,
+    /// Per CPU, a bit per domain level (the first 64): whether the last load_balance() of
+    /// the domain redid its search after LBF_ALL_PINNED, so that the next keeps its group
+    /// statistics from the first attempt (lbsim's, see `lb/memo.rs`; per CPU so that
+    /// load_balance() reads it with one index).
+    lb_redid: Vec<u64>,
 }
 
 impl BalanceState {
@@ -172,7 +173,6 @@ impl BalanceState {
             }
         }
         dom_base.push(domains.len());
-        let n_domains = domains.len();
         let mut sgcs = vec![
             SgcState {
                 capacity: 0,
@@ -253,7 +253,24 @@ impl BalanceState {
             trace: crate::trace::LbTrace::default(),
             env_cpus_spare: Vec::new(),
             sd_memo_spare: Vec::new(),
-            lb_redid: vec![false; n_domains],
+            lb_redid: vec![0; n],
+        }
+    }
+
+    /// Whether the last load_balance() of `cpu`'s domain at `level` redid its search
+    /// (see `lb_redid`).
+    #[inline]
+    pub(crate) fn lb_redid(&self, cpu: CpuId, level: usize) -> bool {
+        level < 64 && self.lb_redid[cpu.index()] & (1 << level) != 0
+    }
+
+    /// Records whether the last load_balance() of `cpu`'s domain at `level` redid its
+    /// search (not kept beyond level 63).
+    pub(crate) fn set_lb_redid(&mut self, cpu: CpuId, level: usize, redid: bool) {
+        if level < 64 {
+            let bit = 1 << level;
+            let bits = &mut self.lb_redid[cpu.index()];
+            *bits = if redid { *bits | bit } else { *bits & !bit };
         }
     }
 

@@ -12,8 +12,8 @@ use crate::ctx::BalanceCtx;
 use crate::state::{BalanceState, msecs_to_jiffies};
 
 use super::cpu::{
-    capacity_of, idle_cpu_of, idle_cpu_with, sched_asym, sched_asym_prefer, sched_reduced_capacity,
-    update_cpu_capacity,
+    capacity_of, idle_cpu_of, idle_cpu_with, rq_idle_own, sched_asym, sched_asym_prefer,
+    sched_reduced_capacity, update_cpu_capacity,
 };
 use super::memo::SdMemo;
 use super::types::{CpuIdleType, GroupType, SdLbStats, SgLbStats};
@@ -139,6 +139,15 @@ fn sched_group_asym(
     }
 }
 
+/// What the CPU loop of update_sg_lb_stats() adds up: the stats' sums and misfit load,
+/// whether a CPU had more than one task (`sg_overloaded`), and the CPUs read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct CpuSums {
+    sgs: SgLbStats,
+    overloaded: bool,
+    scanned: u32,
+}
+
 /// The CPU loop of update_sg_lb_stats(), CPU by CPU, as the kernel runs it, at the time of
 /// `pass`'s clock (read only if a CPU's idleness depends on it). What every CPU's reads
 /// share is read once per pass (`inv`); `env->cpus` is tested per CPU only once a CPU has
@@ -150,15 +159,14 @@ fn sum_cpus(
     group: &SchedGroup,
     local_group: bool,
     pass: &Pass,
-) -> GroupStats {
+) -> CpuSums {
     let mut at = None;
     let mut clock = || *at.get_or_insert_with(|| pass.now_ns_cold(ctx));
     let rqs: &[lbsim_rq::Rq] = ctx.rqs;
-    let mut out = GroupStats {
+    let mut out = CpuSums {
         sgs: SgLbStats::default(),
         overloaded: false,
         scanned: 0,
-        timed: false,
     };
     let sgs = &mut out.sgs;
     let cpus = ctx.topo.span_cpus(group.span);
@@ -204,7 +212,6 @@ fn sum_cpus(
             sgs.group_misfit_task_load = load;
         }
     }
-    out.timed = at.is_some();
     out
 }
 
@@ -220,7 +227,7 @@ fn sum_cpus_from_spans<'c>(
     view: &mut Option<SumsView<'c>>,
     group: &SchedGroup,
     local_group: bool,
-) -> Option<GroupStats> {
+) -> Option<CpuSums> {
     let topo = ctx.topo;
     let sd = inv.sd;
     if !inv.sums_usable
@@ -238,7 +245,7 @@ fn sum_cpus_from_spans<'c>(
     if !local_group && env.idle.is_idle() && (s.reduced_cpus > 0 || sd.imbalance_pct < 100) {
         return None;
     }
-    Some(GroupStats {
+    Some(CpuSums {
         sgs: SgLbStats {
             group_load: s.group_load,
             group_util: s.group_util,
@@ -250,7 +257,6 @@ fn sum_cpus_from_spans<'c>(
         },
         overloaded: s.overloaded_cpus > 0,
         scanned: s.nr_cpus,
-        timed: false,
     })
 }
 
@@ -270,19 +276,18 @@ pub fn update_sg_lb_stats(
     pass: &mut Pass,
 ) -> SgLbStats {
     let inv = SgInvariants::of(ctx, env);
-    let mut out = GroupStats::default();
-    group_stats(
+    let mut view = None;
+    update_sg_lb_stats_with(
         ctx,
         st,
         env,
         &inv,
-        &mut None,
+        &mut view,
         group,
         local_group,
+        sg_overloaded,
         pass,
-        &mut out,
-    );
-    out.apply(sg_overloaded, pass)
+    )
 }
 
 /// What [`update_sg_lb_stats`] reads the same way for every group of one
@@ -325,9 +330,9 @@ impl<'t> SgInvariants<'t> {
     }
 }
 
-/// One group's update_sg_lb_stats() as the caller applies it: the statistics, whether a
-/// CPU had more than one task (what it ORs into `sg_overloaded`), the CPUs it read (what it
-/// charges), and whether it read the pass's clock (see [`super::memo`]).
+/// One group's update_sg_lb_stats() as a memo keeps it (see [`super::memo`]): the
+/// statistics, whether a CPU had more than one task (what it ORs into `sg_overloaded`), the
+/// CPUs it read (what it charges), and whether it read the pass's clock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct GroupStats {
     /// `sgs`.
@@ -336,31 +341,17 @@ pub(super) struct GroupStats {
     pub(super) overloaded: bool,
     /// The CPUs read.
     pub(super) scanned: u32,
-    /// The statistics depend on the pass's clock: an idle-looking CPU was asked whether a
-    /// wake-up IPI had reached it by then.
+    /// The statistics may depend on the pass's clock: a wake-up IPI may be in flight and
+    /// an idle-looking CPU of the group was (or, outside `env->cpus`, would have been)
+    /// asked whether one had reached it by then.
     pub(super) timed: bool,
 }
 
-impl GroupStats {
-    /// What update_sg_lb_stats() leaves besides its statistics: `sg_overloaded`, and the
-    /// CPUs read added to the pass's work.
-    #[inline]
-    fn apply(&self, sg_overloaded: &mut bool, pass: &mut Pass) -> SgLbStats {
-        if self.overloaded {
-            *sg_overloaded = true;
-        }
-        pass.work.cpus_scanned += self.scanned;
-        self.sgs
-    }
-}
-
-/// Follows fair.c: update_sg_lb_stats() (v6.6-v6.12), what it computes for one group, at
-/// the time of `pass`'s clock (its work is charged by [`GroupStats::apply`]), with its
-/// invariants read by the caller, and the group sums' view (`view`) taken by the first group
-/// that reads it and kept by the caller for the next groups while the runqueues do not
-/// change.
+/// [`update_sg_lb_stats`] with its invariants read by the caller, and the group sums'
+/// view (`view`) taken by the first group that reads it and kept by the caller for the
+/// next groups while the runqueues do not change.
 #[allow(clippy::too_many_arguments)]
-fn group_stats<'c>(
+fn update_sg_lb_stats_with<'c>(
     ctx: &'c BalanceCtx<'_>,
     st: &BalanceState,
     env: &LbEnv,
@@ -368,11 +359,11 @@ fn group_stats<'c>(
     view: &mut Option<SumsView<'c>>,
     group: &SchedGroup,
     local_group: bool,
-    pass: &Pass,
-    out: &mut GroupStats,
-) {
+    sg_overloaded: &mut bool,
+    pass: &mut Pass,
+) -> SgLbStats {
     let sd = inv.sd;
-    *out = match sum_cpus_from_spans(ctx, env, inv, view, group, local_group) {
+    let sums = match sum_cpus_from_spans(ctx, env, inv, view, group, local_group) {
         Some(fast) => {
             debug_assert_eq!(
                 fast,
@@ -383,23 +374,28 @@ fn group_stats<'c>(
         }
         None => sum_cpus(ctx, env, inv, group, local_group, pass),
     };
-    let sgs = &mut out.sgs;
+    if sums.overloaded {
+        *sg_overloaded = true;
+    }
+    let mut sgs = sums.sgs;
     sgs.group_capacity = st.sgc(group.sgc).capacity;
     sgs.group_weight = group.group_weight;
     if !local_group
         && env.idle.is_idle()
         && sgs.sum_h_nr_running > 0
-        && sched_group_asym(ctx, env, sgs, group, || pass.now_ns(ctx))
+        && sched_group_asym(ctx, env, &sgs, group, || pass.now_ns(ctx))
     {
         sgs.group_asym_packing = true;
     }
-    if !local_group && smt_balance(env, sgs, group) {
+    if !local_group && smt_balance(env, &sgs, group) {
         sgs.group_smt_balance = true;
     }
-    sgs.group_type = group_classify(sd.imbalance_pct, st.sgc(group.sgc).imbalance, sgs);
+    sgs.group_type = group_classify(sd.imbalance_pct, st.sgc(group.sgc).imbalance, &sgs);
     if sgs.group_type == GroupType::Overloaded {
         sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity;
     }
+    pass.work.cpus_scanned += sums.scanned;
+    sgs
 }
 
 /// Follows fair.c: smt_vs_nonsmt_groups() (v6.6-v6.12).
@@ -499,6 +495,7 @@ pub fn update_sd_pick_busiest(
 
 /// Follows fair.c: update_idle_cpu_scan() (v6.1-v6.12): SIS_UTIL's scan budget for the LLC,
 /// written on periodic (not newly idle) balances of the LLC domain.
+#[inline(always)]
 fn update_idle_cpu_scan(ctx: &BalanceCtx<'_>, st: &mut BalanceState, env: &LbEnv, sum_util: u64) {
     if !ctx.features.enabled(LbFeat::SisUtil) || env.idle == CpuIdleType::NewlyIdle {
         return;
@@ -566,13 +563,13 @@ pub fn update_sd_lb_stats(
     env: &LbEnv,
     pass: &mut Pass,
 ) -> SdLbStats {
-    update_sd_lb_stats_with::<false>(ctx, st, env, &mut SdMemo::default(), pass)
+    update_sd_lb_stats_with::<false>(ctx, st, env, None, pass)
 }
 
 /// [`update_sd_lb_stats`] with the groups' results that `memo` kept from the previous
 /// attempt of the same load_balance(), reused where they are exact (see [`SdMemo`]); this
-/// attempt's are kept in it for the next. `KEEP` is whether `memo` is keeping: an attempt
-/// that keeps nothing runs a copy of the loop without any memo code.
+/// attempt's are kept in it for the next. `KEEP` is whether there is a memo: an attempt
+/// without one runs a copy of the loop without any memo code, [`update_sd_lb_stats`]'s.
 ///
 /// Outside `SD_OVERLAP` and `SD_ASYM_CPUCAPACITY` domains, while the groups met so far all
 /// keep their results, the loop replays them: update_sd_pick_busiest() is a function of
@@ -586,9 +583,10 @@ pub(super) fn update_sd_lb_stats_with<const KEEP: bool>(
     ctx: &mut BalanceCtx<'_>,
     st: &mut BalanceState,
     env: &LbEnv,
-    memo: &mut SdMemo,
+    memo: Option<&mut SdMemo>,
     pass: &mut Pass,
 ) -> SdLbStats {
+    let mut memo = if KEEP { memo } else { None };
     let topo = ctx.topo;
     let sd = env.sd(topo);
     let mut acc = SdSums {
@@ -598,7 +596,7 @@ pub(super) fn update_sd_lb_stats_with<const KEEP: bool>(
     };
     let overlap = sd.flags.contains(SdFlag::Overlap);
     let inv = SgInvariants::of(ctx, env);
-    if KEEP {
+    if let Some(memo) = memo.as_deref_mut() {
         memo.start(ctx, env.dst_cpu, inv.tip_avg_high, inv.none_pending, sd);
     }
     let mut busiest_k = None;
@@ -620,7 +618,7 @@ pub(super) fn update_sd_lb_stats_with<const KEEP: bool>(
                 env,
                 &inv,
                 &mut None,
-                memo,
+                memo.as_deref_mut(),
                 g,
                 &mut acc,
                 &mut busiest_k,
@@ -633,13 +631,14 @@ pub(super) fn update_sd_lb_stats_with<const KEEP: bool>(
         }
         let ctx: &BalanceCtx<'_> = ctx;
         let mut view = None;
-        let replayed = if !KEEP || inv.asym_cpucapacity {
-            0
-        } else {
-            replay_groups(topo, st, memo, &mut acc, &mut busiest_k, pass)
+        let replayed = match memo.as_deref_mut() {
+            Some(memo) if !inv.asym_cpucapacity => {
+                replay_groups(topo, st, memo, &mut acc, &mut busiest_k, pass)
+            }
+            _ => 0,
         };
         let mut ids = topo.group_ids(sd).enumerate();
-        if KEEP && replayed > 0 {
+        if replayed > 0 {
             ids.nth(replayed - 1);
         }
         for (k, gid) in ids {
@@ -655,7 +654,7 @@ pub(super) fn update_sd_lb_stats_with<const KEEP: bool>(
                 env,
                 &inv,
                 &mut view,
-                memo,
+                memo.as_deref_mut(),
                 g,
                 &mut acc,
                 &mut busiest_k,
@@ -663,7 +662,7 @@ pub(super) fn update_sd_lb_stats_with<const KEEP: bool>(
             );
         }
     }
-    if KEEP {
+    if let Some(memo) = memo {
         memo.finish();
     }
     let SdSums {
@@ -708,7 +707,8 @@ struct SdGroup {
 /// Follows fair.c: update_sd_lb_stats() (v6.6-v6.12), the body of its loop over the
 /// groups: a group's statistics (from `memo` where it kept them, see [`SdMemo`]), then the
 /// local group's or the busiest candidate's, and the domain's totals. `busiest_k` is the
-/// index of the busiest candidate so far, which the memo keeps after each group.
+/// index of the busiest candidate so far, which the memo keeps after each group. Without a
+/// memo (`KEEP` false) this is the kernel's loop body and nothing else.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn sd_group_stats<'c, const KEEP: bool>(
@@ -717,7 +717,7 @@ fn sd_group_stats<'c, const KEEP: bool>(
     env: &LbEnv,
     inv: &SgInvariants<'_>,
     view: &mut Option<SumsView<'c>>,
-    memo: &mut SdMemo,
+    memo: Option<&mut SdMemo>,
     g: SdGroup,
     acc: &mut SdSums,
     busiest_k: &mut Option<u32>,
@@ -729,56 +729,147 @@ fn sd_group_stats<'c, const KEEP: bool>(
         local_group,
     } = g;
     let sg = ctx.topo.group(gid);
-    let fresh = KEEP && memo.is_fresh(st, k, sg);
-    let mut computed = GroupStats::default();
-    if !KEEP || (fresh && cfg!(debug_assertions)) {
-        group_stats(
-            ctx,
-            st,
-            env,
-            inv,
-            view,
-            sg,
-            local_group,
-            pass,
-            &mut computed,
-        );
+    if let Some(memo) = memo.filter(|_| KEEP) {
+        let sgs = &kept_group_stats(ctx, st, env, inv, view, memo, g, acc, pass).sgs;
+        if pick_group(ctx, st, env, acc, sg, g, sgs) {
+            *busiest_k = Some(k as u32);
+        }
+        memo.set_busiest_after(k, *busiest_k);
+        return;
     }
-    let stats = if !KEEP {
-        &computed
-    } else {
-        if fresh {
-            memo.note_reused(1);
+    let sgs = update_sg_lb_stats_with(
+        ctx,
+        st,
+        env,
+        inv,
+        view,
+        sg,
+        local_group,
+        &mut acc.sg_overloaded,
+        pass,
+    );
+    pick_group(ctx, st, env, acc, sg, g, &sgs);
+}
+
+/// Follows fair.c: update_sd_lb_stats() (v6.6-v6.12), what its loop does with group `g`'s
+/// statistics: the local group's, or offered as the busiest candidate (true if taken), and
+/// the group counted.
+#[inline(always)]
+fn pick_group(
+    ctx: &BalanceCtx<'_>,
+    st: &mut BalanceState,
+    env: &LbEnv,
+    acc: &mut SdSums,
+    sg: &SchedGroup,
+    g: SdGroup,
+    sgs: &SgLbStats,
+) -> bool {
+    st.checks.group_classified(sgs.group_type);
+    let sds = &mut acc.sds;
+    let mut picked = false;
+    if g.local_group {
+        sds.local = Some(g.gid);
+        sds.local_stat = *sgs;
+    } else if update_sd_pick_busiest(ctx, st, env, sds, sg, sgs) {
+        sds.busiest = Some(g.gid);
+        sds.busiest_stat = *sgs;
+        picked = true;
+    }
+    add_totals(sgs, acc);
+    picked
+}
+
+/// [`update_sg_lb_stats_with`] for the `g`-th group from `memo`, where it kept the result
+/// and that result is still exact, and computed and kept in `memo` otherwise. Debug builds
+/// recompute a reused result and compare.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn kept_group_stats<'c, 'm>(
+    ctx: &'c BalanceCtx<'_>,
+    st: &BalanceState,
+    env: &LbEnv,
+    inv: &SgInvariants<'_>,
+    view: &mut Option<SumsView<'c>>,
+    memo: &'m mut SdMemo,
+    g: SdGroup,
+    acc: &mut SdSums,
+    pass: &mut Pass,
+) -> &'m GroupStats {
+    let SdGroup {
+        k,
+        gid,
+        local_group,
+    } = g;
+    let sg = ctx.topo.group(gid);
+    if memo.is_fresh(st, k, sg) {
+        memo.note_reused(1);
+        #[cfg(debug_assertions)]
+        {
+            let computed = group_stats(ctx, st, env, inv, view, sg, local_group, pass);
             debug_assert_eq!(
                 memo.kept(k).stats,
                 computed,
                 "a kept group's statistics differ from update_sg_lb_stats()"
             );
-        } else {
-            memo.keep(st, k, gid, sg, |out| {
-                group_stats(ctx, st, env, inv, view, sg, local_group, pass, out);
-            });
         }
-        &memo.kept(k).stats
-    };
-    add_group(st, stats, acc, pass);
-    let sds = &mut acc.sds;
-    if local_group {
-        sds.local = Some(gid);
-        sds.local_stat = stats.sgs;
-    } else if update_sd_pick_busiest(ctx, st, env, sds, sg, &stats.sgs) {
-        sds.busiest = Some(gid);
-        sds.busiest_stat = stats.sgs;
-        *busiest_k = Some(k as u32);
+    } else {
+        let stats = group_stats(ctx, st, env, inv, view, sg, local_group, pass);
+        memo.keep(st, k, gid, sg, stats);
     }
-    if KEEP {
-        memo.set_busiest_after(k, *busiest_k);
+    let stats = &memo.kept(k).stats;
+    charge(stats, &mut acc.sg_overloaded, pass);
+    stats
+}
+
+/// [`update_sg_lb_stats_with`] with what it reports besides the statistics, what it
+/// charges, and whether it may have read the pass's clock, gathered for a memo.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn group_stats<'c>(
+    ctx: &'c BalanceCtx<'_>,
+    st: &BalanceState,
+    env: &LbEnv,
+    inv: &SgInvariants<'_>,
+    view: &mut Option<SumsView<'c>>,
+    group: &SchedGroup,
+    local_group: bool,
+    pass: &mut Pass,
+) -> GroupStats {
+    let mut overloaded = false;
+    let before = pass.work.cpus_scanned;
+    let sgs = update_sg_lb_stats_with(
+        ctx,
+        st,
+        env,
+        inv,
+        view,
+        group,
+        local_group,
+        &mut overloaded,
+        pass,
+    );
+    let scanned = pass.work.cpus_scanned - before;
+    pass.work.cpus_scanned = before;
+    // The CPU loop asks for the clock of a CPU whose runqueue looks idle, when a wake-up
+    // IPI may be in flight (idle_cpu_of()); the group sums answer only when none is.
+    let rqs: &[lbsim_rq::Rq] = ctx.rqs;
+    let timed = !inv.none_pending
+        && ctx
+            .topo
+            .span_cpus(group.span)
+            .iter()
+            .any(|&i| rq_idle_own(&rqs[i.index()]));
+    GroupStats {
+        sgs,
+        overloaded,
+        scanned,
+        timed,
     }
 }
 
 /// The first groups of update_sd_lb_stats()'s loop outside `SD_OVERLAP` and
 /// `SD_ASYM_CPUCAPACITY` domains, as long as each keeps its result in `memo`: each is
-/// counted ([`add_group`]) and the first is the local group, but none is offered to
+/// counted ([`charge`], [`add_totals`]) and the first is the local group, but none is offered to
 /// update_sd_pick_busiest(), whose answers are those of the previous attempt (see
 /// [`update_sd_lb_stats_with`]): the busiest candidate after them is the one the memo kept,
 /// set in `acc` with its index in `busiest_k`. Returns how many groups were replayed.
@@ -800,7 +891,9 @@ fn replay_groups(
         if !memo.is_fresh(st, k, topo.group(kept.gid)) {
             break;
         }
-        add_group(st, &kept.stats, acc, pass);
+        charge(&kept.stats, &mut acc.sg_overloaded, pass);
+        st.checks.group_classified(kept.stats.sgs.group_type);
+        add_totals(&kept.stats.sgs, acc);
         if k == 0 {
             acc.sds.local = Some(kept.gid);
             acc.sds.local_stat = kept.stats.sgs;
@@ -813,16 +906,19 @@ fn replay_groups(
     k
 }
 
-/// What update_sd_lb_stats() counts of every group whatever it picks: its part of
-/// `sg_overloaded`, the CPUs it read, its type for the checks, and the domain's totals.
+/// What update_sg_lb_stats() leaves besides a group's statistics, for a result a memo
+/// kept: its part of `sg_overloaded`, and the CPUs it read added to the pass's work.
 #[inline(always)]
-fn add_group(st: &mut BalanceState, stats: &GroupStats, acc: &mut SdSums, pass: &mut Pass) {
+fn charge(stats: &GroupStats, sg_overloaded: &mut bool, pass: &mut Pass) {
     if stats.overloaded {
-        acc.sg_overloaded = true;
+        *sg_overloaded = true;
     }
     pass.work.cpus_scanned += stats.scanned;
-    let sgs = &stats.sgs;
-    st.checks.group_classified(sgs.group_type);
+}
+
+/// What update_sd_lb_stats() adds up of every group whatever it picks: the domain's totals.
+#[inline(always)]
+fn add_totals(sgs: &SgLbStats, acc: &mut SdSums) {
     acc.sds.total_load += sgs.group_load;
     acc.sds.total_capacity += sgs.group_capacity;
     acc.sum_util += sgs.group_util;

@@ -171,28 +171,28 @@ pub struct FbgResult {
 /// the early exits in the kernel's order, then calculate_imbalance(). Sets `env.imbalance`
 /// (0 when balanced). With `NO_PREFER_SIBLING_NR_DIFF` the prefer-sibling exit uses the
 /// pre-2017 rule (see [`prefer_sibling_force`]).
+#[inline]
 pub fn find_busiest_group(
     ctx: &mut BalanceCtx<'_>,
     st: &mut BalanceState,
     env: &mut LbEnv,
     pass: &mut Pass,
 ) -> FbgResult {
-    find_busiest_group_with(ctx, st, env, &mut SdMemo::default(), pass)
+    find_busiest_group_with(ctx, st, env, None, pass)
 }
 
 /// [`find_busiest_group`] with the group statistics `memo` kept from the load_balance()'s
-/// previous attempt (see [`SdMemo`]).
+/// previous attempt, if it has one (see [`SdMemo`]).
 pub(super) fn find_busiest_group_with(
     ctx: &mut BalanceCtx<'_>,
     st: &mut BalanceState,
     env: &mut LbEnv,
-    memo: &mut SdMemo,
+    memo: Option<&mut SdMemo>,
     pass: &mut Pass,
 ) -> FbgResult {
-    let mut sds = if memo.keeping() {
-        update_sd_lb_stats_with::<true>(ctx, st, env, memo, pass)
-    } else {
-        update_sd_lb_stats_with::<false>(ctx, st, env, memo, pass)
+    let mut sds = match memo {
+        Some(memo) => update_sd_lb_stats_with::<true>(ctx, st, env, Some(memo), pass),
+        None => update_sd_lb_stats_with::<false>(ctx, st, env, None, pass),
     };
     let ctx: &BalanceCtx<'_> = ctx;
     let topo = ctx.topo;

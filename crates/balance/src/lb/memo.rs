@@ -21,8 +21,9 @@
 //! - `env->cpus`: only cleared within one load_balance(), never set, and every CPU cleared
 //!   since is recorded ([`SdMemo::cpu_cleared`]); a group holding one is recomputed;
 //! - whether a wake-up IPI has reached an idle-looking CPU by the pass's clock: a result that
-//!   asked ([`GroupStats::timed`]) is never reused; one that counted idle CPUs while no IPI
-//!   was in flight is reused only while none is;
+//!   may have asked ([`GroupStats::timed`]: an IPI may have been in flight and a CPU of the
+//!   group looked idle) is never reused; one that counted idle CPUs while no IPI was in
+//!   flight is reused only while none is;
 //! - `sgc->capacity` and `sgc->imbalance`, which balances of other CPUs (and
 //!   update_group_capacity()) rewrite between attempts: compared with the values the result
 //!   holds;
@@ -42,7 +43,10 @@
 //!
 //! Keeping costs lbsim a copy of every group's result, which pays only if the search is
 //! redone: a memo keeps from the attempt after a `goto redo`, and from the first attempt if
-//! the previous load_balance() of the same domain redid (`BalanceState::lb_redid`).
+//! the previous load_balance() of the same domain redid (`BalanceState::lb_redid`). A
+//! load_balance() without a memo runs update_sd_lb_stats()'s loop with no memo code (its own
+//! instantiation) and the same update_sg_lb_stats() as with one, so that the balances that
+//! never redo (nearly all of them on a big machine) pay nothing for it.
 
 use lbsim_topology::{CpuId, GroupId, SchedDomain, SchedGroup, SdFlag, SpanId, Topology};
 use smallvec::SmallVec;
@@ -82,8 +86,6 @@ pub(super) struct Kept {
 /// `Default` is an empty memo.
 #[derive(Clone, Debug)]
 pub struct SdMemo {
-    /// Results are kept in this attempt (see [`SdMemo::set_keeping`]).
-    keeping: bool,
     /// `groups` holds a result for every group of the domain, in order.
     valid: bool,
     /// `env->dst_cpu` the results were computed for.
@@ -105,12 +107,14 @@ pub struct SdMemo {
     all_dirty: bool,
     /// Groups whose kept result was reused since the memo was last emptied (for tests).
     reused: u32,
+    /// An attempt of the load_balance() holding the memo ended in `goto redo` (for
+    /// `BalanceState::lb_redid`).
+    redone: bool,
 }
 
 impl Default for SdMemo {
     fn default() -> SdMemo {
         SdMemo {
-            keeping: false,
             valid: false,
             dst_cpu: CpuId(0),
             tip_avg_high: false,
@@ -121,6 +125,7 @@ impl Default for SdMemo {
             dirty: SmallVec::new(),
             all_dirty: true,
             reused: 0,
+            redone: false,
         }
     }
 }
@@ -128,24 +133,20 @@ impl Default for SdMemo {
 impl SdMemo {
     /// Empties the memo (keeping its vector's allocation), for another load_balance().
     pub(crate) fn reset(&mut self) {
-        self.keeping = false;
         self.valid = false;
         self.cleared.clear();
         self.reused = 0;
+        self.redone = false;
     }
 
-    /// Whether the next attempts keep their results. Keeping costs lbsim a copy of every
-    /// group's result, which only pays when the load_balance() redoes its search: the
-    /// caller turns it on after a `goto redo`, and from the first attempt where the previous
-    /// load_balance() of the same domain redid. It changes nothing the balancer computes.
-    pub(crate) fn set_keeping(&mut self, keeping: bool) {
-        self.keeping = keeping;
+    /// An attempt of the load_balance() holding the memo ended in `goto redo`.
+    pub(crate) fn set_redone(&mut self) {
+        self.redone = true;
     }
 
-    /// Whether this attempt keeps its results.
-    #[inline]
-    pub(super) fn keeping(&self) -> bool {
-        self.keeping
+    /// Whether an attempt of the load_balance() holding the memo ended in `goto redo`.
+    pub(crate) fn redone(&self) -> bool {
+        self.redone
     }
 
     /// `cpu` has been cleared from `env->cpus`.
@@ -157,7 +158,8 @@ impl SdMemo {
         }
     }
 
-    /// Starts an attempt's update_sd_lb_stats() for `dst_cpu` in domain `sd`: finds which kept results may be reused (none on the first attempt; `none_pending`: no
+    /// Starts an attempt's update_sd_lb_stats() for `dst_cpu` in domain `sd`: finds which
+    /// kept results may be reused (none on the first attempt; `none_pending`: no
     /// wake-up IPI is in flight; `overlap`: the domain's groups may share CPUs), and notes
     /// where the runqueue change log stands now, before anything is read.
     pub(super) fn start(
@@ -168,11 +170,6 @@ impl SdMemo {
         none_pending: bool,
         sd: &SchedDomain,
     ) {
-        if !self.keeping {
-            self.all_dirty = true;
-            self.valid = false;
-            return;
-        }
         let topo = ctx.topo;
         let overlap = sd.flags.contains(SdFlag::Overlap);
         let mut ids = topo.group_ids(sd);
@@ -289,7 +286,7 @@ impl SdMemo {
     }
 
     /// Keeps the result of group `gid` (`sg`), the `k`-th, computed in this attempt by
-    /// `compute` (called with the slot, so that the result is written there once).
+    /// update_sg_lb_stats() as `stats`.
     #[inline(always)]
     pub(super) fn keep(
         &mut self,
@@ -297,10 +294,10 @@ impl SdMemo {
         k: usize,
         gid: GroupId,
         sg: &SchedGroup,
-        compute: impl FnOnce(&mut GroupStats),
+        stats: GroupStats,
     ) {
         let kept = &mut self.groups[k];
-        compute(&mut kept.stats);
+        kept.stats = stats;
         kept.gid = gid;
         kept.span = sg.span;
         kept.sg_imbalanced = st.sgc(sg.sgc).imbalance;
