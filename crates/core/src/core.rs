@@ -35,6 +35,12 @@ pub struct Core<B: Balancer> {
     pub(crate) by_ref: Vec<u32>,
     /// Tasks of the spec not created yet (delayed starts, threads another task spawns).
     pub(crate) not_created: usize,
+    /// The number of tasks of the spec (`cfg.workload.tasks` is emptied once they are all
+    /// created).
+    pub(crate) nr_spec: usize,
+    /// Each task of the spec's part and group, once every one is created and the spec's
+    /// tasks are released ([`crate::spec_tails`]); `None` until then.
+    pub(crate) spec_tails: Option<crate::spec_tails::SpecTails>,
     /// Workload tasks that have exited (so that the end-of-workload test is O(1) per event).
     pub(crate) workload_exited: usize,
     /// The scheduler trace, when [`Core::with_trace`] asked for one or a log target is on
@@ -53,7 +59,7 @@ pub struct Core<B: Balancer> {
     /// of many tasks it would double what the spec holds.
     pub(crate) obs: RunObservations,
     /// The observations of the tasks forked from templates (`Action::Fork`), whose
-    /// [`TaskRef`]s follow the spec's: TaskRef `spec.tasks.len() + k` is entry `k`.
+    /// [`TaskRef`]s follow the spec's: TaskRef `nr_spec + k` is entry `k`.
     pub(crate) forked: Vec<TaskObservation>,
     pub(crate) streams: SeedStreams,
     pub(crate) bg_rng: Pcg64Mcg,
@@ -191,6 +197,8 @@ impl<B: Balancer> Core<B> {
             masks: std::collections::BTreeMap::new(),
             by_ref: Vec::with_capacity(nr_tasks),
             not_created: 0,
+            nr_spec: nr_tasks,
+            spec_tails: None,
             workload_exited: 0,
             trace: None,
             trace_keep: false,

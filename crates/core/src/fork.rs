@@ -160,6 +160,11 @@ impl<B: Balancer> Core<B> {
         if of_spec.is_some() {
             self.by_ref[wref.index()] = ri;
             self.not_created -= 1;
+            if self.not_created == 0 {
+                // The spec's tasks are all created: keep only what the end of the run reads.
+                let specs = std::mem::take(&mut self.cfg.workload.tasks);
+                self.spec_tails = Some(crate::spec_tails::SpecTails::take_from(specs));
+            }
         } else {
             self.by_ref.push(ri);
             self.forked.push(TaskObservation::new(&spec, self.now));
@@ -203,7 +208,7 @@ impl<B: Balancer> Core<B> {
     /// The [`TaskRef`] of the next task forked from a template: after the spec's tasks and
     /// those forked so far.
     pub(crate) fn next_forked_ref(&self) -> TaskRef {
-        TaskRef((self.cfg.workload.tasks.len() + self.forked.len()) as u32)
+        TaskRef((self.nr_spec + self.forked.len()) as u32)
     }
 
     pub(crate) fn checked_placement(&mut self, p: TaskId, cpu: CpuId) -> CpuId {
