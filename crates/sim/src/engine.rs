@@ -83,6 +83,7 @@ impl<B: Balancer> Sim<B> {
             max_trace_records: u64::MAX,
         };
         sim.apply_effects();
+        sim.core.effects().release_list();
         Ok(sim)
     }
 
