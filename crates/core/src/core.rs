@@ -35,12 +35,8 @@ pub struct Core<B: Balancer> {
     pub(crate) by_ref: Vec<u32>,
     /// Tasks of the spec not created yet (delayed starts, threads another task spawns).
     pub(crate) not_created: usize,
-    /// The number of tasks of the spec (`cfg.workload.tasks` is emptied once they are all
-    /// created).
-    pub(crate) nr_spec: usize,
-    /// Each task of the spec's part and group, once every one is created and the spec's
-    /// tasks are released ([`crate::spec_tails`]); `None` until then.
-    pub(crate) spec_tails: Option<crate::spec_tails::SpecTails>,
+    /// The spec's tasks, taken out of `cfg.workload.tasks` at set-up ([`crate::spec_tasks`]).
+    pub(crate) spec: crate::spec_tasks::SpecTasks,
     /// Workload tasks that have exited (so that the end-of-workload test is O(1) per event).
     pub(crate) workload_exited: usize,
     /// The scheduler trace, when [`Core::with_trace`] asked for one or a log target is on
@@ -59,7 +55,7 @@ pub struct Core<B: Balancer> {
     /// of many tasks it would double what the spec holds.
     pub(crate) obs: RunObservations,
     /// The observations of the tasks forked from templates (`Action::Fork`), whose
-    /// [`TaskRef`]s follow the spec's: TaskRef `nr_spec + k` is entry `k`.
+    /// [`TaskRef`]s follow the spec's: TaskRef `spec.len() + k` is entry `k`.
     pub(crate) forked: Vec<TaskObservation>,
     pub(crate) streams: SeedStreams,
     pub(crate) bg_rng: Pcg64Mcg,
@@ -197,8 +193,7 @@ impl<B: Balancer> Core<B> {
             masks: std::collections::BTreeMap::new(),
             by_ref: Vec::with_capacity(nr_tasks),
             not_created: 0,
-            nr_spec: nr_tasks,
-            spec_tails: None,
+            spec: crate::spec_tasks::SpecTasks::default(),
             workload_exited: 0,
             trace: None,
             trace_keep: false,
@@ -258,9 +253,11 @@ impl<B: Balancer> Core<B> {
         }
         // Every task of the spec has its TaskRef (its index) from the start, whenever it is
         // created: at its start time by the launcher, or when another task spawns it.
-        for (i, spec) in sim.cfg.workload.tasks.iter().enumerate() {
+        sim.spec = crate::spec_tasks::SpecTasks::new(std::mem::take(&mut sim.cfg.workload.tasks));
+        for i in 0..sim.spec.len() {
             sim.by_ref.push(NOT_CREATED);
             sim.not_created += 1;
+            let spec = sim.spec.spec(i);
             if !spec.spawned {
                 sim.fx.at(spec.start_ns, Ev::Start(i as u32));
             }

@@ -98,7 +98,7 @@ impl<B: Balancer> Core<B> {
             });
         }
         drop(std::mem::take(&mut self.runs));
-        let nr_spec = self.nr_spec;
+        let nr_spec = self.spec.len();
         let mut forked = std::mem::take(&mut self.forked).into_iter();
         let mut moves = moves.into_iter().peekable();
         let mut ended = ended.into_iter().enumerate();
@@ -107,19 +107,11 @@ impl<B: Balancer> Core<B> {
         let mut migrations = 0;
         let mut switches = 0;
         for (i, &ri) in self.by_ref.iter().enumerate() {
-            let mut o = if i >= nr_spec {
-                forked.next().expect("one observation per forked task")
-            } else if let Some(tails) = &self.spec_tails {
-                // Every task of the spec was created: its name is its runqueue task's (below).
-                let (part, group) = tails.get(i);
-                TaskObservation::not_created_named(String::new(), part, group.to_string())
+            let mut o = if i < nr_spec {
+                let (name, part, group) = self.spec.take_report(i);
+                TaskObservation::not_created_named(name, part, group)
             } else {
-                let spec = &mut self.cfg.workload.tasks[i];
-                TaskObservation::not_created_named(
-                    std::mem::take(&mut spec.name),
-                    spec.part,
-                    std::mem::take(&mut spec.group),
-                )
+                forked.next().expect("one observation per forked task")
             };
             if ri == NOT_CREATED {
                 observations.push(o);

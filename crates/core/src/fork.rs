@@ -5,19 +5,10 @@
 use crate::prelude::*;
 
 impl<B: Balancer> Core<B> {
-    /// Task `i` of the spec, for its creation: a copy, with the name moved out of the run's
-    /// spec (the runqueue task keeps it, and the end of the run takes it from there).
-    fn spec_to_create(&mut self, i: usize) -> lbsim_workload::TaskSpec {
-        let spec = &mut self.cfg.workload.tasks[i];
-        let name = std::mem::take(&mut spec.name);
-        lbsim_workload::TaskSpec {
-            name,
-            ..spec.clone()
-        }
-    }
-
     pub(crate) fn start_task(&mut self, i: u32) {
-        let spec = self.spec_to_create(i as usize);
+        // A copy of the task's spec with its name moved out of the run's (the runqueue task
+        // keeps it, and the end of the run takes it from there).
+        let spec = self.spec.take(i as usize);
         // Top-level tasks are forked by the launcher (rt-app's or the benchmark's main thread),
         // which lbsim places on CPU 0, or on the task's first allowed CPU.
         let nr = self.rqs.len();
@@ -48,7 +39,7 @@ impl<B: Balancer> Core<B> {
                 return;
             }
         }
-        let spec = self.spec_to_create(r.index());
+        let spec = self.spec.take(r.index());
         let parent = self.rqs[cpu.index()].curr;
         self.create_workload_task_of(spec, cpu, Some(r), parent);
     }
@@ -160,11 +151,6 @@ impl<B: Balancer> Core<B> {
         if of_spec.is_some() {
             self.by_ref[wref.index()] = ri;
             self.not_created -= 1;
-            if self.not_created == 0 {
-                // The spec's tasks are all created: keep only what the end of the run reads.
-                let specs = std::mem::take(&mut self.cfg.workload.tasks);
-                self.spec_tails = Some(crate::spec_tails::SpecTails::take_from(specs));
-            }
         } else {
             self.by_ref.push(ri);
             self.forked.push(TaskObservation::new(&spec, self.now));
@@ -208,7 +194,7 @@ impl<B: Balancer> Core<B> {
     /// The [`TaskRef`] of the next task forked from a template: after the spec's tasks and
     /// those forked so far.
     pub(crate) fn next_forked_ref(&self) -> TaskRef {
-        TaskRef((self.nr_spec + self.forked.len()) as u32)
+        TaskRef((self.spec.len() + self.forked.len()) as u32)
     }
 
     pub(crate) fn checked_placement(&mut self, p: TaskId, cpu: CpuId) -> CpuId {
