@@ -9,6 +9,8 @@
 //! task's own state; here a task is its name and the index of its prototype, a `TaskSpec`
 //! with an empty name that the run of tasks shares.
 
+use std::sync::Arc;
+
 use lbsim_workload::TaskSpec;
 
 /// The spec's tasks, in TaskRef order: names and shared prototypes.
@@ -19,7 +21,7 @@ pub(crate) struct SpecTasks {
     tasks: Vec<(Box<str>, u32)>,
     /// The prototypes: one per run of consecutive tasks whose specs are the same but for the
     /// name (the program compared by its `Arc`), with an empty name.
-    protos: Vec<TaskSpec>,
+    protos: Vec<Arc<TaskSpec>>,
 }
 
 impl SpecTasks {
@@ -32,7 +34,7 @@ impl SpecTasks {
         for mut spec in specs {
             let name = std::mem::take(&mut spec.name).into_boxed_str();
             if out.protos.last().is_none_or(|p| !same_but_name(p, &spec)) {
-                out.protos.push(spec);
+                out.protos.push(Arc::new(spec));
             }
             let p = u32::try_from(out.protos.len() - 1).expect("fewer than 2^32 prototypes");
             out.tasks.push((name, p));
@@ -50,13 +52,14 @@ impl SpecTasks {
         &self.protos[self.tasks[i].1 as usize]
     }
 
-    /// Task `i`'s spec, its name moved out (to its runqueue task): for its creation.
-    pub(crate) fn take(&mut self, i: usize) -> TaskSpec {
+    /// Task `i`'s name, moved out (to its runqueue task), and its spec (its prototype,
+    /// whose name is empty), for its creation.
+    pub(crate) fn take(&mut self, i: usize) -> (String, Arc<TaskSpec>) {
         let (name, p) = &mut self.tasks[i];
-        TaskSpec {
-            name: std::mem::take(name).into_string(),
-            ..self.protos[*p as usize].clone()
-        }
+        (
+            std::mem::take(name).into_string(),
+            Arc::clone(&self.protos[*p as usize]),
+        )
     }
 
     /// Task `i`'s name (moved out: empty for a created task, whose runqueue task has it),
@@ -100,7 +103,7 @@ fn same_but_name(a: &TaskSpec, b: &TaskSpec) -> bool {
         && *cgroup == b.cgroup
         && *session == b.session
         && *spawned == b.spawned
-        && std::sync::Arc::ptr_eq(program, &b.program)
+        && Arc::ptr_eq(program, &b.program)
 }
 
 #[cfg(test)]
@@ -126,7 +129,14 @@ mod tests {
         );
         for (i, w) in want.iter().enumerate() {
             assert_eq!(spec.spec(i).start_ns, w.start_ns);
-            assert_eq!(&spec.take(i), w);
+            let (name, s) = spec.take(i);
+            assert_eq!(
+                TaskSpec {
+                    name,
+                    ..(*s).clone()
+                },
+                *w
+            );
             assert_eq!(spec.spec(i).spawned, w.spawned);
             let (name, part, group) = spec.take_report(i);
             assert_eq!(

@@ -85,7 +85,10 @@ impl<B: Balancer> Core<B> {
                 Action::Fork(t) => {
                     let wref = self.next_forked_ref();
                     match self.cfg.workload.fork_task(t, &mut self.sync, wref) {
-                        Ok(spec) => self.create_workload_task(spec, cpu, None),
+                        Ok(spec) => {
+                            let name = spec.name.clone();
+                            self.create_workload_task(&spec, name, cpu, None);
+                        }
                         Err(e) => {
                             self.error.get_or_insert(SimError::Workload(e.to_string()));
                             return;
