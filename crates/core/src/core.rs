@@ -37,6 +37,9 @@ pub struct Core<B: Balancer> {
     pub(crate) not_created: usize,
     /// The spec's tasks, taken out of `cfg.workload.tasks` at set-up ([`crate::spec_tasks`]).
     pub(crate) spec: crate::spec_tasks::SpecTasks,
+    /// The workload tasks that have exited: run index and time, in the order they exited
+    /// (the end of the run looks them up by run index).
+    pub(crate) exits: Vec<(u32, u64)>,
     /// Workload tasks that have exited (so that the end-of-workload test is O(1) per event).
     pub(crate) workload_exited: usize,
     /// The scheduler trace, when [`Core::with_trace`] asked for one or a log target is on
@@ -195,6 +198,7 @@ impl<B: Balancer> Core<B> {
             not_created: 0,
             spec: crate::spec_tasks::SpecTasks::default(),
             workload_exited: 0,
+            exits: Vec::new(),
             trace: None,
             trace_keep: false,
             log: crate::log::LogTargets::from_subscriber(),
@@ -318,7 +322,6 @@ impl<B: Balancer> Core<B> {
             autogroup: 0,
             tg_moves: None,
             created_ns: self.now,
-            exited_ns: None,
         });
         self.run_of.insert(id, idx);
         if let Some(tr) = &mut self.trace {

@@ -143,7 +143,7 @@ impl<B: Balancer> Core<B> {
         let id = self.tasks.insert(task);
         let program = spec.start(wref);
         let rng = self.streams.rng(Stream::Task, u64::from(wref.0));
-        let ri = self.add_run(id, Kind::Workload { wref, program, rng });
+        let ri = self.add_run(id, Kind::Workload { program, rng });
         self.runs[ri as usize].autogroup = autogroup;
         self.set_affinity(ri as usize, mask);
         if of_spec.is_some() {

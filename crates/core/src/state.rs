@@ -73,9 +73,10 @@ impl Wakings {
     reason = "nearly every task is a workload task; its program state inline saves a dependent cache miss per event"
 )]
 pub(crate) enum Kind {
-    /// A task of the workload.
+    /// A task of the workload (its [`TaskRef`] is `program.task()`, not kept twice: with it
+    /// beside the program state, every task's state was 16 bytes larger, 12 of them padding
+    /// before the 16-byte aligned `rng`).
     Workload {
-        wref: TaskRef,
         program: ProgramState,
         rng: Pcg64Mcg,
     },
@@ -119,10 +120,12 @@ pub(crate) struct TaskRun {
         reason = "a thin pointer: the Vec inline would be 16 bytes more in every task's state"
     )]
     pub(crate) tg_moves: Option<Box<Vec<(u32, u64, u64)>>>,
-    /// When the task was created.
+    /// When the task was created. (When it exited is in [`Core::exits`]: few tasks exit
+    /// before the end of a run, and an `Option<u64>` here made every task's state 16 bytes
+    /// larger.)
+    ///
+    /// [`Core::exits`]: crate::core::Core
     pub(crate) created_ns: u64,
-    /// When it exited, if it did.
-    pub(crate) exited_ns: Option<u64>,
 }
 
 /// Per-CPU engine state (what is not the runqueue's).
