@@ -66,9 +66,6 @@ struct Cursor {
     task_cpus: Option<CpusetId>,
     cur_cpus: Option<CpusetId>,
     cur_sched: SchedAttr,
-    /// The cgroup the thread is in (`None`: the root cgroup), for rt-app's phase
-    /// `taskgroup`.
-    cur_cgroup: Option<Box<str>>,
     thread_loop: u64,
     /// The phase and the event in it (u32: 8 bytes less per task than two `usize`; a
     /// program of 2^32 phases or events would not fit in memory).
@@ -87,11 +84,21 @@ struct Cursor {
     /// Only for a program that logs (`rtapp_log`), the only reader of these statistics; out of
     /// line, as few programs do.
     iter: Option<Box<IterStats>>,
-    /// Out of line: few programs tally, and inline it would make every task's state 32 bytes
-    /// larger (24 for the field, 8 of alignment padding in the engine's run).
-    tally: Option<Box<Tally>>,
+    /// The state few tasks have (a cgroup other than the root, a tally), out of line: inline
+    /// it would make every task's state 32 bytes larger. `None` until a task needs it.
+    rare: Option<Box<Rare>>,
     exiting: bool,
     exited: bool,
+}
+
+/// What few tasks' interpreters keep ([`Cursor::rare`]).
+#[derive(Clone, Debug, Default)]
+struct Rare {
+    /// The cgroup the thread is in (`None`: the root cgroup), for rt-app's phase
+    /// `taskgroup`.
+    cur_cgroup: Option<Box<str>>,
+    /// Operations counted since the last tally probes (tbench, pipe, ebizzy).
+    tally: Option<Tally>,
 }
 
 /// Operations counted since the last tally probes.
@@ -142,7 +149,6 @@ impl ProgramState {
                     policy: spec.policy,
                     nice: spec.nice,
                 },
-                cur_cgroup: spec.cgroup.as_deref().map(Box::from),
                 thread_loop: 0,
                 phase: 0,
                 phase_loop: 0,
@@ -161,7 +167,12 @@ impl ProgramState {
                     .collect(),
                 mark_ns: 0,
                 iter: spec.program.rtapp_log.then(Box::default),
-                tally: None,
+                rare: spec.cgroup.as_deref().map(|c| {
+                    Box::new(Rare {
+                        cur_cgroup: Some(Box::from(c)),
+                        tally: None,
+                    })
+                }),
                 exiting: false,
                 exited: false,
             },
@@ -169,6 +180,7 @@ impl ProgramState {
     }
 
     /// The task this interpreter runs.
+    #[inline]
     pub fn task(&self) -> TaskRef {
         self.cur.task
     }
@@ -201,8 +213,9 @@ impl ProgramState {
     /// [`ProbeTag::TallyMaxLatency`] probes at the run's end.
     pub fn take_tally(&mut self) -> Option<(u64, u64)> {
         self.cur
-            .tally
-            .take()
+            .rare
+            .as_mut()
+            .and_then(|r| r.tally.take())
             .filter(|t| t.count > 0)
             .map(|t| (t.count, t.max_latency_ns))
     }
@@ -247,7 +260,7 @@ impl Cursor {
             if !self.step(program, now_ns, rng, sync, &mut silent) {
                 // The program is over: flush the tally, then exit.
                 self.exiting = true;
-                if let Some(t) = self.tally.take()
+                if let Some(t) = self.rare.as_mut().and_then(|r| r.tally.take())
                     && t.count > 0
                 {
                     self.probe(ProbeTag::TallyCount, t.count);
@@ -342,9 +355,16 @@ impl Cursor {
                 // so the thread stays in the last group it moved to (rt-app's
                 // doc/examples/tutorial/example11.json says so of its phase1).
                 if let Some(path) = &phase.taskgroup {
-                    let here = self.cur_cgroup.as_deref().unwrap_or("/");
+                    let here = self
+                        .rare
+                        .as_ref()
+                        .and_then(|r| r.cur_cgroup.as_deref())
+                        .unwrap_or("/");
                     if here != path {
-                        self.cur_cgroup = (path != "/").then(|| Box::from(path.as_str()));
+                        let cg = (path != "/").then(|| Box::from(path.as_str()));
+                        if cg.is_some() || self.rare.is_some() {
+                            self.rare.get_or_insert_with(Box::default).cur_cgroup = cg;
+                        }
                         self.push(Action::SetTaskGroup(path.clone()));
                     }
                 }
@@ -488,13 +508,15 @@ impl Cursor {
 
     #[inline]
     fn tally(&mut self, interval_ns: u64, now: u64) {
-        let t = self.tally.get_or_insert_with(|| {
-            Box::new(Tally {
+        let t = self
+            .rare
+            .get_or_insert_with(Box::default)
+            .tally
+            .get_or_insert_with(|| Tally {
                 count: 0,
                 max_latency_ns: 0,
                 next_emit_ns: (interval_ns > 0).then_some(interval_ns),
-            })
-        });
+            });
         if let Some(b) = t.next_emit_ns
             && now >= b
         {
@@ -506,7 +528,11 @@ impl Cursor {
             self.probe(ProbeTag::TallyMaxLatency, max);
         }
         let lat = now.saturating_sub(self.mark_ns);
-        let t = self.tally.as_mut().expect("tally set above");
+        let t = self
+            .rare
+            .as_mut()
+            .and_then(|r| r.tally.as_mut())
+            .expect("tally set above");
         t.count += 1;
         t.max_latency_ns = t.max_latency_ns.max(lat);
     }
