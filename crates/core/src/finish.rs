@@ -293,7 +293,10 @@ impl<B: Balancer> Core<B> {
             migrations,
             context_switches: switches,
             idle_while_overloaded_ns: self.iwo_ns,
-            wakeup_latency: self.latency.percentiles(),
+            // The wake-up latencies are those of the run's wake-up log (the same samples: the
+            // log keeps each wake-up's latency, so they are not kept twice during the run).
+            wakeup_latency: Samples::of(self.obs.wakeups.iter().map(|w| w.latency_ns))
+                .percentiles(),
             fairness: fairness(&shares),
             groups,
             task_groups,

@@ -216,7 +216,6 @@ impl<B: Balancer> Core<B> {
                     if let Some(w) = r.wake_ns.take() {
                         let lat = start.saturating_sub(w);
                         if let Kind::Workload { program, .. } = &r.kind {
-                            self.latency.record(lat);
                             self.obs.wakeups.push(WakeupSample {
                                 task: program.task(),
                                 wake_ns: w,
