@@ -198,7 +198,7 @@ mod tests {
     #[test]
     fn a_tasks_run_state_stays_small() {
         assert!(
-            std::mem::size_of::<super::TaskRun>() <= 336,
+            std::mem::size_of::<super::TaskRun>() <= 320,
             "TaskRun is {} bytes",
             std::mem::size_of::<super::TaskRun>()
         );

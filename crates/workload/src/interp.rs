@@ -36,6 +36,15 @@ enum Pending {
 /// reach it; this is a backstop against a bug, not a feature.
 const MAX_SILENT_STEPS: u32 = 1 << 20;
 
+/// What a program that logs keeps ([`Cursor::iter`]): the iteration's statistics, and the
+/// measure of the action last returned, which [`Cursor::settle`] adds to them (a program that
+/// does not log has no use for it: inline it made every task's state 16 bytes larger).
+#[derive(Clone, Copy, Debug, Default)]
+struct IterLog {
+    stats: IterStats,
+    pending: Option<Pending>,
+}
+
 /// Per-iteration accounting for rt-app's log (the `Rtapp*` probes).
 #[derive(Clone, Copy, Debug, Default)]
 struct IterStats {
@@ -78,12 +87,11 @@ struct Cursor {
     /// the few that expand to more, a condvar wait or a tally's probes, spill to the heap
     /// once per task: room for two inline would make every task's state 32 bytes larger).
     queue: ActionQueue<(Action, Meas)>,
-    pending: Option<Pending>,
     local_timers: Box<[TimerState]>,
     mark_ns: u64,
-    /// Only for a program that logs (`rtapp_log`), the only reader of these statistics; out of
-    /// line, as few programs do.
-    iter: Option<Box<IterStats>>,
+    /// Only for a program that logs (`rtapp_log`), the only reader of these statistics and of
+    /// the measure of the action in progress; out of line, as few programs do.
+    iter: Option<Box<IterLog>>,
     /// The state few tasks have (a cgroup other than the root, a tally), out of line: inline
     /// it would make every task's state 32 bytes larger. `None` until a task needs it.
     rare: Option<Box<Rare>>,
@@ -155,7 +163,6 @@ impl ProgramState {
                 ev: 0,
                 in_iteration: false,
                 queue: ActionQueue::default(),
-                pending: None,
                 local_timers: spec
                     .program
                     .local_timers
@@ -237,16 +244,18 @@ impl Cursor {
         let mut silent = 0u32;
         loop {
             if let Some((action, meas)) = self.queue.pop_front() {
-                self.pending = match meas {
-                    Meas::None => None,
-                    Meas::Run => Some(Pending::Run { start_ns: now_ns }),
-                    Meas::Timer => {
-                        let Action::SleepUntil { abs_ns } = action else {
-                            unreachable!("a timer's measure on {action:?}")
-                        };
-                        Some(Pending::Timer { expiry_ns: abs_ns })
-                    }
-                };
+                if let Some(log) = self.iter.as_deref_mut() {
+                    log.pending = match meas {
+                        Meas::None => None,
+                        Meas::Run => Some(Pending::Run { start_ns: now_ns }),
+                        Meas::Timer => {
+                            let Action::SleepUntil { abs_ns } = action else {
+                                unreachable!("a timer's measure on {action:?}")
+                            };
+                            Some(Pending::Timer { expiry_ns: abs_ns })
+                        }
+                    };
+                }
                 return action;
             }
             if self.exiting {
@@ -273,17 +282,22 @@ impl Cursor {
     fn finish(&mut self) -> Action {
         self.exited = true;
         self.queue.clear();
-        self.pending = None;
+        if let Some(log) = self.iter.as_deref_mut() {
+            log.pending = None;
+        }
         Action::Exit
     }
 
     /// Accounts for the completion of the previously returned action.
     fn settle(&mut self, now_ns: u64) {
-        let pending = self.pending.take();
-        let Some(iter) = self.iter.as_deref_mut() else {
+        let Some(IterLog {
+            stats: iter,
+            pending,
+        }) = self.iter.as_deref_mut()
+        else {
             return;
         };
-        match pending {
+        match pending.take() {
             Some(Pending::Run { start_ns }) => {
                 iter.run_ns += now_ns.saturating_sub(start_ns);
             }
@@ -368,8 +382,8 @@ impl Cursor {
                         self.push(Action::SetTaskGroup(path.clone()));
                     }
                 }
-                if let Some(iter) = self.iter.as_deref_mut() {
-                    *iter = IterStats::default();
+                if let Some(log) = self.iter.as_deref_mut() {
+                    log.stats = IterStats::default();
                     self.probe(ProbeTag::RtappPhaseStart, self.phase as u64);
                 }
                 if !self.queue.is_empty() {
@@ -391,7 +405,7 @@ impl Cursor {
                 }
             }
             // End of a phase iteration.
-            if let Some(it) = self.iter.as_deref().copied() {
+            if let Some(it) = self.iter.as_deref().map(|l| l.stats) {
                 self.probe(ProbeTag::RtappRun, it.run_ns);
                 self.probe(ProbeTag::RtappPerf, it.perf_ns);
                 self.probe(ProbeTag::RtappWuLat, it.wu_lat_ns);
@@ -438,7 +452,7 @@ impl Cursor {
         match *ev {
             Event::Run { work_ns } => {
                 let w = jitter_work(work_ns, self.jitter_pct, rng);
-                if let Some(iter) = self.iter.as_deref_mut() {
+                if let Some(iter) = self.iter.as_deref_mut().map(|l| &mut l.stats) {
                     iter.perf_ns += w;
                 }
                 self.queue.push((Action::Run { work_ns: w }, Meas::Run));
@@ -558,7 +572,7 @@ impl Cursor {
         let next = st.next_ns.unwrap_or(start).saturating_add(period_ns);
         st.next_ns = Some(next);
         let slack = next as i64 - now as i64;
-        if let Some(iter) = self.iter.as_deref_mut() {
+        if let Some(iter) = self.iter.as_deref_mut().map(|l| &mut l.stats) {
             if program.cumulative_slack {
                 iter.slack_ns += slack;
             } else {
@@ -572,7 +586,7 @@ impl Cursor {
             if st.relative {
                 st.next_ns = Some(now);
             }
-            if let Some(iter) = self.iter.as_deref_mut() {
+            if let Some(iter) = self.iter.as_deref_mut().map(|l| &mut l.stats) {
                 iter.wu_lat_ns = 0;
             }
         }

@@ -508,8 +508,16 @@ mod tests {
                 latency_ns: 20_000 + i,
             });
         }
-        assert!(p.full.is_empty() && p.bytes.len() <= 9 * 1000, "{}", p.bytes.len());
-        assert!(w.full.is_empty() && w.bytes.len() <= 8 * 1000, "{}", w.bytes.len());
+        assert!(
+            p.full.is_empty() && p.bytes.len() <= 9 * 1000,
+            "{}",
+            p.bytes.len()
+        );
+        assert!(
+            w.full.is_empty() && w.bytes.len() <= 8 * 1000,
+            "{}",
+            w.bytes.len()
+        );
     }
 
     #[test]
@@ -525,7 +533,10 @@ mod tests {
             .collect();
         let p = ProbeLog::from(probes.clone());
         assert!(p.full.len() > 3, "{} full blocks", p.full.len());
-        assert!(p.full.iter().all(|b| b.capacity() == LOG_BLOCK), "a block grew");
+        assert!(
+            p.full.iter().all(|b| b.capacity() == LOG_BLOCK),
+            "a block grew"
+        );
         assert_eq!(p.len(), probes.len());
         assert_eq!(p.iter().len(), probes.len());
         assert_eq!(p.iter().collect::<Vec<_>>(), probes);
