@@ -72,7 +72,7 @@ impl<B: Balancer> Core<B> {
             lbsim_balance::rqs::Rqs::new(Vec::new()),
         ));
         // The per-task tables, built in two passes so that the end of a run with many tasks
-        // never holds the runs (352 bytes a task), the runqueue tasks (312) and the
+        // never holds the runs (320 bytes a task), the runqueue tasks (312) and the
         // observations and results (168 each) at once: the first pass keeps what the runs
         // know (and the group moves of the tasks that moved), then the runs are dropped; the
         // second builds each task's observation and result from that, its runqueue task and
