@@ -16,7 +16,7 @@ use super::LegacyState;
 use super::detach::{attach_tasks, detach_one_task, detach_tasks};
 use super::find_busiest_queue::find_busiest_queue;
 use super::group_stats::rq_idle;
-use super::idle_settled::load_balance_settled;
+use super::idle_settled::{find_busiest_group_counted, load_balance_settled};
 use super::imbalance::find_busiest_group;
 use super::version::LegacyVersion;
 
@@ -151,6 +151,10 @@ pub fn load_balance(
                 .lb_pass_begin(ctx, &env, pass.work.tasks_examined, pass.now_ns(ctx));
         if !should_we_balance(ctx, &env, pass) {
             *continue_balancing = false;
+            break 'redo Exit::Balanced;
+        }
+        // A first pass at CPU_IDLE decided before the group statistics (`idle_settled.rs`).
+        if find_busiest_group_counted(ctx, st, lg, &mut env, pass) {
             break 'redo Exit::Balanced;
         }
         let fbg = find_busiest_group(ctx, st, lg, &mut env, pass);
