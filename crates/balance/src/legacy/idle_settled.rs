@@ -37,7 +37,7 @@
 //! shortcut and check that they balance too, with the same charges.
 
 use lbsim_topology::domains::GroupIds;
-use lbsim_topology::{CpuId, SchedGroup, SdFlag};
+use lbsim_topology::{CpuId, SchedDomain, SchedGroup, SdFlag};
 
 use crate::ctx::BalanceCtx;
 use crate::lb::{CpuIdleType, LbEnv, Pass};
@@ -66,12 +66,12 @@ pub(super) fn settled_scan(
     ctx: &BalanceCtx<'_>,
     st: &BalanceState,
     lg: &LegacyState,
-    cpu: CpuId,
+    (cpu, doms): (CpuId, &[SchedDomain]),
     level: usize,
     pass: &Pass,
 ) -> Option<u32> {
     let topo = ctx.topo;
-    let doms = topo.domains(cpu);
+    debug_assert!(std::ptr::eq(doms, topo.domains(cpu)));
     let sd = &doms[level];
     // check_asym_packing() may pull before the group statistics decide; the topology crate
     // builds no SD_ASYM_PACKING today, but such a domain takes the full path.
@@ -243,7 +243,7 @@ pub(super) fn load_balance_settled(
         return false;
     }
     let idle = CpuIdleType::Idle;
-    let Some(scanned) = settled_scan(ctx, st, lg, this_cpu, level, pass) else {
+    let Some(scanned) = settled_scan(ctx, st, lg, (this_cpu, doms), level, pass) else {
         return false;
     };
     pass.work.domains += 1;
@@ -268,7 +268,7 @@ pub(super) fn load_balance_settled(
         check_against_full_pass(ctx, st, lg, &mut env, work_before, pass);
         super::load_balance::put_back_env(topo, lg, env);
     }
-    let parent_sgc = parent_sgc(topo, this_cpu, level);
+    let parent_sgc = parent_sgc(topo, doms, level);
     let at = (this_cpu, level, idle);
     out_balanced(
         st,
@@ -305,7 +305,8 @@ pub(super) fn find_busiest_group_counted(
         return false;
     }
     debug_assert_eq!(env.dst_cpu, env.sd_cpu);
-    let Some(scanned) = settled_scan(ctx, st, lg, env.sd_cpu, env.level, pass) else {
+    let doms = ctx.topo.domains(env.sd_cpu);
+    let Some(scanned) = settled_scan(ctx, st, lg, (env.sd_cpu, doms), env.level, pass) else {
         return false;
     };
     #[cfg(debug_assertions)]

@@ -129,8 +129,9 @@ pub fn load_balance(
     }
     let topo = ctx.topo;
     let version = lg.version;
-    let sd = &topo.domains(this_cpu)[level];
-    let parent_sgc = parent_sgc(topo, this_cpu, level);
+    let doms = topo.domains(this_cpu);
+    let sd = &doms[level];
+    let parent_sgc = parent_sgc(topo, doms, level);
     let mut env = first_env(topo, lg, this_cpu, level, idle);
     if idle == CpuIdleType::NewlyIdle {
         env.dst_grpmask = None;
@@ -339,13 +340,12 @@ pub fn load_balance(
     moved
 }
 
-/// The local group's capacity of `this_cpu`'s domain above `level` (`sd->parent->groups`),
-/// whose imbalance flag load_balance() (v4.6-v5.4) sets and clears; `None` at the top.
+/// The local group's capacity of the domain above `level` among a CPU's domains `doms`
+/// (`sd->parent->groups`), whose imbalance flag load_balance() (v4.6-v5.4) sets and clears;
+/// `None` at the top.
 #[inline]
-pub(super) fn parent_sgc(topo: &Topology, this_cpu: CpuId, level: usize) -> Option<SgcId> {
-    topo.domains(this_cpu)
-        .get(level + 1)
-        .map(|p| topo.local_group(p).sgc)
+pub(super) fn parent_sgc(topo: &Topology, doms: &[SchedDomain], level: usize) -> Option<SgcId> {
+    doms.get(level + 1).map(|p| topo.local_group(p).sgc)
 }
 
 /// Follows fair.c: load_balance()'s `struct lb_env` (v4.6-v5.4) for a first pass: before

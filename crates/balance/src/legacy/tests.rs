@@ -138,6 +138,41 @@ fn cpu_load_update_rounds_up_and_decays_missed_ticks() {
     assert!(h.cpu_load[4] < 1024);
 }
 
+/// Rule (fair.c v4.7, cpu_load_update_idle() -> cpu_load_update_nohz(): "if
+/// (weighted_cpuload(this_rq)) return"; "pending_updates = curr_jiffies -
+/// this_rq->last_load_update_tick; if (pending_updates) { this_rq->last_load_update_tick =
+/// curr_jiffies; cpu_load_update(this_rq, 0, pending_updates) }"): the idle update decays
+/// over the missed ticks as cpu_load_update() with load 0, and counts the update also when
+/// `cpu_load[]` has decayed to 0 already (where lbsim only counts it).
+#[test]
+fn cpu_load_update_idle_decays_to_zero_and_counts() {
+    let mut c = CpuLoad::default();
+    for _ in 0..20 {
+        c.cpu_load_update(1024, 1, false);
+    }
+    c.last_load_update_tick = 20;
+    for tickless in [false, true] {
+        let mut busy = c;
+        busy.cpu_load_update_idle(1, 30, tickless);
+        assert_eq!(busy, c, "a CPU with load bails");
+        let mut idle = c;
+        idle.cpu_load_update_idle(0, 30, tickless);
+        let mut expected = c;
+        expected.cpu_load_update(0, 10, tickless);
+        expected.last_load_update_tick = 30;
+        assert_eq!(idle, expected);
+        idle.cpu_load_update_idle(0, 30, tickless);
+        assert_eq!(idle, expected, "up to date: nothing");
+        idle.cpu_load_update_idle(0, 300, tickless);
+        assert_eq!(idle.cpu_load, [0; CPU_LOAD_IDX_MAX]);
+        let decayed = idle;
+        idle.cpu_load_update_idle(0, 301, tickless);
+        assert_eq!(idle.cpu_load, [0; CPU_LOAD_IDX_MAX]);
+        assert_eq!(idle.nr_load_updates, decayed.nr_load_updates + 1);
+        assert_eq!(idle.last_load_update_tick, 301);
+    }
+}
+
 /// Rules (fair.c v4.6, source_load()/target_load(): "Return a low guess at the load of a
 /// migration-source cpu weighted according to the scheduling class and 'nice' value" /
 /// "a high guess at the load of a migration-target cpu"; "if (type == 0 ||
@@ -500,7 +535,8 @@ fn idle_pass(
         find_busiest_group(&mut ctx, st, &mut lg, &mut env, &mut pass);
     }
     let mut pass = Pass::new(ctx.now_ns);
-    let settled = idle_settled::settled_scan(&ctx, st, &lg, CpuId(0), level, &pass).is_some();
+    let at = (CpuId(0), ctx.topo.domains(CpuId(0)));
+    let settled = idle_settled::settled_scan(&ctx, st, &lg, at, level, &pass).is_some();
     let mut continue_balancing = true;
     let moved = load_balance::load_balance(
         &mut ctx,
