@@ -198,9 +198,10 @@ fn group_counts<const IDLE: bool>(
     (nr, idle_cpus)
 }
 
-/// What find_busiest_group() does in a settled pass (`settled_scan()` gave `scanned`):
-/// update_sd_lb_stats()'s refresh of the local group's capacity (always done at CPU_IDLE)
-/// and its charge for every CPU of every group; no busiest group (`lb_nobusyg`).
+/// What find_busiest_group() does in a settled pass (`settled_scan()` gave `scanned`) but
+/// count its result: update_sd_lb_stats()'s refresh of the local group's capacity (always
+/// done at CPU_IDLE) and its charge for every CPU of every group. (The caller counts no
+/// busiest group, `lb_nobusyg`.)
 #[inline(always)]
 fn find_busiest_group_settled(
     ctx: &mut BalanceCtx<'_>,
@@ -213,10 +214,6 @@ fn find_busiest_group_settled(
 ) {
     update_group_capacity(ctx, st, lg, this_cpu, level);
     pass.work.cpus_scanned += scanned;
-    st.schedstat
-        .sd_mut(this_cpu, level)
-        .lb_mut(CpuIdleType::Idle)
-        .lb_nobusyg += 1;
 }
 
 /// Follows fair.c: load_balance() (v4.6-v5.4) for a pass at CPU_IDLE (the caller's test)
@@ -247,7 +244,11 @@ pub(super) fn load_balance_settled(
         return false;
     };
     pass.work.domains += 1;
-    st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_count += 1;
+    // The pass is counted, and find_busiest_group() finds no busiest group (one lookup of
+    // the domain's counters for both).
+    let lb = st.schedstat.sd_mut(this_cpu, level).lb_mut(idle);
+    lb.lb_count += 1;
+    lb.lb_nobusyg += 1;
     // should_we_balance(): the local group's one CPU.
     pass.work.cpus_scanned += 1;
     #[cfg(debug_assertions)]
@@ -312,6 +313,10 @@ pub(super) fn find_busiest_group_counted(
     #[cfg(debug_assertions)]
     let work_before = pass.work;
     find_busiest_group_settled(ctx, st, lg, env.sd_cpu, env.level, scanned, pass);
+    st.schedstat
+        .sd_mut(env.sd_cpu, env.level)
+        .lb_mut(CpuIdleType::Idle)
+        .lb_nobusyg += 1;
     #[cfg(debug_assertions)]
     check_against_full_pass(ctx, st, lg, env, work_before, pass);
     env.imbalance = 0;
