@@ -254,7 +254,7 @@ impl LogRecord for WakeupSample {
 /// bytes a [`ProbeRecord`] (24 in memory), 6 to 9 a [`WakeupSample`] (24). Reading gives
 /// back exactly what was pushed.
 ///
-/// The bytes are kept in blocks of [`LOG_BLOCK`] bytes, each allocated once and filled (a
+/// The bytes are kept in blocks of 64 KiB, each allocated once and filled (a
 /// record is never split between two): a buffer grown by doubling would, besides holding up
 /// to twice what it uses, leave each smaller buffer it outgrew as a freed hole in the heap,
 /// memory the process has touched and keeps.
