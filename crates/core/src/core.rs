@@ -35,6 +35,11 @@ pub struct Core<B: Balancer> {
     pub(crate) by_ref: Vec<u32>,
     /// Tasks of the spec not created yet (delayed starts, threads another task spawns).
     pub(crate) not_created: usize,
+    /// The spec's tasks, taken out of `cfg.workload.tasks` at set-up ([`crate::spec_tasks`]).
+    pub(crate) spec: crate::spec_tasks::SpecTasks,
+    /// The workload tasks that have exited: run index and time, in the order they exited
+    /// (the end of the run looks them up by run index).
+    pub(crate) exits: Vec<(u32, u64)>,
     /// Workload tasks that have exited (so that the end-of-workload test is O(1) per event).
     pub(crate) workload_exited: usize,
     /// The scheduler trace, when [`Core::with_trace`] asked for one or a log target is on
@@ -53,11 +58,10 @@ pub struct Core<B: Balancer> {
     /// of many tasks it would double what the spec holds.
     pub(crate) obs: RunObservations,
     /// The observations of the tasks forked from templates (`Action::Fork`), whose
-    /// [`TaskRef`]s follow the spec's: TaskRef `spec.tasks.len() + k` is entry `k`.
+    /// [`TaskRef`]s follow the spec's: TaskRef `spec.len() + k` is entry `k`.
     pub(crate) forked: Vec<TaskObservation>,
     pub(crate) streams: SeedStreams,
     pub(crate) bg_rng: Pcg64Mcg,
-    pub(crate) latency: Samples,
     pub(crate) iwo_ns: u64,
     pub(crate) iwo_active: bool,
     pub(crate) error: Option<SimError>,
@@ -191,7 +195,9 @@ impl<B: Balancer> Core<B> {
             masks: std::collections::BTreeMap::new(),
             by_ref: Vec::with_capacity(nr_tasks),
             not_created: 0,
+            spec: crate::spec_tasks::SpecTasks::default(),
             workload_exited: 0,
+            exits: Vec::new(),
             trace: None,
             trace_keep: false,
             log: crate::log::LogTargets::from_subscriber(),
@@ -201,7 +207,6 @@ impl<B: Balancer> Core<B> {
             forked: Vec::new(),
             streams,
             bg_rng,
-            latency: Samples::default(),
             iwo_ns: 0,
             iwo_active: false,
             error: None,
@@ -250,9 +255,11 @@ impl<B: Balancer> Core<B> {
         }
         // Every task of the spec has its TaskRef (its index) from the start, whenever it is
         // created: at its start time by the launcher, or when another task spawns it.
-        for (i, spec) in sim.cfg.workload.tasks.iter().enumerate() {
+        sim.spec = crate::spec_tasks::SpecTasks::new(std::mem::take(&mut sim.cfg.workload.tasks));
+        for i in 0..sim.spec.len() {
             sim.by_ref.push(NOT_CREATED);
             sim.not_created += 1;
+            let spec = sim.spec.spec(i);
             if !spec.spawned {
                 sim.fx.at(spec.start_ns, Ev::Start(i as u32));
             }
@@ -313,7 +320,6 @@ impl<B: Balancer> Core<B> {
             autogroup: 0,
             tg_moves: None,
             created_ns: self.now,
-            exited_ns: None,
         });
         self.run_of.insert(id, idx);
         if let Some(tr) = &mut self.trace {

@@ -19,7 +19,7 @@ impl<B: Balancer> Core<B> {
     /// reports what it did: `ProgramState::take_tally`).
     fn flush_tallies(&mut self) {
         for &ri in self.by_ref.iter().filter(|&&r| r != NOT_CREATED) {
-            if let Kind::Workload { wref, program, .. } = &mut self.runs[ri as usize].kind
+            if let Kind::Workload { program, .. } = &mut self.runs[ri as usize].kind
                 && let Some((count, max_latency_ns)) = program.take_tally()
             {
                 for (tag, value) in [
@@ -27,7 +27,7 @@ impl<B: Balancer> Core<B> {
                     (lbsim_workload::ProbeTag::TallyMaxLatency, max_latency_ns),
                 ] {
                     self.obs.probes.push(ProbeRecord {
-                        task: *wref,
+                        task: program.task(),
                         time_ns: self.now,
                         tag,
                         value,
@@ -72,7 +72,7 @@ impl<B: Balancer> Core<B> {
             lbsim_balance::rqs::Rqs::new(Vec::new()),
         ));
         // The per-task tables, built in two passes so that the end of a run with many tasks
-        // never holds the runs (384 bytes a task), the runqueue tasks (312) and the
+        // never holds the runs (320 bytes a task), the runqueue tasks (312) and the
         // observations and results (168 each) at once: the first pass keeps what the runs
         // know (and the group moves of the tasks that moved), then the runs are dropped; the
         // second builds each task's observation and result from that, its runqueue task and
@@ -80,6 +80,8 @@ impl<B: Balancer> Core<B> {
         // runqueue tasks are dropped.
         let mut ended: Vec<Ended> = Vec::with_capacity(self.by_ref.len() - self.not_created);
         let mut moves = Vec::new();
+        // By run index, for the lookups below (a run exits once).
+        self.exits.sort_unstable();
         for &ri in &self.by_ref {
             if ri == NOT_CREATED {
                 continue;
@@ -94,11 +96,15 @@ impl<B: Balancer> Core<B> {
                 work_ns: (r.work_units / 1024) as u64,
                 max_wait_ns: r.max_wait_ns,
                 created_ns: r.created_ns,
-                exited_ns: r.exited_ns,
+                exited_ns: self
+                    .exits
+                    .binary_search_by_key(&ri, |&(r, _)| r)
+                    .ok()
+                    .map(|k| self.exits[k].1),
             });
         }
         drop(std::mem::take(&mut self.runs));
-        let nr_spec = self.cfg.workload.tasks.len();
+        let nr_spec = self.spec.len();
         let mut forked = std::mem::take(&mut self.forked).into_iter();
         let mut moves = moves.into_iter().peekable();
         let mut ended = ended.into_iter().enumerate();
@@ -108,12 +114,8 @@ impl<B: Balancer> Core<B> {
         let mut switches = 0;
         for (i, &ri) in self.by_ref.iter().enumerate() {
             let mut o = if i < nr_spec {
-                let spec = &mut self.cfg.workload.tasks[i];
-                TaskObservation::not_created_named(
-                    std::mem::take(&mut spec.name),
-                    spec.part,
-                    std::mem::take(&mut spec.group),
-                )
+                let (name, part, group) = self.spec.take_report(i);
+                TaskObservation::not_created_named(name, part, group)
             } else {
                 forked.next().expect("one observation per forked task")
             };
@@ -291,7 +293,10 @@ impl<B: Balancer> Core<B> {
             migrations,
             context_switches: switches,
             idle_while_overloaded_ns: self.iwo_ns,
-            wakeup_latency: self.latency.percentiles(),
+            // The wake-up latencies are those of the run's wake-up log (the same samples: the
+            // log keeps each wake-up's latency, so they are not kept twice during the run).
+            wakeup_latency: Samples::of(self.obs.wakeups.iter().map(|w| w.latency_ns))
+                .percentiles(),
             fairness: fairness(&shares),
             groups,
             task_groups,

@@ -5,34 +5,27 @@
 use crate::prelude::*;
 
 impl<B: Balancer> Core<B> {
-    /// Task `i` of the spec, for its creation: a copy, with the name moved out of the run's
-    /// spec (the runqueue task keeps it, and the end of the run takes it from there).
-    fn spec_to_create(&mut self, i: usize) -> lbsim_workload::TaskSpec {
-        let spec = &mut self.cfg.workload.tasks[i];
-        let name = std::mem::take(&mut spec.name);
-        lbsim_workload::TaskSpec {
-            name,
-            ..spec.clone()
-        }
-    }
-
     pub(crate) fn start_task(&mut self, i: u32) {
-        let spec = self.spec_to_create(i as usize);
+        // The task's name, moved out of the run's spec (the runqueue task keeps it, and the
+        // end of the run takes it from there), and its spec, shared.
+        let (name, spec) = self.spec.take(i as usize);
         // Top-level tasks are forked by the launcher (rt-app's or the benchmark's main thread),
         // which lbsim places on CPU 0, or on the task's first allowed CPU.
-        let nr = self.rqs.len();
-        let mask = match spec.affinity {
-            None => Cpumask::full(nr),
+        // (A task allowed every CPU is allowed CPU 0: no mask to build for it.)
+        let parent = match spec.affinity {
+            None => CpuId(0),
             Some(id) => {
-                Cpumask::from_cpus(nr, self.cfg.workload.cpuset(id).iter().map(|&c| CpuId(c)))
+                let nr = self.rqs.len();
+                let mask =
+                    Cpumask::from_cpus(nr, self.cfg.workload.cpuset(id).iter().map(|&c| CpuId(c)));
+                if mask.test(CpuId(0)) {
+                    CpuId(0)
+                } else {
+                    mask.first().unwrap_or(CpuId(0))
+                }
             }
         };
-        let parent = if mask.test(CpuId(0)) {
-            CpuId(0)
-        } else {
-            mask.first().unwrap_or(CpuId(0))
-        };
-        self.create_workload_task(spec, parent, Some(TaskRef(i)));
+        self.create_workload_task(&spec, name, parent, Some(TaskRef(i)));
     }
 
     /// A spawned task of the spec (`pthread_create()` by the task running on `cpu`).
@@ -48,9 +41,9 @@ impl<B: Balancer> Core<B> {
                 return;
             }
         }
-        let spec = self.spec_to_create(r.index());
+        let (name, spec) = self.spec.take(r.index());
         let parent = self.rqs[cpu.index()].curr;
-        self.create_workload_task_of(spec, cpu, Some(r), parent);
+        self.create_workload_task_of(&spec, name, cpu, Some(r), parent);
     }
 
     /// The mask of the workload's cpuset `set` (`None`: every CPU), shared by every task
@@ -68,22 +61,26 @@ impl<B: Balancer> Core<B> {
     }
 
     /// `fork()` + `wake_up_new_task()` from `parent_cpu` of a task of the spec (`Some(its
-    /// TaskRef)`) or of a fork template's new instance (`None`: the next TaskRef).
+    /// TaskRef)`) or of a fork template's new instance (`None`: the next TaskRef), named
+    /// `name` (a task of the spec moves its name into its runqueue task; a forked task's
+    /// observation keeps the name of `spec`, and the runqueue task a copy).
     pub(crate) fn create_workload_task(
         &mut self,
-        spec: lbsim_workload::TaskSpec,
+        spec: &lbsim_workload::TaskSpec,
+        name: String,
         parent_cpu: CpuId,
         of_spec: Option<TaskRef>,
     ) {
         let parent = self.rqs[parent_cpu.index()].curr;
-        self.create_workload_task_of(spec, parent_cpu, of_spec, parent);
+        self.create_workload_task_of(spec, name, parent_cpu, of_spec, parent);
     }
 
     /// [`Self::create_workload_task`] with the forking task (`None`: the run's launcher,
     /// whose group is the root).
     fn create_workload_task_of(
         &mut self,
-        mut spec: lbsim_workload::TaskSpec,
+        spec: &lbsim_workload::TaskSpec,
+        name: String,
         parent_cpu: CpuId,
         of_spec: Option<TaskRef>,
         parent: Option<TaskId>,
@@ -92,19 +89,11 @@ impl<B: Balancer> Core<B> {
         let mask = self.affinity_mask(spec.affinity);
         if mask.is_empty() {
             self.error.get_or_insert(SimError::Workload(format!(
-                "task {} has an empty affinity",
-                spec.name
+                "task {name} has an empty affinity"
             )));
             return;
         }
         let policy = spec.policy;
-        // A task of the spec moves its name into its runqueue task; a forked task's
-        // observation keeps a copy.
-        let name = if of_spec.is_some() {
-            std::mem::take(&mut spec.name)
-        } else {
-            spec.name.clone()
-        };
         let mut task = Task::new(
             name,
             policy,
@@ -154,7 +143,7 @@ impl<B: Balancer> Core<B> {
         let id = self.tasks.insert(task);
         let program = spec.start(wref);
         let rng = self.streams.rng(Stream::Task, u64::from(wref.0));
-        let ri = self.add_run(id, Kind::Workload { wref, program, rng });
+        let ri = self.add_run(id, Kind::Workload { program, rng });
         self.runs[ri as usize].autogroup = autogroup;
         self.set_affinity(ri as usize, mask);
         if of_spec.is_some() {
@@ -162,7 +151,7 @@ impl<B: Balancer> Core<B> {
             self.not_created -= 1;
         } else {
             self.by_ref.push(ri);
-            self.forked.push(TaskObservation::new(&spec, self.now));
+            self.forked.push(TaskObservation::new(spec, self.now));
         }
         // fork: sched_fork() / task_fork_fair() on the parent's CPU.
         let now = self.now;
@@ -203,7 +192,7 @@ impl<B: Balancer> Core<B> {
     /// The [`TaskRef`] of the next task forked from a template: after the spec's tasks and
     /// those forked so far.
     pub(crate) fn next_forked_ref(&self) -> TaskRef {
-        TaskRef((self.cfg.workload.tasks.len() + self.forked.len()) as u32)
+        TaskRef((self.spec.len() + self.forked.len()) as u32)
     }
 
     pub(crate) fn checked_placement(&mut self, p: TaskId, cpu: CpuId) -> CpuId {

@@ -59,6 +59,7 @@ mod fork;
 mod progress;
 mod schedule;
 mod smt;
+mod spec_tasks;
 mod state;
 mod stopper;
 mod syscalls;

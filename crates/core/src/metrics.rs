@@ -43,6 +43,18 @@ impl Samples {
         self.sorted = false;
     }
 
+    /// The samples `ns`, room for them reserved at once (an exact-size iterator's).
+    pub fn of(ns: impl ExactSizeIterator<Item = u64>) -> Samples {
+        let mut s = Samples {
+            small: Vec::with_capacity(ns.len()),
+            ..Samples::default()
+        };
+        for v in ns {
+            s.record(v);
+        }
+        s
+    }
+
     /// Number of samples.
     pub fn len(&self) -> usize {
         self.small.len() + self.large.len()

@@ -190,9 +190,9 @@ impl<B: Balancer> Core<B> {
             && let Some(p) = prev
         {
             self.rqs[ci].task_dead_fair(&mut self.tasks, p, now);
-            let r = &mut self.runs[self.run_of[p] as usize];
-            if matches!(r.kind, Kind::Workload { .. }) {
-                r.exited_ns = Some(now);
+            let ri = self.run_of[p];
+            if matches!(self.runs[ri as usize].kind, Kind::Workload { .. }) {
+                self.exits.push((ri, now));
             }
         }
         if changed {
@@ -215,10 +215,9 @@ impl<B: Balancer> Core<B> {
                     r.on_cpu_since = now;
                     if let Some(w) = r.wake_ns.take() {
                         let lat = start.saturating_sub(w);
-                        if let Kind::Workload { wref, .. } = r.kind {
-                            self.latency.record(lat);
+                        if let Kind::Workload { program, .. } = &r.kind {
                             self.obs.wakeups.push(WakeupSample {
-                                task: wref,
+                                task: program.task(),
                                 wake_ns: w,
                                 latency_ns: lat,
                             });

@@ -67,15 +67,14 @@ impl Wakings {
     }
 }
 
+/// What a task is: a workload task with its program state inline (nearly every task is one,
+/// and inline it saves a dependent cache miss per event), or a background kernel thread.
 #[derive(Debug)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "nearly every task is a workload task; its program state inline saves a dependent cache miss per event"
-)]
 pub(crate) enum Kind {
-    /// A task of the workload.
+    /// A task of the workload (its [`TaskRef`] is `program.task()`, not kept twice: with it
+    /// beside the program state, every task's state was 16 bytes larger, 12 of them padding
+    /// before the 16-byte aligned `rng`).
     Workload {
-        wref: TaskRef,
         program: ProgramState,
         rng: Pcg64Mcg,
     },
@@ -119,10 +118,12 @@ pub(crate) struct TaskRun {
         reason = "a thin pointer: the Vec inline would be 16 bytes more in every task's state"
     )]
     pub(crate) tg_moves: Option<Box<Vec<(u32, u64, u64)>>>,
-    /// When the task was created.
+    /// When the task was created. (When it exited is in [`Core::exits`]: few tasks exit
+    /// before the end of a run, and an `Option<u64>` here made every task's state 16 bytes
+    /// larger.)
+    ///
+    /// [`Core::exits`]: crate::core::Core
     pub(crate) created_ns: u64,
-    /// When it exited, if it did.
-    pub(crate) exited_ns: Option<u64>,
 }
 
 /// Per-CPU engine state (what is not the runqueue's).
@@ -188,4 +189,18 @@ pub(crate) struct CpuState {
     /// `ts->idle_calls` and `ts->idle_sleeps` (/proc/timer_list).
     pub(crate) stats_idle_calls: u64,
     pub(crate) stats_idle_sleeps: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    /// A run of tens of thousands of tasks holds one `TaskRun` per task all run long: its size
+    /// is part of the memory per task (issue 13).
+    #[test]
+    fn a_tasks_run_state_stays_small() {
+        assert!(
+            std::mem::size_of::<super::TaskRun>() <= 320,
+            "TaskRun is {} bytes",
+            std::mem::size_of::<super::TaskRun>()
+        );
+    }
 }

@@ -85,7 +85,10 @@ impl<B: Balancer> Core<B> {
                 Action::Fork(t) => {
                     let wref = self.next_forked_ref();
                     match self.cfg.workload.fork_task(t, &mut self.sync, wref) {
-                        Ok(spec) => self.create_workload_task(spec, cpu, None),
+                        Ok(spec) => {
+                            let name = spec.name.clone();
+                            self.create_workload_task(&spec, name, cpu, None);
+                        }
                         Err(e) => {
                             self.error.get_or_insert(SimError::Workload(e.to_string()));
                             return;
@@ -99,9 +102,9 @@ impl<B: Balancer> Core<B> {
                     }
                 }
                 Action::Probe { tag, value } => {
-                    if let Kind::Workload { wref, .. } = self.runs[ri].kind {
+                    if let Kind::Workload { program, .. } = &self.runs[ri].kind {
                         self.obs.probes.push(ProbeRecord {
-                            task: wref,
+                            task: program.task(),
                             time_ns: self.now,
                             tag,
                             value,
@@ -133,9 +136,10 @@ impl<B: Balancer> Core<B> {
                     return;
                 }
                 a if a.is_sync() => {
-                    let Kind::Workload { wref, .. } = self.runs[ri].kind else {
+                    let Kind::Workload { program, .. } = &self.runs[ri].kind else {
                         unreachable!("kernel threads take no sync action")
                     };
+                    let wref = program.task();
                     let mut wakes = Wakes::new();
                     let outcome = self.sync.apply(wref, &a, self.now, &mut wakes);
                     let then_block = (outcome == Outcome::Blocked).then_some(a);

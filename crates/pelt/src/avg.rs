@@ -49,16 +49,39 @@ pub struct SchedAvg {
 #[inline]
 #[must_use]
 pub const fn decay_load(val: u64, n: u64) -> u64 {
-    if n > DECAY_CUTOFF_PERIODS {
-        return 0;
+    DecayBy::periods(n).load(val)
+}
+
+/// [`decay_load`] by one `n`, split once into its shift (whole half-lives) and its table
+/// entry: [`DecayBy::load`] of a value is `decay_load(value, n)`. Beyond the cut-off both
+/// are 0, and the product by 0 is the 0 decay_load() returns there; below a half-life the
+/// shift is 0. lbsim's: accumulate_sum() decays three sums and two segment terms by the same
+/// `n`, and splits it once.
+#[derive(Clone, Copy)]
+struct DecayBy {
+    shift: u32,
+    inv: u32,
+}
+
+impl DecayBy {
+    /// The split of `n` periods.
+    #[inline]
+    const fn periods(n: u64) -> DecayBy {
+        if n > DECAY_CUTOFF_PERIODS {
+            return DecayBy { shift: 0, inv: 0 };
+        }
+        let n = n as u32;
+        DecayBy {
+            shift: n / LOAD_AVG_PERIOD,
+            inv: RUNNABLE_AVG_YN_INV[(n % LOAD_AVG_PERIOD) as usize],
+        }
     }
-    let mut val = val;
-    let mut local_n = n as u32;
-    if local_n >= LOAD_AVG_PERIOD {
-        val >>= local_n / LOAD_AVG_PERIOD;
-        local_n %= LOAD_AVG_PERIOD;
+
+    /// `decay_load(val, n)`.
+    #[inline]
+    const fn load(self, val: u64) -> u64 {
+        mul_u64_u32_shr(val >> self.shift, self.inv, 32)
     }
-    mul_u64_u32_shr(val, RUNNABLE_AVG_YN_INV[local_n as usize], 32)
 }
 
 /// `(a * mul) >> shift` with a full 96-bit product, truncated to 64 bits.
@@ -78,9 +101,15 @@ const fn mul_u64_u32_shr(a: u64, mul: u32, shift: u32) -> u64 {
 #[inline]
 #[must_use]
 pub const fn accumulate_pelt_segments(periods: u64, d1: u32, d3: u32) -> u32 {
-    let c1 = decay_load(d1 as u64, periods) as u32;
+    segments_by(DecayBy::periods(periods), d1, d3)
+}
+
+/// [`accumulate_pelt_segments`] with its periods split ([`DecayBy`]).
+#[inline]
+const fn segments_by(decay: DecayBy, d1: u32, d3: u32) -> u32 {
+    let c1 = decay.load(d1 as u64) as u32;
     let c2 = LOAD_AVG_MAX
-        .wrapping_sub(decay_load(LOAD_AVG_MAX, periods))
+        .wrapping_sub(decay.load(LOAD_AVG_MAX))
         .wrapping_sub(1024) as u32;
     let c3 = d3;
     c1.wrapping_add(c2).wrapping_add(c3)
@@ -111,15 +140,15 @@ impl SchedAvg {
 
         // Step 1: decay old *_sum if we crossed period boundaries.
         if periods != 0 {
-            self.load_sum = decay_load(self.load_sum, periods);
-            self.runnable_sum = decay_load(self.runnable_sum, periods);
-            self.util_sum = decay_load(u64::from(self.util_sum), periods) as u32;
+            let decay = DecayBy::periods(periods);
+            self.load_sum = decay.load(self.load_sum);
+            self.runnable_sum = decay.load(self.runnable_sum);
+            self.util_sum = decay.load(u64::from(self.util_sum)) as u32;
 
             // Step 2.
             delta %= PELT_PERIOD_UNITS;
             if load != 0 {
-                contrib =
-                    accumulate_pelt_segments(periods, 1024 - self.period_contrib, delta as u32);
+                contrib = segments_by(decay, 1024 - self.period_contrib, delta as u32);
             }
         }
         self.period_contrib = delta as u32;

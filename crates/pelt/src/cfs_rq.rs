@@ -480,6 +480,11 @@ impl CfsRqAvg {
     ///
     /// Follows fair.c: update_load_avg() (v6.6-v6.12) for a task entity (no
     /// group propagation).
+    ///
+    /// `#[inline]`: rustc without LTO inlines a non-generic function into another crate
+    /// only when marked so; the runqueue's callers (every tick, pick and dequeue) ignore
+    /// the [`LoadAvgUpdate`], which inlined is then not built.
+    #[inline]
     pub fn update_load_avg(
         &mut self,
         se: &mut SchedAvg,

@@ -83,6 +83,7 @@ impl<B: Balancer> Sim<B> {
             max_trace_records: u64::MAX,
         };
         sim.apply_effects();
+        sim.core.effects().release_list();
         Ok(sim)
     }
 
@@ -114,6 +115,7 @@ impl<B: Balancer> Sim<B> {
     /// Applies the core's effects in the order it asked for them; drops the cancelled
     /// events from the queue once they are half of it (most are far in the future and would
     /// otherwise stay: the heap, and each pop's cost, would grow with the run).
+    #[inline(always)]
     fn apply_effects(&mut self) {
         let Sim { core, queue, .. } = self;
         let fx = core.effects();

@@ -204,7 +204,9 @@ impl<E: Copy> EventQueue<E> {
     /// Removes and returns the earliest event that is not cancelled, with its slot, if it is
     /// due at or before `until`; `Err(Some(t))` gives the time of a later one, `Err(None)`
     /// says the queue is empty. One look at the top per event, where `peek_time` then `pop`
-    /// take two.
+    /// take two. Inlined into the engine's loop, its one caller there (lbsim's: a call's
+    /// register saves and restores were about 20 instructions an event).
+    #[inline(always)]
     pub fn pop_until(
         &mut self,
         until: SimTime,

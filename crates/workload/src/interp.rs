@@ -36,6 +36,15 @@ enum Pending {
 /// reach it; this is a backstop against a bug, not a feature.
 const MAX_SILENT_STEPS: u32 = 1 << 20;
 
+/// What a program that logs keeps ([`Cursor::iter`]): the iteration's statistics, and the
+/// measure of the action last returned, which [`Cursor::settle`] adds to them (a program that
+/// does not log has no use for it: inline it made every task's state 16 bytes larger).
+#[derive(Clone, Copy, Debug, Default)]
+struct IterLog {
+    stats: IterStats,
+    pending: Option<Pending>,
+}
+
 /// Per-iteration accounting for rt-app's log (the `Rtapp*` probes).
 #[derive(Clone, Copy, Debug, Default)]
 struct IterStats {
@@ -66,9 +75,6 @@ struct Cursor {
     task_cpus: Option<CpusetId>,
     cur_cpus: Option<CpusetId>,
     cur_sched: SchedAttr,
-    /// The cgroup the thread is in (`None`: the root cgroup), for rt-app's phase
-    /// `taskgroup`.
-    cur_cgroup: Option<Box<str>>,
     thread_loop: u64,
     /// The phase and the event in it (u32: 8 bytes less per task than two `usize`; a
     /// program of 2^32 phases or events would not fit in memory).
@@ -81,17 +87,26 @@ struct Cursor {
     /// the few that expand to more, a condvar wait or a tally's probes, spill to the heap
     /// once per task: room for two inline would make every task's state 32 bytes larger).
     queue: ActionQueue<(Action, Meas)>,
-    pending: Option<Pending>,
     local_timers: Box<[TimerState]>,
     mark_ns: u64,
-    /// Only for a program that logs (`rtapp_log`), the only reader of these statistics; out of
-    /// line, as few programs do.
-    iter: Option<Box<IterStats>>,
-    /// Out of line: few programs tally, and inline it would make every task's state 32 bytes
-    /// larger (24 for the field, 8 of alignment padding in the engine's run).
-    tally: Option<Box<Tally>>,
+    /// Only for a program that logs (`rtapp_log`), the only reader of these statistics and of
+    /// the measure of the action in progress; out of line, as few programs do.
+    iter: Option<Box<IterLog>>,
+    /// The state few tasks have (a cgroup other than the root, a tally), out of line: inline
+    /// it would make every task's state 32 bytes larger. `None` until a task needs it.
+    rare: Option<Box<Rare>>,
     exiting: bool,
     exited: bool,
+}
+
+/// What few tasks' interpreters keep ([`Cursor::rare`]).
+#[derive(Clone, Debug, Default)]
+struct Rare {
+    /// The cgroup the thread is in (`None`: the root cgroup), for rt-app's phase
+    /// `taskgroup`.
+    cur_cgroup: Option<Box<str>>,
+    /// Operations counted since the last tally probes (tbench, pipe, ebizzy).
+    tally: Option<Tally>,
 }
 
 /// Operations counted since the last tally probes.
@@ -142,14 +157,12 @@ impl ProgramState {
                     policy: spec.policy,
                     nice: spec.nice,
                 },
-                cur_cgroup: spec.cgroup.as_deref().map(Box::from),
                 thread_loop: 0,
                 phase: 0,
                 phase_loop: 0,
                 ev: 0,
                 in_iteration: false,
                 queue: ActionQueue::default(),
-                pending: None,
                 local_timers: spec
                     .program
                     .local_timers
@@ -161,7 +174,12 @@ impl ProgramState {
                     .collect(),
                 mark_ns: 0,
                 iter: spec.program.rtapp_log.then(Box::default),
-                tally: None,
+                rare: spec.cgroup.as_deref().map(|c| {
+                    Box::new(Rare {
+                        cur_cgroup: Some(Box::from(c)),
+                        tally: None,
+                    })
+                }),
                 exiting: false,
                 exited: false,
             },
@@ -169,6 +187,7 @@ impl ProgramState {
     }
 
     /// The task this interpreter runs.
+    #[inline]
     pub fn task(&self) -> TaskRef {
         self.cur.task
     }
@@ -201,8 +220,9 @@ impl ProgramState {
     /// [`ProbeTag::TallyMaxLatency`] probes at the run's end.
     pub fn take_tally(&mut self) -> Option<(u64, u64)> {
         self.cur
-            .tally
-            .take()
+            .rare
+            .as_mut()
+            .and_then(|r| r.tally.take())
             .filter(|t| t.count > 0)
             .map(|t| (t.count, t.max_latency_ns))
     }
@@ -224,16 +244,18 @@ impl Cursor {
         let mut silent = 0u32;
         loop {
             if let Some((action, meas)) = self.queue.pop_front() {
-                self.pending = match meas {
-                    Meas::None => None,
-                    Meas::Run => Some(Pending::Run { start_ns: now_ns }),
-                    Meas::Timer => {
-                        let Action::SleepUntil { abs_ns } = action else {
-                            unreachable!("a timer's measure on {action:?}")
-                        };
-                        Some(Pending::Timer { expiry_ns: abs_ns })
-                    }
-                };
+                if let Some(log) = self.iter.as_deref_mut() {
+                    log.pending = match meas {
+                        Meas::None => None,
+                        Meas::Run => Some(Pending::Run { start_ns: now_ns }),
+                        Meas::Timer => {
+                            let Action::SleepUntil { abs_ns } = action else {
+                                unreachable!("a timer's measure on {action:?}")
+                            };
+                            Some(Pending::Timer { expiry_ns: abs_ns })
+                        }
+                    };
+                }
                 return action;
             }
             if self.exiting {
@@ -247,7 +269,7 @@ impl Cursor {
             if !self.step(program, now_ns, rng, sync, &mut silent) {
                 // The program is over: flush the tally, then exit.
                 self.exiting = true;
-                if let Some(t) = self.tally.take()
+                if let Some(t) = self.rare.as_mut().and_then(|r| r.tally.take())
                     && t.count > 0
                 {
                     self.probe(ProbeTag::TallyCount, t.count);
@@ -260,17 +282,22 @@ impl Cursor {
     fn finish(&mut self) -> Action {
         self.exited = true;
         self.queue.clear();
-        self.pending = None;
+        if let Some(log) = self.iter.as_deref_mut() {
+            log.pending = None;
+        }
         Action::Exit
     }
 
     /// Accounts for the completion of the previously returned action.
     fn settle(&mut self, now_ns: u64) {
-        let pending = self.pending.take();
-        let Some(iter) = self.iter.as_deref_mut() else {
+        let Some(IterLog {
+            stats: iter,
+            pending,
+        }) = self.iter.as_deref_mut()
+        else {
             return;
         };
-        match pending {
+        match pending.take() {
             Some(Pending::Run { start_ns }) => {
                 iter.run_ns += now_ns.saturating_sub(start_ns);
             }
@@ -342,14 +369,21 @@ impl Cursor {
                 // so the thread stays in the last group it moved to (rt-app's
                 // doc/examples/tutorial/example11.json says so of its phase1).
                 if let Some(path) = &phase.taskgroup {
-                    let here = self.cur_cgroup.as_deref().unwrap_or("/");
+                    let here = self
+                        .rare
+                        .as_ref()
+                        .and_then(|r| r.cur_cgroup.as_deref())
+                        .unwrap_or("/");
                     if here != path {
-                        self.cur_cgroup = (path != "/").then(|| Box::from(path.as_str()));
+                        let cg = (path != "/").then(|| Box::from(path.as_str()));
+                        if cg.is_some() || self.rare.is_some() {
+                            self.rare.get_or_insert_with(Box::default).cur_cgroup = cg;
+                        }
                         self.push(Action::SetTaskGroup(path.clone()));
                     }
                 }
-                if let Some(iter) = self.iter.as_deref_mut() {
-                    *iter = IterStats::default();
+                if let Some(log) = self.iter.as_deref_mut() {
+                    log.stats = IterStats::default();
                     self.probe(ProbeTag::RtappPhaseStart, self.phase as u64);
                 }
                 if !self.queue.is_empty() {
@@ -371,7 +405,7 @@ impl Cursor {
                 }
             }
             // End of a phase iteration.
-            if let Some(it) = self.iter.as_deref().copied() {
+            if let Some(it) = self.iter.as_deref().map(|l| l.stats) {
                 self.probe(ProbeTag::RtappRun, it.run_ns);
                 self.probe(ProbeTag::RtappPerf, it.perf_ns);
                 self.probe(ProbeTag::RtappWuLat, it.wu_lat_ns);
@@ -418,7 +452,7 @@ impl Cursor {
         match *ev {
             Event::Run { work_ns } => {
                 let w = jitter_work(work_ns, self.jitter_pct, rng);
-                if let Some(iter) = self.iter.as_deref_mut() {
+                if let Some(iter) = self.iter.as_deref_mut().map(|l| &mut l.stats) {
                     iter.perf_ns += w;
                 }
                 self.queue.push((Action::Run { work_ns: w }, Meas::Run));
@@ -488,13 +522,15 @@ impl Cursor {
 
     #[inline]
     fn tally(&mut self, interval_ns: u64, now: u64) {
-        let t = self.tally.get_or_insert_with(|| {
-            Box::new(Tally {
+        let t = self
+            .rare
+            .get_or_insert_with(Box::default)
+            .tally
+            .get_or_insert_with(|| Tally {
                 count: 0,
                 max_latency_ns: 0,
                 next_emit_ns: (interval_ns > 0).then_some(interval_ns),
-            })
-        });
+            });
         if let Some(b) = t.next_emit_ns
             && now >= b
         {
@@ -506,7 +542,11 @@ impl Cursor {
             self.probe(ProbeTag::TallyMaxLatency, max);
         }
         let lat = now.saturating_sub(self.mark_ns);
-        let t = self.tally.as_mut().expect("tally set above");
+        let t = self
+            .rare
+            .as_mut()
+            .and_then(|r| r.tally.as_mut())
+            .expect("tally set above");
         t.count += 1;
         t.max_latency_ns = t.max_latency_ns.max(lat);
     }
@@ -532,7 +572,7 @@ impl Cursor {
         let next = st.next_ns.unwrap_or(start).saturating_add(period_ns);
         st.next_ns = Some(next);
         let slack = next as i64 - now as i64;
-        if let Some(iter) = self.iter.as_deref_mut() {
+        if let Some(iter) = self.iter.as_deref_mut().map(|l| &mut l.stats) {
             if program.cumulative_slack {
                 iter.slack_ns += slack;
             } else {
@@ -546,7 +586,7 @@ impl Cursor {
             if st.relative {
                 st.next_ns = Some(now);
             }
-            if let Some(iter) = self.iter.as_deref_mut() {
+            if let Some(iter) = self.iter.as_deref_mut().map(|l| &mut l.stats) {
                 iter.wu_lat_ns = 0;
             }
         }

@@ -146,6 +146,15 @@ impl RunObservations {
     }
 }
 
+/// The bytes of a [`VarintLog`]'s blocks (64 KiB: under the allocator's threshold for
+/// mapping a block on its own, so blocks come from the heap, and a run with a few records
+/// touches one page of it).
+const LOG_BLOCK: usize = 64 << 10;
+
+/// The most bytes a record takes: the task (at most 5), the time's change (at most 10) and
+/// the other fields (a tag and a value, at most 11).
+const MAX_RECORD: usize = 26;
+
 /// Appends `v` as LEB128: seven bits a byte, low bits first, the high bit set on all bytes
 /// but the last.
 fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
@@ -244,8 +253,16 @@ impl LogRecord for WakeupSample {
 /// previous record and the record's other fields, as variable-length integers: 8 to 10
 /// bytes a [`ProbeRecord`] (24 in memory), 6 to 9 a [`WakeupSample`] (24). Reading gives
 /// back exactly what was pushed.
+///
+/// The bytes are kept in blocks of 64 KiB, each allocated once and filled (a
+/// record is never split between two): a buffer grown by doubling would, besides holding up
+/// to twice what it uses, leave each smaller buffer it outgrew as a freed hole in the heap,
+/// memory the process has touched and keeps.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VarintLog<R> {
+    /// The filled blocks, in order.
+    full: Vec<Vec<u8>>,
+    /// The block being filled (no allocation until the first record).
     bytes: Vec<u8>,
     len: usize,
     last_time_ns: u64,
@@ -264,6 +281,7 @@ pub type WakeupIter<'a> = LogIter<'a, WakeupSample>;
 impl<R> Default for VarintLog<R> {
     fn default() -> Self {
         VarintLog {
+            full: Vec::new(),
             bytes: Vec::new(),
             len: 0,
             last_time_ns: 0,
@@ -274,12 +292,27 @@ impl<R> Default for VarintLog<R> {
 
 impl<R: LogRecord> VarintLog<R> {
     /// Appends a record.
+    #[inline]
     pub fn push(&mut self, r: R) {
+        if self.bytes.capacity() - self.bytes.len() < MAX_RECORD {
+            self.next_block();
+        }
         put_varint(&mut self.bytes, u64::from(r.task().0));
         put_varint(&mut self.bytes, delta(self.last_time_ns, r.time_ns()));
         r.put_rest(&mut self.bytes);
         self.last_time_ns = r.time_ns();
         self.len += 1;
+    }
+
+    /// Starts a new block (the first, or the next when the one being filled may not have
+    /// room for a record).
+    #[cold]
+    #[inline(never)]
+    fn next_block(&mut self) {
+        let block = std::mem::replace(&mut self.bytes, Vec::with_capacity(LOG_BLOCK));
+        if !block.is_empty() {
+            self.full.push(block);
+        }
     }
 
     /// Number of records.
@@ -294,8 +327,18 @@ impl<R: LogRecord> VarintLog<R> {
 
     /// The records in the order pushed.
     pub fn iter(&self) -> LogIter<'_, R> {
+        let (bytes, full) = match self.full.split_first() {
+            Some((first, rest)) => (first.as_slice(), rest),
+            None => (self.bytes.as_slice(), &[][..]),
+        };
         LogIter {
-            bytes: &self.bytes,
+            full,
+            last: if self.full.is_empty() {
+                &[]
+            } else {
+                &self.bytes
+            },
+            bytes,
             pos: 0,
             left: self.len,
             time_ns: 0,
@@ -307,6 +350,11 @@ impl<R: LogRecord> VarintLog<R> {
 /// The records of a [`VarintLog`], by value.
 #[derive(Clone, Debug)]
 pub struct LogIter<'a, R> {
+    /// The filled blocks after the one being read.
+    full: &'a [Vec<u8>],
+    /// The log's last block, once `full` is read (empty once it is being read).
+    last: &'a [u8],
+    /// The block being read.
     bytes: &'a [u8],
     pos: usize,
     left: usize,
@@ -322,6 +370,17 @@ impl<R: LogRecord> Iterator for LogIter<'_, R> {
             return None;
         }
         self.left -= 1;
+        if self.pos == self.bytes.len() {
+            // The block is read: on to the next (records are never split between blocks).
+            self.pos = 0;
+            self.bytes = match self.full.split_first() {
+                Some((next, rest)) => {
+                    self.full = rest;
+                    next
+                }
+                None => std::mem::take(&mut self.last),
+            };
+        }
         let task = TaskRef(get_varint(self.bytes, &mut self.pos) as u32);
         self.time_ns = undelta(self.time_ns, get_varint(self.bytes, &mut self.pos));
         Some(R::get(task, self.time_ns, self.bytes, &mut self.pos))
@@ -449,7 +508,38 @@ mod tests {
                 latency_ns: 20_000 + i,
             });
         }
-        assert!(p.bytes.len() <= 9 * 1000, "{}", p.bytes.len());
-        assert!(w.bytes.len() <= 8 * 1000, "{}", w.bytes.len());
+        assert!(
+            p.full.is_empty() && p.bytes.len() <= 9 * 1000,
+            "{}",
+            p.bytes.len()
+        );
+        assert!(
+            w.full.is_empty() && w.bytes.len() <= 8 * 1000,
+            "{}",
+            w.bytes.len()
+        );
+    }
+
+    #[test]
+    fn a_log_of_many_blocks_gives_back_what_was_pushed() {
+        // Records of every size, about 400 KiB: seven blocks, the last one partly filled.
+        let probes: Vec<ProbeRecord> = (0..25_000u64)
+            .map(|i| ProbeRecord {
+                task: TaskRef((i * 7919) as u32 % 100_000),
+                time_ns: i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (i % 64),
+                tag: ProbeTag::ALL[i as usize % ProbeTag::ALL.len()],
+                value: u64::MAX >> (i % 64),
+            })
+            .collect();
+        let p = ProbeLog::from(probes.clone());
+        assert!(p.full.len() > 3, "{} full blocks", p.full.len());
+        assert!(
+            p.full.iter().all(|b| b.capacity() == LOG_BLOCK),
+            "a block grew"
+        );
+        assert_eq!(p.len(), probes.len());
+        assert_eq!(p.iter().len(), probes.len());
+        assert_eq!(p.iter().collect::<Vec<_>>(), probes);
+        assert_eq!(p, probes.iter().copied().collect::<ProbeLog>());
     }
 }

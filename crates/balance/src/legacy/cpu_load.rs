@@ -122,6 +122,9 @@ impl CpuLoad {
     /// update_idle_cpu_load() in v4.6), run for a tickless idle CPU before the nohz idle
     /// balancer balances on its behalf: bail if the CPU has load or is up to date, else
     /// account the ticks missed since `last_load_update_tick` with load 0.
+    ///
+    /// A `cpu_load[]` already all 0 stays so (every index decays 0 and averages in load 0,
+    /// and the tickless load is its index 0): lbsim then only counts the update.
     pub fn cpu_load_update_idle(&mut self, this_load: u64, jiffies: u64, tickless: bool) {
         if this_load != 0 {
             return;
@@ -131,6 +134,17 @@ impl CpuLoad {
             return;
         }
         self.last_load_update_tick = jiffies;
+        if self.cpu_load == [0; CPU_LOAD_IDX_MAX] {
+            #[cfg(debug_assertions)]
+            let mut full = *self;
+            self.nr_load_updates += 1;
+            #[cfg(debug_assertions)]
+            {
+                full.cpu_load_update(0, pending, tickless);
+                debug_assert_eq!(full, *self, "a decayed cpu_load[] changed");
+            }
+            return;
+        }
         self.cpu_load_update(0, pending, tickless);
     }
 

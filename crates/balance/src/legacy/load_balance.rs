@@ -16,7 +16,7 @@ use super::LegacyState;
 use super::detach::{attach_tasks, detach_one_task, detach_tasks};
 use super::find_busiest_queue::find_busiest_queue;
 use super::group_stats::rq_idle;
-use super::idle_settled::load_balance_settled;
+use super::idle_settled::{find_busiest_group_counted, load_balance_settled};
 use super::imbalance::find_busiest_group;
 use super::version::LegacyVersion;
 
@@ -129,8 +129,9 @@ pub fn load_balance(
     }
     let topo = ctx.topo;
     let version = lg.version;
-    let sd = &topo.domains(this_cpu)[level];
-    let parent_sgc = parent_sgc(topo, this_cpu, level);
+    let doms = topo.domains(this_cpu);
+    let sd = &doms[level];
+    let parent_sgc = parent_sgc(topo, doms, level);
     let mut env = first_env(topo, lg, this_cpu, level, idle);
     if idle == CpuIdleType::NewlyIdle {
         env.dst_grpmask = None;
@@ -151,6 +152,10 @@ pub fn load_balance(
                 .lb_pass_begin(ctx, &env, pass.work.tasks_examined, pass.now_ns(ctx));
         if !should_we_balance(ctx, &env, pass) {
             *continue_balancing = false;
+            break 'redo Exit::Balanced;
+        }
+        // A first pass at CPU_IDLE decided before the group statistics (`idle_settled.rs`).
+        if find_busiest_group_counted(ctx, st, lg, &mut env, pass) {
             break 'redo Exit::Balanced;
         }
         let fbg = find_busiest_group(ctx, st, lg, &mut env, pass);
@@ -335,13 +340,12 @@ pub fn load_balance(
     moved
 }
 
-/// The local group's capacity of `this_cpu`'s domain above `level` (`sd->parent->groups`),
-/// whose imbalance flag load_balance() (v4.6-v5.4) sets and clears; `None` at the top.
+/// The local group's capacity of the domain above `level` among a CPU's domains `doms`
+/// (`sd->parent->groups`), whose imbalance flag load_balance() (v4.6-v5.4) sets and clears;
+/// `None` at the top.
 #[inline]
-pub(super) fn parent_sgc(topo: &Topology, this_cpu: CpuId, level: usize) -> Option<SgcId> {
-    topo.domains(this_cpu)
-        .get(level + 1)
-        .map(|p| topo.local_group(p).sgc)
+pub(super) fn parent_sgc(topo: &Topology, doms: &[SchedDomain], level: usize) -> Option<SgcId> {
+    doms.get(level + 1).map(|p| topo.local_group(p).sgc)
 }
 
 /// Follows fair.c: load_balance()'s `struct lb_env` (v4.6-v5.4) for a first pass: before

@@ -138,6 +138,41 @@ fn cpu_load_update_rounds_up_and_decays_missed_ticks() {
     assert!(h.cpu_load[4] < 1024);
 }
 
+/// Rule (fair.c v4.7, cpu_load_update_idle() -> cpu_load_update_nohz(): "if
+/// (weighted_cpuload(this_rq)) return"; "pending_updates = curr_jiffies -
+/// this_rq->last_load_update_tick; if (pending_updates) { this_rq->last_load_update_tick =
+/// curr_jiffies; cpu_load_update(this_rq, 0, pending_updates) }"): the idle update decays
+/// over the missed ticks as cpu_load_update() with load 0, and counts the update also when
+/// `cpu_load[]` has decayed to 0 already (where lbsim only counts it).
+#[test]
+fn cpu_load_update_idle_decays_to_zero_and_counts() {
+    let mut c = CpuLoad::default();
+    for _ in 0..20 {
+        c.cpu_load_update(1024, 1, false);
+    }
+    c.last_load_update_tick = 20;
+    for tickless in [false, true] {
+        let mut busy = c;
+        busy.cpu_load_update_idle(1, 30, tickless);
+        assert_eq!(busy, c, "a CPU with load bails");
+        let mut idle = c;
+        idle.cpu_load_update_idle(0, 30, tickless);
+        let mut expected = c;
+        expected.cpu_load_update(0, 10, tickless);
+        expected.last_load_update_tick = 30;
+        assert_eq!(idle, expected);
+        idle.cpu_load_update_idle(0, 30, tickless);
+        assert_eq!(idle, expected, "up to date: nothing");
+        idle.cpu_load_update_idle(0, 300, tickless);
+        assert_eq!(idle.cpu_load, [0; CPU_LOAD_IDX_MAX]);
+        let decayed = idle;
+        idle.cpu_load_update_idle(0, 301, tickless);
+        assert_eq!(idle.cpu_load, [0; CPU_LOAD_IDX_MAX]);
+        assert_eq!(idle.nr_load_updates, decayed.nr_load_updates + 1);
+        assert_eq!(idle.last_load_update_tick, 301);
+    }
+}
+
 /// Rules (fair.c v4.6, source_load()/target_load(): "Return a low guess at the load of a
 /// migration-source cpu weighted according to the scheduling class and 'nice' value" /
 /// "a high guess at the load of a migration-target cpu"; "if (type == 0 ||
@@ -464,72 +499,144 @@ fn update_group_capacity_follows_env_sd_after_a_retarget() {
     assert_eq!(st.sgc(local_sgc).next_update, jiffies + interval);
 }
 
+/// What CPU 0's first CPU_IDLE pass at `level` leaves on `spec`, with one task spawned on
+/// each CPU `place` gives, through lbsim's shortcut (`idle_settled.rs`; `full` false) or the
+/// full statistics (the decision record on, which the shortcut leaves to the full path):
+/// whether settled_scan() settles the pass, and the tasks moved, the charges, schedstat,
+/// the domain's state (`balance_interval`, `nr_balance_failed`), the local group's capacity
+/// and `next_update`, and CPU 0's capacity. Every other CPU's own pass has refreshed its
+/// lowest group's capacity first (589 per SMT thread before v5.0).
+fn idle_pass(
+    spec: &str,
+    level: usize,
+    place: impl Fn(&lbsim_topology::Topology) -> Vec<u32>,
+    version: LegacyVersion,
+    full: bool,
+) -> (bool, u32, impl PartialEq + std::fmt::Debug) {
+    let mut w = World::new(spec);
+    // PREFER_SIBLING_NR_DIFF as the release's profile has it (on from v4.12).
+    w.set_feature(
+        LbFeat::PreferSiblingNrDiff,
+        version.prefer_sibling_nr_diff(),
+    );
+    for cpu in place(&w.topo) {
+        w.spawn(cpu, None);
+    }
+    w.tunables.migration_cost_ns = 0;
+    w.run_ticks(100);
+    w.st.checks.enabled = full;
+    let mut lg = LegacyState::new(&w.topo, 0, version);
+    let local_sgc = w.topo.local_group(&w.topo.domains(CpuId(0))[level]).sgc;
+    let n = w.rqs.len();
+    let (mut ctx, st) = w.split();
+    for c in 1..n {
+        let mut env = LbEnv::new(ctx.topo, CpuId(c as u32), 0, CpuIdleType::NotIdle);
+        let mut pass = Pass::new(ctx.now_ns);
+        find_busiest_group(&mut ctx, st, &mut lg, &mut env, &mut pass);
+    }
+    let mut pass = Pass::new(ctx.now_ns);
+    let at = (CpuId(0), ctx.topo.domains(CpuId(0)));
+    let settled = idle_settled::settled_scan(&ctx, st, &lg, at, level, &pass).is_some();
+    let mut continue_balancing = true;
+    let moved = load_balance::load_balance(
+        &mut ctx,
+        st,
+        &mut lg,
+        CpuId(0),
+        level,
+        CpuIdleType::Idle,
+        &mut continue_balancing,
+        &mut pass,
+    );
+    let state = (
+        continue_balancing,
+        pass.work,
+        st.schedstat.clone(),
+        *st.sd(CpuId(0), level),
+        *st.sgc(local_sgc),
+        w.rqs[0].cpu_capacity(),
+    );
+    (settled, moved, state)
+}
+
+/// CPU 0's SMT sibling.
+fn sibling_of_0(topo: &lbsim_topology::Topology) -> u32 {
+    let smt = &topo.domains(CpuId(0))[0];
+    topo.span(smt.span)
+        .iter()
+        .find(|&c| c != CpuId(0))
+        .unwrap()
+        .0
+}
+
 /// lbsim's shortcut (`idle_settled.rs`) against the full statistics (fair.c v4.6,
 /// find_busiest_group() at CPU_IDLE: "if ((busiest->group_type != group_overloaded) &&
 /// (local->idle_cpus <= (busiest->idle_cpus + 1))) goto out_balanced"): an idle thread's
 /// SMT pass (two single-CPU groups) facing a sibling with at most one task is balanced
-/// before any load is read, and the pass leaves what the full pass (taken with the decision
-/// record on) leaves: schedstat, `balance_interval`, `nr_balance_failed`, the local group's
-/// capacity and `next_update`, the CPU capacity and the charges. A sibling with two tasks
-/// (more than its one CPU) is not settled, and both paths pull one.
+/// before any load is read, and the pass leaves what the full pass leaves ([`idle_pass`]).
+/// A sibling with two tasks (more than its one CPU) is not settled, and both paths pull one.
 #[test]
 fn idle_pass_settled_before_the_statistics() {
     for sibling_tasks in 0..=2 {
         for version in LegacyVersion::PROFILES {
-            let run = |full: bool| {
-                let mut w = World::new("cores=2,threads=2");
-                let smt = &w.topo.domains(CpuId(0))[0];
-                let sibling = w
-                    .topo
-                    .span(smt.span)
+            let place = |t: &lbsim_topology::Topology| vec![sibling_of_0(t); sibling_tasks];
+            let case = format!("{version}, {sibling_tasks} tasks");
+            let (settled, moved, shortcut) =
+                idle_pass("cores=2,threads=2", 0, place, version, false);
+            let full = idle_pass("cores=2,threads=2", 0, place, version, true);
+            assert_eq!(settled, sibling_tasks <= 1, "{case}");
+            assert_eq!((moved, shortcut), (full.1, full.2), "{case}");
+            assert_eq!(moved, u32::from(sibling_tasks == 2), "{case}");
+        }
+    }
+}
+
+/// The shortcut with a local group of two CPUs (fair.c v4.6, as above; v4.12's
+/// PREFER_SIBLING_NR_DIFF: "sgs->sum_nr_running > local->sum_nr_running + 1"): CPU 0's
+/// MC pass (child SMT, SD_PREFER_SIBLING) on two cores of a socket, the other core's tasks on its first
+/// thread or spread. Settled: the other core has no more tasks than the child's
+/// SD_PREFER_SIBLING allows (one; with NR_DIFF one more than CPU 0's core) and at most one
+/// idle CPU fewer than CPU 0's core. Whatever the case, the pass leaves what the full pass
+/// leaves ([`idle_pass`]).
+#[test]
+fn idle_pass_settled_with_a_core_as_local_group() {
+    // Two sockets, so that MC is not the top level (where rd->overload is written).
+    const SPEC: &str = "sockets=2,cores=2,threads=2";
+    // (CPU 0's sibling's tasks, the other core's first thread's, its second's)
+    let cases: [(usize, usize, usize); 6] = [
+        (0, 0, 0),
+        (0, 1, 0),
+        (0, 1, 1),
+        (1, 1, 1),
+        (0, 2, 0),
+        (1, 2, 0),
+    ];
+    for (sibling, first, second) in cases {
+        for version in LegacyVersion::PROFILES {
+            let place = |t: &lbsim_topology::Topology| {
+                let s = sibling_of_0(t);
+                let mc = t.span(t.domains(CpuId(0))[1].span);
+                let mut other = mc.iter().map(|c| c.0).filter(|&c| c != 0 && c != s);
+                let (a, b) = (other.next().unwrap(), other.next().unwrap());
+                [(s, sibling), (a, first), (b, second)]
                     .iter()
-                    .find(|&c| c != CpuId(0))
-                    .unwrap();
-                for _ in 0..sibling_tasks {
-                    w.spawn(sibling.0, None);
-                }
-                w.tunables.migration_cost_ns = 0;
-                w.run_ticks(100);
-                w.st.checks.enabled = full;
-                let mut lg = LegacyState::new(&w.topo, 0, version);
-                let local_sgc = w.topo.local_group(&w.topo.domains(CpuId(0))[0]).sgc;
-                let (mut ctx, st) = w.split();
-                // The sibling's own pass refreshes its group's capacity (589 before v5.0).
-                let mut env = LbEnv::new(ctx.topo, sibling, 0, CpuIdleType::NotIdle);
-                let mut pass = Pass::new(ctx.now_ns);
-                find_busiest_group(&mut ctx, st, &mut lg, &mut env, &mut pass);
-                let settled = idle_settled::settled_scan(&ctx, st, &lg, CpuId(0), 0).is_some();
-                let mut pass = Pass::new(ctx.now_ns);
-                let mut continue_balancing = true;
-                let moved = load_balance::load_balance(
-                    &mut ctx,
-                    st,
-                    &mut lg,
-                    CpuId(0),
-                    0,
-                    CpuIdleType::Idle,
-                    &mut continue_balancing,
-                    &mut pass,
-                );
-                let state = (
-                    moved,
-                    pass.work,
-                    st.schedstat.clone(),
-                    *st.sd(CpuId(0), 0),
-                    *st.sgc(local_sgc),
-                    w.rqs[0].cpu_capacity(),
-                );
-                (settled, state)
+                    .flat_map(|&(c, k)| std::iter::repeat_n(c, k))
+                    .collect()
             };
-            let (settled, shortcut) = run(false);
-            let (_, full) = run(true);
-            assert_eq!(
-                settled,
-                sibling_tasks <= 1,
-                "{version}, {sibling_tasks} tasks"
-            );
-            assert_eq!(shortcut, full, "{version}, {sibling_tasks} tasks");
-            assert_eq!(shortcut.0, u32::from(sibling_tasks == 2), "{version}");
+            let case = format!("{version}: {sibling}, {first}+{second} tasks");
+            let (settled, moved, shortcut) = idle_pass(SPEC, 1, place, version, false);
+            let full = idle_pass(SPEC, 1, place, version, true);
+            let other = first + second;
+            let most = if version.prefer_sibling_nr_diff() {
+                sibling + 1
+            } else {
+                1
+            };
+            let local_idle = 2 - usize::from(sibling > 0);
+            let other_idle = usize::from(first == 0) + usize::from(second == 0);
+            let expected = other <= most && local_idle <= other_idle + 1;
+            assert_eq!(settled, expected, "{case}");
+            assert_eq!((moved, shortcut), (full.1, full.2), "{case}");
         }
     }
 }

@@ -27,6 +27,10 @@ use crate::tunables::FairPick;
 use super::{before, min_vruntime};
 
 /// The index of no slot: an empty subtree, or an entity in no timeline.
+///
+/// No slot has this index (the arena stops short of it), so `slots.get(NIL)` is `None`: a
+/// child or root that may be `NIL` is read with one bounds check instead of a test for `NIL`
+/// and a bounds check.
 pub(crate) const NIL: u32 = u32::MAX;
 
 /// The greatest height of an AVL tree of fewer than 2^32 nodes (at most `1.4405 * log2(n +
@@ -95,8 +99,8 @@ impl Timeline {
     /// The key the tree is sorted by (`__entity_less()`: `entity_before()`): the deadline under
     /// EEVDF (v6.8+), the vruntime under legacy CFS (v6.1).
     #[inline]
-    fn key(&self, n: &Node) -> u64 {
-        match self.order {
+    fn key(order: FairPick, n: &Node) -> u64 {
+        match order {
             FairPick::Eevdf => n.deadline,
             FairPick::Cfs => n.vruntime,
         }
@@ -105,7 +109,13 @@ impl Timeline {
     /// `a` sorts before `b`: an earlier key, or an equal key inserted earlier.
     #[inline]
     fn less(&self, a: &Node, b: &Node) -> bool {
-        let (ka, kb) = (self.key(a), self.key(b));
+        Self::less_in(self.order, a, b)
+    }
+
+    /// [`Timeline::less`] in the order `order` (for a walk that holds a slot borrowed).
+    #[inline]
+    fn less_in(order: FairPick, a: &Node, b: &Node) -> bool {
+        let (ka, kb) = (Self::key(order, a), Self::key(order, b));
         before(ka, kb) || (ka == kb && a.seq < b.seq)
     }
 
@@ -154,19 +164,19 @@ impl Timeline {
     /// Follows fair.c: `__pick_first_entity()`: the leftmost node.
     #[inline]
     pub(crate) fn first(&self) -> Option<&Node> {
-        (self.leftmost != NIL).then(|| &self.slots[self.leftmost as usize].node)
+        self.slots.get(self.leftmost as usize).map(|s| &s.node)
     }
 
     /// The root's `min_vruntime` (`__pick_root_entity()->min_vruntime`).
     #[inline]
     pub(crate) fn min_vruntime(&self) -> Option<u64> {
-        (self.root != NIL).then(|| self.slots[self.root as usize].min_vruntime)
+        self.slots.get(self.root as usize).map(|s| s.min_vruntime)
     }
 
     /// The root's `min_slice` (`__pick_root_entity()->min_slice`).
     #[inline]
     pub(crate) fn min_slice(&self) -> Option<u64> {
-        (self.root != NIL).then(|| self.slots[self.root as usize].min_slice)
+        self.slots.get(self.root as usize).map(|s| s.min_slice)
     }
 
     /// The in-order first node whose vruntime is `eligible`: the leftmost if it is eligible,
@@ -183,7 +193,11 @@ impl Timeline {
         let mut at = self.root;
         while at != NIL {
             let s = &self.slots[at as usize];
-            if s.left != NIL && eligible(self.slots[s.left as usize].min_vruntime) {
+            if self
+                .slots
+                .get(s.left as usize)
+                .is_some_and(|l| eligible(l.min_vruntime))
+            {
                 at = s.left;
                 continue;
             }
@@ -250,7 +264,10 @@ impl Timeline {
             slot
         } else {
             self.slots.push(Slot::leaf(node));
-            u32::try_from(self.slots.len() - 1).expect("more than 2^32 timeline slots")
+            u32::try_from(self.slots.len() - 1)
+                .ok()
+                .filter(|&slot| slot != NIL)
+                .expect("2^32 - 1 timeline slots")
         };
         self.link(slot);
         slot
@@ -286,12 +303,13 @@ impl Timeline {
         let mut lefts = 0u64;
         let mut depth = 0;
         let mut at = self.root;
+        let order = self.order;
         loop {
-            let left = self.less(&node, &self.slots[at as usize].node);
+            let s = &mut self.slots[at as usize];
+            let left = Self::less_in(order, &node, &s.node);
             path[depth] = at;
             lefts |= u64::from(left) << depth;
             depth += 1;
-            let s = &mut self.slots[at as usize];
             let next = if left { &mut s.left } else { &mut s.right };
             if *next == NIL {
                 *next = slot;
@@ -462,11 +480,7 @@ impl Timeline {
 
     #[inline]
     fn height(&self, at: u32) -> u8 {
-        if at == NIL {
-            0
-        } else {
-            self.slots[at as usize].height
-        }
+        self.slots.get(at as usize).map_or(0, |s| s.height)
     }
 
     /// Recompute a slot's height and minima from its children.
@@ -485,8 +499,7 @@ impl Timeline {
         let mut min_v = self.slots[at as usize].node.vruntime;
         let mut min_s = self.slots[at as usize].node.slice;
         for c in [r, l] {
-            if c != NIL {
-                let cs = &self.slots[c as usize];
+            if let Some(cs) = self.slots.get(c as usize) {
                 min_v = min_vruntime(min_v, cs.min_vruntime);
                 min_s = min_s.min(cs.min_slice);
             }
