@@ -302,7 +302,12 @@ impl<B: Balancer> Core<B> {
             task_groups,
             tasks,
             cpus,
-            observations: self.obs,
+            observations: {
+                // The logs are complete: the room left in their last blocks goes back.
+                self.obs.probes.shrink_to_fit();
+                self.obs.wakeups.shrink_to_fit();
+                self.obs
+            },
             events: 0,
             event_hash: 0,
             trace: self.trace.filter(|_| self.trace_keep),

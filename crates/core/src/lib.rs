@@ -33,7 +33,8 @@
 //! it: during that time the CPU makes no progress on user work.
 //!
 //! Beside the state machine, each with one job: `account.rs` (busy/idle time,
-//! runtime, idle-while-overloaded), `finish.rs` (the run's tables), [`check`]
+//! runtime, idle-while-overloaded), `finish.rs` (the run's tables), `spec_tasks.rs` (the
+//! spec's tasks until created: names and shared prototypes), [`check`]
 //! (the invariants under `--check`), `tracepoints.rs` and [`trace`] (the
 //! scheduler trace), [`metrics`], [`rng`].
 //!

@@ -376,9 +376,7 @@ impl Cursor {
                         .unwrap_or("/");
                     if here != path {
                         let cg = (path != "/").then(|| Box::from(path.as_str()));
-                        if cg.is_some() || self.rare.is_some() {
-                            self.rare.get_or_insert_with(Box::default).cur_cgroup = cg;
-                        }
+                        self.rare.get_or_insert_with(Box::default).cur_cgroup = cg;
                         self.push(Action::SetTaskGroup(path.clone()));
                     }
                 }

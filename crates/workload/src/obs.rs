@@ -258,7 +258,10 @@ impl LogRecord for WakeupSample {
 /// record is never split between two): a buffer grown by doubling would, besides holding up
 /// to twice what it uses, leave each smaller buffer it outgrew as a freed hole in the heap,
 /// memory the process has touched and keeps.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Two logs are equal when they hold the same records in the same order, however their
+/// bytes are split between blocks.
+#[derive(Clone, Debug)]
 pub struct VarintLog<R> {
     /// The filled blocks, in order.
     full: Vec<Vec<u8>>,
@@ -318,6 +321,12 @@ impl<R: LogRecord> VarintLog<R> {
     /// Number of records.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Gives back the room left in the block being filled (up to 64 KiB), for a log that is
+    /// complete (a run's, kept after it ends). A record pushed afterwards starts a new block.
+    pub fn shrink_to_fit(&mut self) {
+        self.bytes.shrink_to_fit();
     }
 
     /// Whether there is no record.
@@ -392,6 +401,14 @@ impl<R: LogRecord> Iterator for LogIter<'_, R> {
 }
 
 impl<R: LogRecord> ExactSizeIterator for LogIter<'_, R> {}
+
+impl<R: LogRecord + PartialEq> PartialEq for VarintLog<R> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && self.iter().eq(other.iter())
+    }
+}
+
+impl<R: LogRecord + Eq> Eq for VarintLog<R> {}
 
 impl<'a, R: LogRecord> IntoIterator for &'a VarintLog<R> {
     type Item = R;
@@ -541,5 +558,34 @@ mod tests {
         assert_eq!(p.iter().len(), probes.len());
         assert_eq!(p.iter().collect::<Vec<_>>(), probes);
         assert_eq!(p, probes.iter().copied().collect::<ProbeLog>());
+    }
+
+    #[test]
+    fn a_shrunk_log_still_equals_one_holding_the_same_records() {
+        let probes: Vec<ProbeRecord> = (0..10_000u64)
+            .map(|i| ProbeRecord {
+                task: TaskRef(i as u32),
+                time_ns: i * 1_000,
+                tag: ProbeTag::Request,
+                value: i,
+            })
+            .collect();
+        let whole = ProbeLog::from(probes.clone());
+        let mut shrunk = ProbeLog::from(probes[..5_000].to_vec());
+        shrunk.shrink_to_fit();
+        assert_eq!(shrunk.bytes.capacity(), shrunk.bytes.len());
+        shrunk.extend(probes[5_000..].iter().copied());
+        // The same records, split between blocks differently.
+        assert_ne!(shrunk.full[0].len(), whole.full[0].len());
+        assert_eq!(shrunk, whole);
+        assert_eq!(shrunk.iter().collect::<Vec<_>>(), probes);
+        // A record fewer, or one changed, is not equal.
+        let mut fewer = ProbeLog::from(probes[..9_999].to_vec());
+        assert_ne!(fewer, whole);
+        fewer.push(ProbeRecord {
+            value: 0,
+            ..probes[9_999]
+        });
+        assert_ne!(fewer, whole);
     }
 }

@@ -58,9 +58,10 @@ use super::load_balance::{Exit, out_balanced, parent_sgc};
 /// fewer than the local group. Returns the number of CPUs update_sd_lb_stats() reads (every
 /// CPU of every group), or `None`.
 ///
-/// `pass` is the pass as find_busiest_group() would start it: idle_cpu() of a group's CPU
-/// (with a local group of more than one CPU) is asked at the clock update_sg_lb_stats() would
-/// read for that group, after the groups before it were charged.
+/// `pass` is the pass as find_busiest_group() would start it. Its clock is read only when the
+/// local group has more than one CPU (the caller then passes the pass as it stands after
+/// should_we_balance()): idle_cpu() of a group's CPU is asked at the clock
+/// update_sg_lb_stats() would read for that group, after the groups before it were charged.
 #[inline(always)]
 pub(super) fn settled_scan(
     ctx: &BalanceCtx<'_>,
