@@ -513,6 +513,19 @@ fn idle_pass(
     version: LegacyVersion,
     full: bool,
 ) -> (bool, u32, impl PartialEq + std::fmt::Debug) {
+    idle_pass_with(spec, level, place, |_| {}, version, full)
+}
+
+/// [`idle_pass`], with `prepare` run on the machine after its ticks and before any pass
+/// (to declare wake-ups pending or set a group's `sgc->imbalance`).
+fn idle_pass_with(
+    spec: &str,
+    level: usize,
+    place: impl Fn(&lbsim_topology::Topology) -> Vec<u32>,
+    prepare: impl Fn(&mut World),
+    version: LegacyVersion,
+    full: bool,
+) -> (bool, u32, impl PartialEq + std::fmt::Debug) {
     let mut w = World::new(spec);
     // PREFER_SIBLING_NR_DIFF as the release's profile has it (on from v4.12).
     w.set_feature(
@@ -524,6 +537,7 @@ fn idle_pass(
     }
     w.tunables.migration_cost_ns = 0;
     w.run_ticks(100);
+    prepare(&mut w);
     w.st.checks.enabled = full;
     let mut lg = LegacyState::new(&w.topo, 0, version);
     let local_sgc = w.topo.local_group(&w.topo.domains(CpuId(0))[level]).sgc;
@@ -591,54 +605,131 @@ fn idle_pass_settled_before_the_statistics() {
     }
 }
 
-/// The shortcut with a local group of two CPUs (fair.c v4.6, as above; v4.12's
-/// PREFER_SIBLING_NR_DIFF: "sgs->sum_nr_running > local->sum_nr_running + 1"): CPU 0's
-/// MC pass (child SMT, SD_PREFER_SIBLING) on two cores of a socket, the other core's tasks on its first
-/// thread or spread. Settled: the other core has no more tasks than the child's
-/// SD_PREFER_SIBLING allows (one; with NR_DIFF one more than CPU 0's core) and at most one
-/// idle CPU fewer than CPU 0's core. Whatever the case, the pass leaves what the full pass
-/// leaves ([`idle_pass`]).
+/// CPU 0's core and the other core of its MC domain (each in CPU order; CPU 0's first).
+fn cores_of_0(topo: &lbsim_topology::Topology) -> (Vec<u32>, Vec<u32>) {
+    let doms = topo.domains(CpuId(0));
+    let smt = topo.span(doms[0].span);
+    let this: Vec<u32> = smt.iter().map(|c| c.0).collect();
+    let other = topo.span(doms[1].span).iter().filter(|&c| !smt.test(c));
+    (this, other.map(|c| c.0).collect())
+}
+
+/// The shortcut with a local group of more than one CPU (fair.c v4.6, as above; v4.12's
+/// PREFER_SIBLING_NR_DIFF: "sgs->sum_nr_running > local->sum_nr_running + 1"; idle_cpu():
+/// "if (!llist_empty(&rq->wake_list)) return 0"; update_sg_lb_stats(): "if
+/// (sg_imbalanced(group)) sgs->group_type = group_imbalanced"): CPU 0's MC pass (child SMT,
+/// SD_PREFER_SIBLING) on two cores of a socket, with two and with four threads a core.
+/// Settled: the other core's group has no `sgc->imbalance`, no more tasks than its CPUs and
+/// than the child's SD_PREFER_SIBLING allows (one; with NR_DIFF one more than CPU 0's core),
+/// and at most one idle CPU fewer than CPU 0's core (a CPU with a wake-up in flight is not
+/// idle). Whatever the case, the pass leaves what the full pass leaves ([`idle_pass`]). The
+/// suite reaches the states each of the three tests alone rejects: the idle test with tasks
+/// (four threads, v4.12+, where NR_DIFF lets the other core hold more tasks than this one's
+/// idle CPUs allow) and with wake-ups in flight, and `sgc->imbalance`.
 #[test]
 fn idle_pass_settled_with_a_core_as_local_group() {
     // Two sockets, so that MC is not the top level (where rd->overload is written).
-    const SPEC: &str = "sockets=2,cores=2,threads=2";
-    // (CPU 0's sibling's tasks, the other core's first thread's, its second's)
-    let cases: [(usize, usize, usize); 6] = [
-        (0, 0, 0),
-        (0, 1, 0),
-        (0, 1, 1),
-        (1, 1, 1),
-        (0, 2, 0),
-        (1, 2, 0),
+    const SMT2: &str = "sockets=2,cores=2,threads=2";
+    const SMT4: &str = "sockets=2,cores=2,threads=4";
+    // (machine, CPU 0's core, the other core, `sgc->imbalance` on the other core's group):
+    // a core is one character a CPU in CPU order (CPU 0's first), the number of tasks
+    // there or `w`, an idle CPU with a wake-up in flight.
+    let cases: [(&str, &str, &str, bool); 23] = [
+        (SMT2, "00", "00", false),
+        (SMT2, "00", "10", false),
+        (SMT2, "00", "11", false),
+        (SMT2, "01", "11", false),
+        (SMT2, "00", "20", false),
+        (SMT2, "01", "20", false),
+        (SMT2, "00", "w0", false),
+        (SMT2, "00", "ww", false),
+        (SMT2, "00", "1w", false),
+        (SMT2, "01", "ww", false),
+        (SMT2, "00", "00", true),
+        (SMT2, "01", "10", true),
+        (SMT4, "0000", "0000", false),
+        (SMT4, "0100", "1000", false),
+        (SMT4, "0100", "1100", false),
+        (SMT4, "0200", "1100", false),
+        (SMT4, "0200", "1110", false),
+        (SMT4, "0300", "1111", false),
+        (SMT4, "0110", "1110", false),
+        (SMT4, "0000", "ww00", false),
+        (SMT4, "0200", "110w", false),
+        (SMT4, "0000", "0000", true),
+        (SMT4, "0200", "1100", true),
     ];
-    for (sibling, first, second) in cases {
+    // Cases that only the idle test rejected, with tasks alone and with a wake-up in
+    // flight, and that only `sgc->imbalance` rejected.
+    let (mut by_idle_tasks, mut by_idle_wakeup, mut by_imbalance) = (false, false, false);
+    for (spec, this, other, imbalance) in cases {
+        assert!(this.starts_with('0'), "CPU 0 is idle");
+        let tasks = |core: &str| -> Vec<usize> {
+            let n = |ch: char| ch.to_digit(10).map_or(0, |d| d as usize);
+            core.chars().map(n).collect()
+        };
+        let place = |t: &lbsim_topology::Topology| {
+            let (a, b) = cores_of_0(t);
+            assert_eq!((a.len(), b.len()), (this.len(), other.len()), "{spec}");
+            a.into_iter()
+                .zip(tasks(this))
+                .chain(b.into_iter().zip(tasks(other)))
+                .flat_map(|(c, k)| std::iter::repeat_n(c, k))
+                .collect()
+        };
+        let prepare = |w: &mut World| {
+            let (_, b) = cores_of_0(&w.topo);
+            for (&c, ch) in b.iter().zip(other.chars()) {
+                if ch == 'w' {
+                    w.pend(c, w.now);
+                }
+            }
+            if imbalance {
+                let sd = &w.topo.domains(CpuId(0))[1];
+                let gid = w.topo.group_ids(sd).nth(1).unwrap();
+                let sgc = w.topo.group(gid).sgc;
+                w.st.sgc_mut(sgc).imbalance = true;
+            }
+        };
         for version in LegacyVersion::PROFILES {
-            let place = |t: &lbsim_topology::Topology| {
-                let s = sibling_of_0(t);
-                let mc = t.span(t.domains(CpuId(0))[1].span);
-                let mut other = mc.iter().map(|c| c.0).filter(|&c| c != 0 && c != s);
-                let (a, b) = (other.next().unwrap(), other.next().unwrap());
-                [(s, sibling), (a, first), (b, second)]
-                    .iter()
-                    .flat_map(|&(c, k)| std::iter::repeat_n(c, k))
-                    .collect()
-            };
-            let case = format!("{version}: {sibling}, {first}+{second} tasks");
-            let (settled, moved, shortcut) = idle_pass(SPEC, 1, place, version, false);
-            let full = idle_pass(SPEC, 1, place, version, true);
-            let other = first + second;
+            let case = format!("{version} on {spec}: {this} | {other}, imbalance {imbalance}");
+            let (settled, moved, shortcut) =
+                idle_pass_with(spec, 1, place, prepare, version, false);
+            let full = idle_pass_with(spec, 1, place, prepare, version, true);
+            assert_eq!((moved, shortcut), (full.1, full.2), "{case}");
+            let (this_nr, other_nr): (usize, usize) =
+                (tasks(this).iter().sum(), tasks(other).iter().sum());
             let most = if version.prefer_sibling_nr_diff() {
-                sibling + 1
+                this_nr + 1
             } else {
                 1
             };
-            let local_idle = 2 - usize::from(sibling > 0);
-            let other_idle = usize::from(first == 0) + usize::from(second == 0);
-            let expected = other <= most && local_idle <= other_idle + 1;
+            let idle = |core: &str| core.chars().filter(|&ch| ch == '0').count();
+            let by_tasks = other_nr <= most.min(other.len());
+            let by_idle = idle(this) <= idle(other) + 1;
+            let expected = !imbalance && by_tasks && by_idle;
             assert_eq!(settled, expected, "{case}");
-            assert_eq!((moved, shortcut), (full.1, full.2), "{case}");
+            if !imbalance && by_tasks && !by_idle {
+                // Would the other core have passed without its wake-ups in flight?
+                let woken = other.chars().filter(|&ch| ch == 'w').count();
+                if woken == 0 {
+                    by_idle_tasks = true;
+                } else if idle(this) <= idle(other) + woken + 1 {
+                    by_idle_wakeup = true;
+                }
+            }
+            by_imbalance |= imbalance && by_tasks && by_idle;
         }
     }
+    assert!(
+        by_idle_tasks,
+        "no case where only the idle test (tasks) rejected"
+    );
+    assert!(
+        by_idle_wakeup,
+        "no case where only the idle test (a wake-up) rejected"
+    );
+    assert!(by_imbalance, "no case where only sgc->imbalance rejected");
 }
 
 /// Rules (fair.c v4.6, update_sd_lb_stats(): "In case the child domain prefers tasks go
