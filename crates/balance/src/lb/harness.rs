@@ -30,6 +30,12 @@ impl PendingWakeups for Pending {
             .flatten()
             .is_some_and(|t| t <= at_ns)
     }
+
+    /// True while no test has declared a wake-up on any CPU (as the engine answers when no
+    /// wake-up IPI is in flight), so that tests reach the code paths that rely on it.
+    fn none_pending(&self) -> bool {
+        self.at.borrow().iter().all(Option::is_none)
+    }
 }
 
 /// The test machine.
