@@ -302,7 +302,7 @@ fn empty_memo(st: &mut BalanceState) -> Box<SdMemo> {
 }
 
 /// What a traced load_balance() iteration found, for its [`LbRecord`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Found {
     local: GroupType,
     busiest: Option<GroupType>,

@@ -342,8 +342,10 @@ pub(super) struct GroupStats {
     /// The CPUs read.
     pub(super) scanned: u32,
     /// The statistics may depend on the pass's clock: a wake-up IPI may be in flight and
-    /// an idle-looking CPU of the group was (or, outside `env->cpus`, would have been)
-    /// asked whether one had reached it by then.
+    /// an idle-looking CPU of the group in `env->cpus` was asked whether one had reached it
+    /// by then. (A CPU cleared from `env->cpus` is not read at all, so it cannot make the
+    /// result depend on the clock, and a result that counts it as timed would not equal
+    /// the one kept for the same group when no IPI was in flight.)
     pub(super) timed: bool,
 }
 
@@ -850,15 +852,16 @@ fn group_stats<'c>(
     );
     let scanned = pass.work.cpus_scanned - before;
     pass.work.cpus_scanned = before;
-    // The CPU loop asks for the clock of a CPU whose runqueue looks idle, when a wake-up
-    // IPI may be in flight (idle_cpu_of()); the group sums answer only when none is.
+    // The CPU loop asks for the clock of a CPU of `env->cpus` whose runqueue looks idle,
+    // when a wake-up IPI may be in flight (idle_cpu_of()); it skips the other CPUs before
+    // reading anything of them, and the group sums answer only when no IPI is in flight.
     let rqs: &[lbsim_rq::Rq] = ctx.rqs;
     let timed = !inv.none_pending
         && ctx
             .topo
             .span_cpus(group.span)
             .iter()
-            .any(|&i| rq_idle_own(&rqs[i.index()]));
+            .any(|&i| (inv.cpus_whole || env.cpus.test(i)) && rq_idle_own(&rqs[i.index()]));
     GroupStats {
         sgs,
         overloaded,

@@ -23,7 +23,7 @@
 //!   since is recorded ([`SdMemo::cpu_cleared`]); a group holding one is recomputed;
 //! - whether a wake-up IPI has reached an idle-looking CPU by the pass's clock: a result that
 //!   may have asked ([`GroupStats::timed`]: an IPI may have been in flight and a CPU of the
-//!   group looked idle) is never reused; one that counted idle CPUs while no IPI was in
+//!   group in `env->cpus` looked idle) is never reused; one that counted idle CPUs while no IPI was in
 //!   flight is reused only while none is;
 //! - `sgc->capacity` and `sgc->imbalance`, which balances of other CPUs (and
 //!   update_group_capacity()) rewrite between attempts: compared with the values the result

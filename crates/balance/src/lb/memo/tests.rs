@@ -1,8 +1,9 @@
 use crate::params::LbFeat;
-use lbsim_topology::CpuId;
+use lbsim_rq::PrevAction;
+use lbsim_topology::{CpuId, Cpumask};
 
 use crate::lb::harness::World;
-use crate::lb::{CpuIdleType, LbIteration, LoadBalance, Pass};
+use crate::lb::{CpuIdleType, Found, LbIteration, LoadBalance, Pass};
 
 /// Seed 002's machine without a wake-up: 8 CPUs in one LLC, CPU 0 idle, every other CPU
 /// running 3 always-running tasks pinned to it.
@@ -62,4 +63,91 @@ fn redo_recomputes_a_group_with_an_idle_cpu_while_a_wakeup_may_be_in_flight() {
     let (redos, reused) = balance(&mut w);
     assert_eq!(redos, 6);
     assert_eq!(reused, 6 * 6);
+}
+
+/// What one attempt of a load_balance() found and left behind.
+#[derive(Debug, PartialEq, Eq)]
+struct Attempt {
+    /// find_busiest_group()'s local and busiest group types and `env->imbalance`, and
+    /// find_busiest_queue()'s CPU.
+    found: Option<Found>,
+    /// How the attempt ended.
+    end: LbIteration,
+    /// The CPUs read by the pass so far (what its clock charges).
+    cpus_scanned: u32,
+    /// `env->cpus` after the attempt.
+    cpus: Cpumask,
+    /// The root domain's overloaded flag after the attempt.
+    rd_overloaded: bool,
+}
+
+/// A scripted balance: what each attempt left, and the groups its memo reused.
+struct Script {
+    attempts: Vec<Attempt>,
+    reused: u32,
+}
+
+/// On [`pinned_world`], runs CPU 0's newly idle balance at the LLC once (so that the
+/// domain redid), then runs the next one attempt by attempt, calling `between(i, w)`
+/// before attempt `i` (from 1). With `memo` false, the second balance runs every attempt
+/// without a memo: the kernel's code.
+fn scripted(memo: bool, between: impl Fn(u32, &mut World)) -> Script {
+    let mut w = pinned_world();
+    balance(&mut w);
+    let mut pass = Pass::new(w.now);
+    let mut lb = {
+        let (ctx, st) = w.split();
+        LoadBalance::begin(&ctx, st, CpuId(0), 0, CpuIdleType::NewlyIdle, &mut pass)
+    };
+    let mut attempts = Vec::new();
+    for i in 1.. {
+        between(i, &mut w);
+        if !memo {
+            lb.redid = false;
+            lb.memo = None;
+        }
+        let (mut ctx, st) = w.split();
+        let end = lb.redo(&mut ctx, st, &mut pass);
+        attempts.push(Attempt {
+            found: lb.found,
+            end,
+            cpus_scanned: pass.work.cpus_scanned,
+            cpus: lb.env.cpus.clone(),
+            rd_overloaded: st.rd.overloaded,
+        });
+        if end != LbIteration::Redo {
+            break;
+        }
+    }
+    let reused = lb.memo.as_ref().filter(|_| memo).map_or(0, |m| m.reused());
+    lb.recycle(&mut w.st);
+    Script { attempts, reused }
+}
+
+/// Every task of `cpu` exits.
+fn empty_cpu(w: &mut World, cpu: usize) {
+    let now = w.now;
+    while w.rqs[cpu].curr.is_some() {
+        w.rqs[cpu].schedule(&mut w.tasks, PrevAction::Exit, now);
+    }
+    assert_eq!(w.rqs[cpu].nr_running, 0);
+}
+
+/// Regression: a result kept without a wake-up in flight, for a group whose only CPU had
+/// been cleared from `env->cpus` and was idle, is reused once a wake-up may be in flight;
+/// the debug builds' check recomputed it as `timed` (asked the clock) because the CPU
+/// outside `env->cpus` looked idle, though update_sg_lb_stats() never reads it, and
+/// panicked on a correct reuse. The attempts equal those without a memo.
+#[test]
+fn kept_result_of_a_group_cleared_from_env_cpus_survives_a_wakeup_in_flight() {
+    let between = |i: u32, w: &mut World| match i {
+        // Attempt 1 clears CPU 1 (every busy CPU ties; the first one found is the busiest).
+        2 => empty_cpu(w, 1),
+        3 => w.pend(5, u64::MAX),
+        _ => {}
+    };
+    let with_memo = scripted(true, between);
+    assert!(!with_memo.attempts[0].cpus.test(CpuId(1)));
+    assert!(with_memo.reused > 0);
+    assert_eq!(with_memo.attempts, scripted(false, between).attempts);
 }
