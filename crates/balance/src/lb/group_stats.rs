@@ -635,7 +635,12 @@ pub(super) fn update_sd_lb_stats_with<const KEEP: bool>(
         let mut view = None;
         let replayed = match memo.as_deref_mut() {
             Some(memo) if !inv.asym_cpucapacity => {
-                replay_groups(topo, st, memo, &mut acc, &mut busiest_k, pass)
+                let replayed = replay_groups(topo, st, memo, &mut acc, &mut busiest_k, pass);
+                #[cfg(debug_assertions)]
+                check_replayed(
+                    ctx, st, env, &inv, &mut view, memo, replayed, &acc.sds, pass,
+                );
+                replayed
             }
             _ => 0,
         };
@@ -907,6 +912,54 @@ fn replay_groups(
     memo.restore_busiest(*busiest_k, &mut acc.sds);
     memo.note_reused(k);
     k
+}
+
+/// Debug builds' check of [`replay_groups`]: each of the first `replayed` groups, recomputed
+/// where the kernel's loop computes it (the pass's work as it stood before the group was
+/// charged), equals the result `memo` kept, and update_sd_pick_busiest(), offered them in
+/// turn, picks the busiest candidate the replay restored in `sds`.
+#[cfg(debug_assertions)]
+#[allow(clippy::too_many_arguments)]
+fn check_replayed<'c>(
+    ctx: &'c BalanceCtx<'_>,
+    st: &BalanceState,
+    env: &LbEnv,
+    inv: &SgInvariants<'_>,
+    view: &mut Option<SumsView<'c>>,
+    memo: &SdMemo,
+    replayed: usize,
+    sds: &SdLbStats,
+    pass: &mut Pass,
+) {
+    let topo = ctx.topo;
+    let end = pass.work.cpus_scanned;
+    let charged: u32 = (0..replayed).map(|k| memo.kept(k).stats.scanned).sum();
+    pass.work.cpus_scanned = end - charged;
+    let mut picked = SdLbStats::default();
+    for k in 0..replayed {
+        let kept = memo.kept(k);
+        let sg = topo.group(kept.gid);
+        let local_group = is_local_group(topo, false, k, sg, env.dst_cpu);
+        let computed = group_stats(ctx, st, env, inv, view, sg, local_group, pass);
+        assert_eq!(
+            kept.stats, computed,
+            "a replayed group's statistics differ from update_sg_lb_stats()"
+        );
+        if local_group {
+            picked.local = Some(kept.gid);
+            picked.local_stat = computed.sgs;
+        } else if update_sd_pick_busiest(ctx, st, env, &picked, sg, &computed.sgs) {
+            picked.busiest = Some(kept.gid);
+            picked.busiest_stat = computed.sgs;
+        }
+        pass.work.cpus_scanned += computed.scanned;
+    }
+    assert_eq!(pass.work.cpus_scanned, end);
+    assert_eq!(
+        (picked.busiest, picked.busiest_stat),
+        (sds.busiest, sds.busiest_stat),
+        "update_sd_pick_busiest() picks another busiest candidate among the replayed groups"
+    );
 }
 
 /// What update_sg_lb_stats() leaves besides a group's statistics, for a result a memo

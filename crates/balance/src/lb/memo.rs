@@ -40,7 +40,8 @@
 //! itself, kept their results: the busiest candidate after such a run is the one the
 //! previous attempt had there, which the memo keeps per group (outside `SD_OVERLAP` and
 //! `SD_ASYM_CPUCAPACITY` domains, where update_sd_pick_busiest() reads nothing else that can
-//! change). Debug builds recompute every reused group and compare.
+//! change). Debug builds recompute every reused group and compare, and offer the replayed
+//! groups to update_sd_pick_busiest() to check that it picks the busiest candidate kept.
 //!
 //! Keeping costs lbsim a copy of every group's result, which pays only if the search is
 //! redone: a memo keeps from the attempt after a `goto redo`, and from the first attempt if
