@@ -910,7 +910,7 @@ fn replay_groups(
         k += 1;
     }
     memo.restore_busiest(*busiest_k, &mut acc.sds);
-    memo.note_reused(k);
+    memo.note_replayed(k);
     k
 }
 

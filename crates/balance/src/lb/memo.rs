@@ -109,6 +109,8 @@ pub struct SdMemo {
     all_dirty: bool,
     /// Groups whose kept result was reused since the memo was last emptied (for tests).
     reused: u32,
+    /// Of those, groups replayed ahead of update_sd_pick_busiest() (for tests).
+    replayed: u32,
     /// An attempt of the load_balance() holding the memo ended in `goto redo` (for
     /// `BalanceState::lb_redid`).
     redone: bool,
@@ -127,6 +129,7 @@ impl Default for SdMemo {
             dirty: SmallVec::new(),
             all_dirty: true,
             reused: 0,
+            replayed: 0,
             redone: false,
         }
     }
@@ -138,6 +141,7 @@ impl SdMemo {
         self.valid = false;
         self.cleared.clear();
         self.reused = 0;
+        self.replayed = 0;
         self.redone = false;
     }
 
@@ -269,10 +273,24 @@ impl SdMemo {
         self.reused += n as u32;
     }
 
+    /// Counts `n` groups whose kept result was reused and replayed ahead of
+    /// update_sd_pick_busiest().
+    #[inline]
+    pub(super) fn note_replayed(&mut self, n: usize) {
+        self.reused += n as u32;
+        self.replayed += n as u32;
+    }
+
     /// Groups whose kept result was reused since the memo was last emptied.
     #[cfg(test)]
     pub(crate) fn reused(&self) -> u32 {
         self.reused
+    }
+
+    /// Of [`SdMemo::reused`], the groups replayed ahead of update_sd_pick_busiest().
+    #[cfg(test)]
+    pub(crate) fn replayed(&self) -> u32 {
+        self.replayed
     }
 
     /// How many groups have a kept result.

@@ -1,6 +1,6 @@
 use crate::params::LbFeat;
 use lbsim_rq::PrevAction;
-use lbsim_topology::{CpuId, Cpumask};
+use lbsim_topology::{CpuId, Cpumask, SgcId};
 
 use crate::lb::harness::World;
 use crate::lb::{CpuIdleType, Found, LbIteration, LoadBalance, Pass};
@@ -81,10 +81,12 @@ struct Attempt {
     rd_overloaded: bool,
 }
 
-/// A scripted balance: what each attempt left, and the groups its memo reused.
+/// A scripted balance: what each attempt left, and the groups its memo reused and, of
+/// those, replayed ahead of update_sd_pick_busiest().
 struct Script {
     attempts: Vec<Attempt>,
     reused: u32,
+    replayed: u32,
 }
 
 /// On [`pinned_world`], runs CPU 0's newly idle balance at the LLC once (so that the
@@ -119,9 +121,27 @@ fn scripted(memo: bool, between: impl Fn(u32, &mut World)) -> Script {
             break;
         }
     }
-    let reused = lb.memo.as_ref().filter(|_| memo).map_or(0, |m| m.reused());
+    let (reused, replayed) = lb
+        .memo
+        .as_ref()
+        .filter(|_| memo)
+        .map_or((0, 0), |m| (m.reused(), m.replayed()));
     lb.recycle(&mut w.st);
-    Script { attempts, reused }
+    Script {
+        attempts,
+        reused,
+        replayed,
+    }
+}
+
+/// The group capacity of the LLC's group holding `cpu`.
+fn sgc_of(w: &World, cpu: u32) -> SgcId {
+    let sd = &w.topo.domains(CpuId(0))[0];
+    w.topo
+        .groups(sd)
+        .find(|g| w.topo.span(g.span).test(CpuId(cpu)))
+        .expect("a group holds every CPU of the domain")
+        .sgc
 }
 
 /// Every task of `cpu` exits.
@@ -150,4 +170,48 @@ fn kept_result_of_a_group_cleared_from_env_cpus_survives_a_wakeup_in_flight() {
     assert!(!with_memo.attempts[0].cpus.test(CpuId(1)));
     assert!(with_memo.reused > 0);
     assert_eq!(with_memo.attempts, scripted(false, between).attempts);
+}
+
+/// Invariant (lb/memo.rs): with a memo, every attempt of a load_balance() finds, scans and
+/// leaves what it does without one (the kernel's code), whatever changes between attempts
+/// that the memo must notice: a task forked on a CPU still in `env->cpus`, a group
+/// capacity and a group's `sgc->imbalance` rewritten, a wake-up IPI pending on the idle
+/// local CPU and then handled. Sometimes: kept results are reused, and replayed ahead of
+/// update_sd_pick_busiest().
+#[test]
+fn memo_changes_no_attempt_of_a_balance_changed_between_attempts() {
+    let between = |i: u32, w: &mut World| match i {
+        // Attempt 1 cleared CPU 1; CPU 7, with one task more, is the busiest of attempt 2.
+        2 => {
+            w.spawn(7, Some(&[7]));
+        }
+        // Attempt 3 replays the groups of CPUs 0 to 3, restoring a busiest candidate
+        // among them, which CPU 4's group, now of less capacity, then beats.
+        3 => {
+            let sgc = sgc_of(w, 4);
+            w.st.sgc_mut(sgc).capacity = 700;
+        }
+        4 => {
+            let sgc = sgc_of(w, 6);
+            w.st.sgc_mut(sgc).imbalance = true;
+        }
+        // The local group becomes group_imbalanced.
+        5 => {
+            let sgc = sgc_of(w, 0);
+            w.st.sgc_mut(sgc).imbalance = true;
+        }
+        // A wake-up reaches CPU 0, which stops looking idle, and is then handled.
+        6 => w.pend(0, 0),
+        7 => w.pending.at.borrow_mut()[0] = None,
+        _ => {}
+    };
+    let with_memo = scripted(true, between);
+    let without = scripted(false, between);
+    assert_eq!(with_memo.attempts, without.attempts);
+    assert!(with_memo.attempts.len() >= 7, "every change is made");
+    assert!(with_memo.replayed > 0, "no group was replayed");
+    assert!(
+        with_memo.reused > with_memo.replayed,
+        "no group was reused but replayed ones"
+    );
 }
