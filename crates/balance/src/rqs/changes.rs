@@ -58,3 +58,6 @@ impl ChangeLog {
         true
     }
 }
+
+#[cfg(test)]
+mod tests;
