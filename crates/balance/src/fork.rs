@@ -212,35 +212,120 @@ fn update_sg_wakeup_stats_with<'c>(
     work: &mut WorkAccount,
 ) -> SgLbStats {
     let asym = inv.asym;
-    let mut sgs = match wakeup_sums_from_spans(ctx, group, inv, view) {
-        Some((fast, scanned)) => {
-            debug_assert_eq!(
-                (fast, scanned),
-                wakeup_sums(ctx, group, p, asym),
-                "the group sums differ from the CPU loop"
-            );
-            work.cpus_scanned += scanned;
-            fast
-        }
-        None => {
-            let (sums, scanned) = wakeup_sums(ctx, group, p, asym);
-            work.cpus_scanned += scanned;
-            sums
-        }
+    let Some((mut sgs, scanned)) = wakeup_sums_from_spans(ctx, group, inv, view) else {
+        return update_sg_wakeup_stats_by_cpu(ctx, st, sd, group, p, asym, work);
     };
-    let sgc = st.sgc(group.sgc);
-    sgs.group_capacity = sgc.capacity;
-    sgs.group_weight = group.group_weight;
-    sgs.group_type = group_classify(sd.imbalance_pct, sgc.imbalance, &sgs);
-    if matches!(sgs.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
-        sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity;
-    }
+    debug_assert_eq!(
+        (sgs, scanned),
+        wakeup_sums_cpu_by_cpu(ctx, group, p, asym),
+        "the group sums differ from the CPU loop"
+    );
+    work.cpus_scanned += scanned;
+    wakeup_stats_finish(st, sd, group, &mut sgs);
     sgs
 }
 
-/// The CPU loop of update_sg_wakeup_stats(), CPU by CPU, as the kernel runs it; and the
-/// CPUs it read.
+/// [`update_sg_wakeup_stats_with`] through the CPU loop ([`wakeup_sums`]). Not inlined, so
+/// that its caller's path through the group sums (the common one on big machines) stays
+/// short.
+#[inline(never)]
+fn update_sg_wakeup_stats_by_cpu(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    sd: &SchedDomain,
+    group: &SchedGroup,
+    p: TaskId,
+    asym: bool,
+    work: &mut WorkAccount,
+) -> SgLbStats {
+    let (mut sgs, scanned) = wakeup_sums(ctx, group, p, asym);
+    debug_assert_eq!(
+        (sgs, scanned),
+        wakeup_sums_cpu_by_cpu(ctx, group, p, asym),
+        "the CPU loop with p read once differs from the kernel's"
+    );
+    work.cpus_scanned += scanned;
+    wakeup_stats_finish(st, sd, group, &mut sgs);
+    sgs
+}
+
+/// The end of update_sg_wakeup_stats(), once the CPUs are summed: the group's capacity and
+/// weight, its type, and for a fully busy or overloaded group its average load.
+#[inline(always)]
+fn wakeup_stats_finish(
+    st: &BalanceState,
+    sd: &SchedDomain,
+    group: &SchedGroup,
+    sgs: &mut SgLbStats,
+) {
+    let sgc = st.sgc(group.sgc);
+    sgs.group_capacity = sgc.capacity;
+    sgs.group_weight = group.group_weight;
+    sgs.group_type = group_classify(sd.imbalance_pct, sgc.imbalance, sgs);
+    if matches!(sgs.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
+        sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity;
+    }
+}
+
+/// The CPU loop of update_sg_wakeup_stats(), and the CPUs it read, with what it reads of
+/// `p` read once (lbsim's): `p` adds to no CPU but its own (`task_cpu(p)`), so on every other
+/// CPU the getters "without `p`" are the plain ones (`cpu_load()`, `cpu_util_cfs()`,
+/// `cpu_runnable()`), `task_running_on_cpu()` is 0 and idle_cpu_without() tests `curr` and a
+/// pending wake-up; `p`'s own CPU takes the kernel's calls. Checked against
+/// [`wakeup_sums_cpu_by_cpu`] in debug builds.
 fn wakeup_sums(
+    ctx: &BalanceCtx<'_>,
+    group: &SchedGroup,
+    p: TaskId,
+    asym: bool,
+) -> (SgLbStats, u32) {
+    let mut sgs = SgLbStats::default();
+    let mut scanned = 0;
+    if asym {
+        sgs.group_misfit_task_load = 1;
+    }
+    let p_cpu = ctx.tasks[p].cpu;
+    let none_pending = ctx.pending.none_pending();
+    let tip_avg_high = ctx.features.enabled(LbFeat::LbTipAvgHigh);
+    for &i in ctx.topo.span_cpus(group.span) {
+        scanned += 1;
+        let rq = &ctx.rqs[i.index()];
+        if i == p_cpu {
+            sgs.group_load += cpu_load_without(ctx, i, p);
+            sgs.group_util += rq.cpu_util_without(ctx.tasks, p);
+            sgs.group_runnable += rq.cpu_runnable_without(ctx.tasks, p);
+            let local = task_running_on_cpu(ctx, i, p);
+            sgs.sum_h_nr_running += rq.cfs.h_nr_running - local;
+            let nr_running = rq.nr_running - local;
+            sgs.sum_nr_running += nr_running;
+            if nr_running == 0 && idle_cpu_without(ctx, i, p) {
+                sgs.idle_cpus += 1;
+            }
+        } else {
+            sgs.group_load += rq.cpu_load_lb(tip_avg_high);
+            sgs.group_util += rq.cpu_util_cfs(ctx.tasks);
+            sgs.group_runnable += rq.cpu_runnable();
+            sgs.sum_h_nr_running += rq.cfs.h_nr_running;
+            sgs.sum_nr_running += rq.nr_running;
+            // idle_cpu_without(): `curr` is the idle task or `p`, no wake-up pending.
+            if rq.nr_running == 0
+                && (rq.curr.is_none() || rq.curr == Some(p))
+                && !rq.ttwu_pending()
+                && (none_pending || !ctx.pending.ttwu_pending_at(i, ctx.now_ns))
+            {
+                sgs.idle_cpus += 1;
+            }
+        }
+        if asym && sgs.group_misfit_task_load != 0 && task_fits_cpu(ctx, p, i) {
+            sgs.group_misfit_task_load = 0;
+        }
+    }
+    (sgs, scanned)
+}
+
+/// The CPU loop of update_sg_wakeup_stats(), CPU by CPU, as the kernel runs it; and the
+/// CPUs it read (what debug builds compare the faster ways with).
+fn wakeup_sums_cpu_by_cpu(
     ctx: &BalanceCtx<'_>,
     group: &SchedGroup,
     p: TaskId,
