@@ -388,6 +388,17 @@ fn wakeup_sums_from_spans<'c>(
     Some((sgs, s.nr_cpus))
 }
 
+/// `p` may run on every CPU (`p->nr_cpus_allowed` is the machine's CPU count), so that every
+/// span is a subset of its mask without testing it (lbsim's shortcut: most tasks are allowed
+/// every CPU; checked in debug builds).
+#[inline]
+fn allowed_everywhere(ctx: &BalanceCtx<'_>, p: TaskId) -> bool {
+    let t = &ctx.tasks[p];
+    let full = t.nr_cpus_allowed as usize == t.cpus_mask.nr_cpu_ids();
+    debug_assert!(!full || t.cpus_mask.weight() == t.cpus_mask.nr_cpu_ids());
+    full
+}
+
 /// Follows fair.c: update_pick_idlest() (v6.6-v6.12): whether `group` (with `sgs`) is idler
 /// than the idlest so far: a lower group type; at equal type the lower `avg_load`
 /// (fully_busy, overloaded), the larger `max_capacity` (misfit), or the more idle CPUs and
@@ -466,7 +477,7 @@ pub fn sched_balance_find_dst_group(
     // built from in an overlapping domain), so when `p` may run on the whole span every
     // group intersects its mask (lbsim's shortcut: one test per domain, not per group;
     // checked in debug builds).
-    let all_allowed = topo.span_is_subset(sd.span, cpus_mask);
+    let all_allowed = allowed_everywhere(ctx, p) || topo.span_is_subset(sd.span, cpus_mask);
     let inv = WakeupInvariants::of(ctx, sd, p);
     let mut view = None;
     for gid in topo.group_ids(sd) {
@@ -578,7 +589,7 @@ pub fn sched_balance_find_dst_group_cpu(
     // tested per CPU only if `p` may not run on all of them. What every CPU's test reads
     // the same way (whether a wake-up IPI may be in flight, `LB_TIP_AVG_HIGH`) is read
     // once, and the CPUs read are added to `work` when the loop ends.
-    let all_allowed = ctx.topo.span_is_subset(group.span, cpus_mask);
+    let all_allowed = allowed_everywhere(ctx, p) || ctx.topo.span_is_subset(group.span, cpus_mask);
     let none_pending = ctx.pending.none_pending();
     let tip_avg_high = ctx.features.enabled(LbFeat::LbTipAvgHigh);
     let mut scanned = 0u32;
