@@ -392,7 +392,7 @@ fn wakeup_sums_from_spans<'c>(
 /// span is a subset of its mask without testing it (lbsim's shortcut: most tasks are allowed
 /// every CPU; checked in debug builds).
 #[inline]
-fn allowed_everywhere(ctx: &BalanceCtx<'_>, p: TaskId) -> bool {
+pub(crate) fn allowed_everywhere(ctx: &BalanceCtx<'_>, p: TaskId) -> bool {
     let t = &ctx.tasks[p];
     let full = t.nr_cpus_allowed as usize == t.cpus_mask.nr_cpu_ids();
     debug_assert!(!full || t.cpus_mask.weight() == t.cpus_mask.nr_cpu_ids());
