@@ -212,35 +212,120 @@ fn update_sg_wakeup_stats_with<'c>(
     work: &mut WorkAccount,
 ) -> SgLbStats {
     let asym = inv.asym;
-    let mut sgs = match wakeup_sums_from_spans(ctx, group, inv, view) {
-        Some((fast, scanned)) => {
-            debug_assert_eq!(
-                (fast, scanned),
-                wakeup_sums(ctx, group, p, asym),
-                "the group sums differ from the CPU loop"
-            );
-            work.cpus_scanned += scanned;
-            fast
-        }
-        None => {
-            let (sums, scanned) = wakeup_sums(ctx, group, p, asym);
-            work.cpus_scanned += scanned;
-            sums
-        }
+    let Some((mut sgs, scanned)) = wakeup_sums_from_spans(ctx, group, inv, view) else {
+        return update_sg_wakeup_stats_by_cpu(ctx, st, sd, group, p, asym, work);
     };
-    let sgc = st.sgc(group.sgc);
-    sgs.group_capacity = sgc.capacity;
-    sgs.group_weight = group.group_weight;
-    sgs.group_type = group_classify(sd.imbalance_pct, sgc.imbalance, &sgs);
-    if matches!(sgs.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
-        sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity;
-    }
+    debug_assert_eq!(
+        (sgs, scanned),
+        wakeup_sums_cpu_by_cpu(ctx, group, p, asym),
+        "the group sums differ from the CPU loop"
+    );
+    work.cpus_scanned += scanned;
+    wakeup_stats_finish(st, sd, group, &mut sgs);
     sgs
 }
 
-/// The CPU loop of update_sg_wakeup_stats(), CPU by CPU, as the kernel runs it; and the
-/// CPUs it read.
+/// [`update_sg_wakeup_stats_with`] through the CPU loop ([`wakeup_sums`]). Not inlined, so
+/// that its caller's path through the group sums (the common one on big machines) stays
+/// short.
+#[inline(never)]
+fn update_sg_wakeup_stats_by_cpu(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    sd: &SchedDomain,
+    group: &SchedGroup,
+    p: TaskId,
+    asym: bool,
+    work: &mut WorkAccount,
+) -> SgLbStats {
+    let (mut sgs, scanned) = wakeup_sums(ctx, group, p, asym);
+    debug_assert_eq!(
+        (sgs, scanned),
+        wakeup_sums_cpu_by_cpu(ctx, group, p, asym),
+        "the CPU loop with p read once differs from the kernel's"
+    );
+    work.cpus_scanned += scanned;
+    wakeup_stats_finish(st, sd, group, &mut sgs);
+    sgs
+}
+
+/// The end of update_sg_wakeup_stats(), once the CPUs are summed: the group's capacity and
+/// weight, its type, and for a fully busy or overloaded group its average load.
+#[inline(always)]
+fn wakeup_stats_finish(
+    st: &BalanceState,
+    sd: &SchedDomain,
+    group: &SchedGroup,
+    sgs: &mut SgLbStats,
+) {
+    let sgc = st.sgc(group.sgc);
+    sgs.group_capacity = sgc.capacity;
+    sgs.group_weight = group.group_weight;
+    sgs.group_type = group_classify(sd.imbalance_pct, sgc.imbalance, sgs);
+    if matches!(sgs.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
+        sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity;
+    }
+}
+
+/// The CPU loop of update_sg_wakeup_stats(), and the CPUs it read, with what it reads of
+/// `p` read once (lbsim's): `p` adds to no CPU but its own (`task_cpu(p)`), so on every other
+/// CPU the getters "without `p`" are the plain ones (`cpu_load()`, `cpu_util_cfs()`,
+/// `cpu_runnable()`), `task_running_on_cpu()` is 0 and idle_cpu_without() tests `curr` and a
+/// pending wake-up; `p`'s own CPU takes the kernel's calls. Checked against
+/// [`wakeup_sums_cpu_by_cpu`] in debug builds.
 fn wakeup_sums(
+    ctx: &BalanceCtx<'_>,
+    group: &SchedGroup,
+    p: TaskId,
+    asym: bool,
+) -> (SgLbStats, u32) {
+    let mut sgs = SgLbStats::default();
+    let mut scanned = 0;
+    if asym {
+        sgs.group_misfit_task_load = 1;
+    }
+    let p_cpu = ctx.tasks[p].cpu;
+    let none_pending = ctx.pending.none_pending();
+    let tip_avg_high = ctx.features.enabled(LbFeat::LbTipAvgHigh);
+    for &i in ctx.topo.span_cpus(group.span) {
+        scanned += 1;
+        let rq = &ctx.rqs[i.index()];
+        if i == p_cpu {
+            sgs.group_load += cpu_load_without(ctx, i, p);
+            sgs.group_util += rq.cpu_util_without(ctx.tasks, p);
+            sgs.group_runnable += rq.cpu_runnable_without(ctx.tasks, p);
+            let local = task_running_on_cpu(ctx, i, p);
+            sgs.sum_h_nr_running += rq.cfs.h_nr_running - local;
+            let nr_running = rq.nr_running - local;
+            sgs.sum_nr_running += nr_running;
+            if nr_running == 0 && idle_cpu_without(ctx, i, p) {
+                sgs.idle_cpus += 1;
+            }
+        } else {
+            sgs.group_load += rq.cpu_load_lb(tip_avg_high);
+            sgs.group_util += rq.cpu_util_cfs(ctx.tasks);
+            sgs.group_runnable += rq.cpu_runnable();
+            sgs.sum_h_nr_running += rq.cfs.h_nr_running;
+            sgs.sum_nr_running += rq.nr_running;
+            // idle_cpu_without(): `curr` is the idle task or `p`, no wake-up pending.
+            if rq.nr_running == 0
+                && (rq.curr.is_none() || rq.curr == Some(p))
+                && !rq.ttwu_pending()
+                && (none_pending || !ctx.pending.ttwu_pending_at(i, ctx.now_ns))
+            {
+                sgs.idle_cpus += 1;
+            }
+        }
+        if asym && sgs.group_misfit_task_load != 0 && task_fits_cpu(ctx, p, i) {
+            sgs.group_misfit_task_load = 0;
+        }
+    }
+    (sgs, scanned)
+}
+
+/// The CPU loop of update_sg_wakeup_stats(), CPU by CPU, as the kernel runs it; and the
+/// CPUs it read (what debug builds compare the faster ways with).
+fn wakeup_sums_cpu_by_cpu(
     ctx: &BalanceCtx<'_>,
     group: &SchedGroup,
     p: TaskId,
@@ -301,6 +386,17 @@ fn wakeup_sums_from_spans<'c>(
         ..SgLbStats::default()
     };
     Some((sgs, s.nr_cpus))
+}
+
+/// `p` may run on every CPU (`p->nr_cpus_allowed` is the machine's CPU count), so that every
+/// span is a subset of its mask without testing it (lbsim's shortcut: most tasks are allowed
+/// every CPU; checked in debug builds).
+#[inline]
+pub(crate) fn allowed_everywhere(ctx: &BalanceCtx<'_>, p: TaskId) -> bool {
+    let t = &ctx.tasks[p];
+    let full = t.nr_cpus_allowed as usize == t.cpus_mask.nr_cpu_ids();
+    debug_assert!(!full || t.cpus_mask.weight() == t.cpus_mask.nr_cpu_ids());
+    full
 }
 
 /// Follows fair.c: update_pick_idlest() (v6.6-v6.12): whether `group` (with `sgs`) is idler
@@ -381,7 +477,7 @@ pub fn sched_balance_find_dst_group(
     // built from in an overlapping domain), so when `p` may run on the whole span every
     // group intersects its mask (lbsim's shortcut: one test per domain, not per group;
     // checked in debug builds).
-    let all_allowed = topo.span_is_subset(sd.span, cpus_mask);
+    let all_allowed = allowed_everywhere(ctx, p) || topo.span_is_subset(sd.span, cpus_mask);
     let inv = WakeupInvariants::of(ctx, sd, p);
     let mut view = None;
     for gid in topo.group_ids(sd) {
@@ -493,7 +589,7 @@ pub fn sched_balance_find_dst_group_cpu(
     // tested per CPU only if `p` may not run on all of them. What every CPU's test reads
     // the same way (whether a wake-up IPI may be in flight, `LB_TIP_AVG_HIGH`) is read
     // once, and the CPUs read are added to `work` when the loop ends.
-    let all_allowed = ctx.topo.span_is_subset(group.span, cpus_mask);
+    let all_allowed = allowed_everywhere(ctx, p) || ctx.topo.span_is_subset(group.span, cpus_mask);
     let none_pending = ctx.pending.none_pending();
     let tip_avg_high = ctx.features.enabled(LbFeat::LbTipAvgHigh);
     let mut scanned = 0u32;

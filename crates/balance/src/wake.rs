@@ -609,6 +609,16 @@ fn select_idle_smt(
     None
 }
 
+/// `cpumask_and(cpus, sched_domain_span(sd), p->cpus_ptr)`: the span itself for a task
+/// allowed every CPU (lbsim's: no pass over `p`'s mask).
+#[inline]
+fn span_and_allowed(ctx: &BalanceCtx<'_>, cpus: &mut Cpumask, sd: &SchedDomain, p: TaskId) {
+    cpus.copy_from(ctx.topo.span(sd.span));
+    if !crate::fork::allowed_everywhere(ctx, p) {
+        cpus.and_assign(&ctx.tasks[p].cpus_mask);
+    }
+}
+
 /// Follows fair.c: select_idle_cpu() (v6.12): scan the LLC (`sd`) for an idle CPU, or for a
 /// fully idle core when `has_idle_core`.
 ///
@@ -632,9 +642,7 @@ fn select_idle_cpu(
     let mut idle_cpu: Option<CpuId> = None;
     let mut nr: i64 = i64::from(i32::MAX);
 
-    cpus.clear_all();
-    cpus.or_assign(topo.span(sd.span));
-    cpus.and_assign(&ctx.tasks[sis.p].cpus_mask);
+    span_and_allowed(ctx, cpus, sd, sis.p);
 
     if ctx.features.enabled(LbFeat::SisUtil)
         && let Some(share) = st.sd_llc_shared(topo, target)
@@ -871,9 +879,7 @@ fn select_idle_capacity(
 ) -> Option<CpuId> {
     let ctx = sis.ctx;
     let topo = ctx.topo;
-    cpus.clear_all();
-    cpus.or_assign(topo.span(sd.span));
-    cpus.and_assign(&ctx.tasks[sis.p].cpus_mask);
+    span_and_allowed(ctx, cpus, sd, sis.p);
     let task_util = task_util_est(ctx, sis.p);
     let (mut best_cap, mut best_fits, mut best_cpu) = (0u64, 0i32, None);
     let mut walk = WrapWalk::new(topo.nr_cpus(), target.index());

@@ -125,9 +125,12 @@ impl<B: Balancer> Core<B> {
             }
             let (k, e) = ended.next().expect("one entry per created task");
             let t = &mut self.tasks[e.id];
+            // Moved out: the runqueue tasks are dropped below.
+            let name = std::mem::take(&mut t.name);
             if i < nr_spec {
-                // Its name went to its runqueue task at its creation.
-                o.name.clone_from(&t.name);
+                // Its name went to its runqueue task at its creation (a copy into the empty
+                // string: `clone()`, cheaper than `clone_from()` there).
+                o.name = name.clone();
             }
             o.created_ns = Some(e.created_ns);
             o.exited_ns = e.exited_ns;
@@ -169,8 +172,7 @@ impl<B: Balancer> Core<B> {
                 }
             }
             tasks.push(TaskResult {
-                // Moved out: the runqueue tasks are dropped below.
-                name: std::mem::take(&mut t.name),
+                name,
                 group: o.group.clone(),
                 cpu: t.cpu.0,
                 runtime_ns: e.runtime_ns,

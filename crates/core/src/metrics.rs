@@ -101,18 +101,59 @@ impl Samples {
         self.nth((rank - 1) as usize)
     }
 
-    /// The summary.
+    /// The `k`-th smallest sample (from 0), found by selection: afterwards the samples at
+    /// `lo..k` are at most it and those after `k` at least it. The caller has placed every
+    /// sample before `lo` (at most `k`) below those from `lo` on.
+    fn select(&mut self, lo: usize, k: usize) -> u64 {
+        let s = self.small.len();
+        if k < s {
+            self.small[lo..].select_nth_unstable(k - lo);
+        } else {
+            let llo = lo.saturating_sub(s);
+            self.large[llo..].select_nth_unstable(k - s - llo);
+        }
+        self.nth(k)
+    }
+
+    /// The summary. Its quantiles are those of [`Samples::quantile_permille`], found by
+    /// selection (ascending ranks, each searched among the samples above the last) rather
+    /// than by sorting every sample.
     pub fn percentiles(&mut self) -> Percentiles {
-        self.sort();
         let n = self.len();
+        if n == 0 {
+            return Percentiles::default();
+        }
+        let mut q = [500, 900, 990, 999];
+        if self.sorted {
+            q = q.map(|permille| self.quantile_permille(permille));
+        } else {
+            let mut lo = 0;
+            for v in &mut q {
+                let rank = (*v * n as u64).div_ceil(1000).clamp(1, n as u64);
+                let k = (rank - 1) as usize;
+                *v = if k < lo {
+                    self.nth(k)
+                } else {
+                    let x = self.select(lo, k);
+                    lo = k + 1;
+                    x
+                };
+            }
+        }
+        let small_min = self.small.iter().min().map(|&v| u64::from(v));
+        let large_max = self.large.iter().max().copied();
         Percentiles {
             count: n as u64,
-            p50: self.quantile_permille(500),
-            p90: self.quantile_permille(900),
-            p99: self.quantile_permille(990),
-            p999: self.quantile_permille(999),
-            min: if n == 0 { 0 } else { self.nth(0) },
-            max: if n == 0 { 0 } else { self.nth(n - 1) },
+            p50: q[0],
+            p90: q[1],
+            p99: q[2],
+            p999: q[3],
+            min: small_min
+                .or_else(|| self.large.iter().min().copied())
+                .unwrap_or(0),
+            max: large_max
+                .or_else(|| self.small.iter().max().map(|&v| u64::from(v)))
+                .unwrap_or(0),
             sum: self.small.iter().map(|&v| u64::from(v)).sum::<u64>()
                 + self.large.iter().sum::<u64>(),
         }
@@ -151,6 +192,47 @@ mod tests {
         let p = s.percentiles();
         assert_eq!((p.p50, p.p90, p.min, p.max), (big, big + 5, 1, big + 5));
         assert_eq!((p.count, p.sum), (5, 3 * big + 10));
+    }
+
+    /// The selection gives the sorted samples' quantiles, whatever the order and the ties,
+    /// samples of 2^32 ns and more included.
+    #[test]
+    fn percentiles_by_selection_are_the_sorted_ones() {
+        let big = u64::from(u32::MAX);
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        for n in [1, 2, 3, 7, 10, 999, 1000, 1001, 4321] {
+            for spread in [3, 1000, u64::MAX] {
+                let mut s = Samples::default();
+                let mut all = Vec::new();
+                for _ in 0..n {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let v = if spread == u64::MAX {
+                        big - 2 + x % 5
+                    } else {
+                        x % spread
+                    };
+                    s.record(v);
+                    all.push(v);
+                }
+                all.sort_unstable();
+                let mut sorted = s.clone();
+                sorted.sort();
+                let want = Percentiles {
+                    count: n as u64,
+                    p50: sorted.quantile_permille(500),
+                    p90: sorted.quantile_permille(900),
+                    p99: sorted.quantile_permille(990),
+                    p999: sorted.quantile_permille(999),
+                    min: all[0],
+                    max: all[n - 1],
+                    sum: all.iter().sum(),
+                };
+                assert_eq!(s.percentiles(), want, "n {n} spread {spread}");
+                assert_eq!(sorted.percentiles(), want, "n {n} spread {spread}, sorted");
+            }
+        }
     }
 
     #[test]
