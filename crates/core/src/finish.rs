@@ -173,7 +173,7 @@ impl<B: Balancer> Core<B> {
             }
             tasks.push(TaskResult {
                 name,
-                group: o.group.clone(),
+                group: std::sync::Arc::clone(&o.group),
                 cpu: t.cpu.0,
                 runtime_ns: e.runtime_ns,
                 work_ns: e.work_ns,
@@ -199,21 +199,20 @@ impl<B: Balancer> Core<B> {
         self.obs.sim_time_ns = self.now;
         // Fairness compares tasks that do the same thing: the largest group (a benchmark's
         // workers, not its main thread).
-        let main_group =
-            lbsim_workload::report::largest_group(tasks.iter().map(|t| t.group.as_str()));
+        let main_group = lbsim_workload::report::largest_group(tasks.iter().map(|t| &*t.group));
         let shares: Vec<u64> = tasks
             .iter()
-            .filter(|t| Some(t.group.as_str()) == main_group)
+            .filter(|t| Some(&*t.group) == main_group)
             .map(|t| t.work_ns)
             .collect();
         let mut groups: Vec<GroupFairness> = Vec::new();
-        let mut labels: Vec<&str> = tasks.iter().map(|t| t.group.as_str()).collect();
+        let mut labels: Vec<&str> = tasks.iter().map(|t| &*t.group).collect();
         labels.sort_unstable();
         labels.dedup();
         for g in labels {
             let s: Vec<u64> = tasks
                 .iter()
-                .filter(|t| t.group == g)
+                .filter(|t| &*t.group == g)
                 .map(|t| t.work_ns)
                 .collect();
             let f = fairness(&s);

@@ -27,8 +27,8 @@ pub struct CpuResult {
 pub struct TaskResult {
     /// The task's name.
     pub name: String,
-    /// Its fairness group.
-    pub group: String,
+    /// Its fairness group (shared with its observation).
+    pub group: std::sync::Arc<str>,
     /// The CPU it was last on.
     pub cpu: u32,
     /// Time on a CPU, ns.

@@ -22,6 +22,8 @@ pub(crate) struct SpecTasks {
     /// The prototypes: one per run of consecutive tasks whose specs are the same but for the
     /// name (the program compared by its `Arc`), with an empty name.
     protos: Vec<Arc<TaskSpec>>,
+    /// Per prototype: its group, shared by the reports of its tasks.
+    groups: Vec<Arc<str>>,
 }
 
 impl SpecTasks {
@@ -30,10 +32,12 @@ impl SpecTasks {
         let mut out = SpecTasks {
             tasks: Vec::with_capacity(specs.len()),
             protos: Vec::new(),
+            groups: Vec::new(),
         };
         for mut spec in specs {
             let name = std::mem::take(&mut spec.name).into_boxed_str();
             if out.protos.last().is_none_or(|p| !same_but_name(p, &spec)) {
+                out.groups.push(spec.group.as_str().into());
                 out.protos.push(Arc::new(spec));
             }
             let p = u32::try_from(out.protos.len() - 1).expect("fewer than 2^32 prototypes");
@@ -63,14 +67,13 @@ impl SpecTasks {
     }
 
     /// Task `i`'s name (moved out: empty for a created task, whose runqueue task has it),
-    /// part and group, for the end of the run.
-    pub(crate) fn take_report(&mut self, i: usize) -> (String, u16, String) {
+    /// part and group (shared), for the end of the run.
+    pub(crate) fn take_report(&mut self, i: usize) -> (String, u16, Arc<str>) {
         let (name, p) = &mut self.tasks[i];
-        let proto = &self.protos[*p as usize];
         (
             std::mem::take(name).into_string(),
-            proto.part,
-            proto.group.clone(),
+            self.protos[*p as usize].part,
+            Arc::clone(&self.groups[*p as usize]),
         )
     }
 }
@@ -140,7 +143,7 @@ mod tests {
             assert_eq!(spec.spec(i).spawned, w.spawned);
             let (name, part, group) = spec.take_report(i);
             assert_eq!(
-                (name.as_str(), part, group.as_str()),
+                (name.as_str(), part, &*group),
                 ("", w.part, w.group.as_str())
             );
         }

@@ -1,5 +1,7 @@
 //! What the engine observed during a run: plain data the engine fills, reports read.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{ProbeTag, TaskRef};
@@ -12,8 +14,8 @@ pub struct TaskObservation {
     pub name: String,
     /// Its [`crate::Part`] index.
     pub part: u16,
-    /// Its fairness group.
-    pub group: String,
+    /// Its fairness group (shared with the other tasks of its group and their results).
+    pub group: Arc<str>,
     /// When the engine created it; `None` for a task of the spec it did not create: a
     /// [`TaskSpec::spawned`] thread whose creator never got to spawn it, or one whose start is
     /// after the run's end. Such tasks are left out of [`RunObservations::part_tasks`].
@@ -57,11 +59,12 @@ impl TaskObservation {
 
     /// The entry of a task of the spec not created yet (it keeps its [`TaskRef`]).
     pub fn not_created(spec: &TaskSpec) -> TaskObservation {
-        TaskObservation::not_created_named(spec.name.clone(), spec.part, spec.group.clone())
+        TaskObservation::not_created_named(spec.name.clone(), spec.part, spec.group.as_str().into())
     }
 
-    /// [`TaskObservation::not_created`] from its spec's strings, moved rather than copied.
-    pub fn not_created_named(name: String, part: u16, group: String) -> TaskObservation {
+    /// [`TaskObservation::not_created`] from its spec's name, moved rather than copied, and
+    /// its group, shared.
+    pub fn not_created_named(name: String, part: u16, group: Arc<str>) -> TaskObservation {
         TaskObservation {
             name,
             part,

@@ -135,10 +135,10 @@ pub(crate) fn common_metrics(obs: &RunObservations, part: u16) -> Vec<Metric> {
     let switches: u64 = tasks.iter().map(|t| t.nr_switches()).sum();
     // Fairness compares tasks that do the same thing: the part's largest group (a
     // benchmark's workers, not its main thread).
-    let group = largest_group(tasks.iter().map(|t| t.group.as_str()));
+    let group = largest_group(tasks.iter().map(|t| &*t.group));
     let works: Vec<u64> = tasks
         .iter()
-        .filter(|t| Some(t.group.as_str()) == group)
+        .filter(|t| Some(&*t.group) == group)
         .map(|t| t.work_ns)
         .collect();
     let f = Fairness::of(&works);

@@ -358,7 +358,7 @@ fn schbench_records_one_sample_per_worker_wakeup() {
     ex.run(2_000_000_000);
     let mut total = 0;
     for i in 0..n_tasks {
-        if ex.obs.tasks[i].group != "schbench-worker" {
+        if &*ex.obs.tasks[i].group != "schbench-worker" {
             continue;
         }
         let samples = ex

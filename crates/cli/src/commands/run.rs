@@ -347,12 +347,8 @@ pub fn text_report(r: &RunResult, reports: &[Report]) -> String {
     );
     // The summary's fairness is over the largest group of like tasks (a benchmark's workers),
     // as `RunResult::fairness` is computed; the label says which.
-    let group = lbsim_workload::report::largest_group(r.tasks.iter().map(|t| t.group.as_str()));
-    let n = r
-        .tasks
-        .iter()
-        .filter(|t| Some(t.group.as_str()) == group)
-        .count();
+    let group = lbsim_workload::report::largest_group(r.tasks.iter().map(|t| &*t.group));
+    let n = r.tasks.iter().filter(|t| Some(&*t.group) == group).count();
     let _ = writeln!(
         s,
         "work fairness, {n} {} tasks: min/max {:.2}%  Jain {:.4}",

@@ -239,10 +239,10 @@ impl Generator for Schbench {
         let (mut msg_delay, mut n_msg, mut worker_delay, mut n_worker) = (0u64, 0u64, 0u64, 0u64);
         for (_, t) in obs.part_tasks(part) {
             let d = t.wait_ns / t.nr_switches().max(1);
-            if t.group == "schbench-msg" {
+            if &*t.group == "schbench-msg" {
                 msg_delay += d;
                 n_msg += 1;
-            } else if t.group == "schbench-worker" {
+            } else if &*t.group == "schbench-worker" {
                 worker_delay += d;
                 n_worker += 1;
             }

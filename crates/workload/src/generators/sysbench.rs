@@ -194,7 +194,7 @@ impl Generator for SysbenchCpu {
     fn report(p: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
         let tasks: Vec<_> = obs
             .part_tasks(part)
-            .filter(|(_, t)| t.group == WORKER_GROUP)
+            .filter(|(_, t)| &*t.group == WORKER_GROUP)
             .collect();
         let mut per_thread_events = vec![0u64; tasks.len()];
         let mut per_thread_time = vec![0u64; tasks.len()];

@@ -165,7 +165,7 @@ impl Generator for Tbench {
         let last_tick = (reset + p.runtime_s).min(obs.sim_time_ns / SEC);
         let clients: Vec<TaskRef> = obs
             .part_tasks(part)
-            .filter(|(_, t)| t.group == "tbench")
+            .filter(|(_, t)| &*t.group == "tbench")
             .map(|(r, _)| r)
             .collect();
         let n = clients.len().max(1) as u64;

@@ -370,7 +370,7 @@ pub fn logs(
         let phases = r
             .phases
             .iter()
-            .find(|(n, _)| *n == t.group)
+            .find(|(n, _)| n.as_str() == &*t.group)
             .map(|(_, p)| p.as_slice())
             .unwrap_or(&[]);
         let (policy, nice) = spec
