@@ -94,14 +94,18 @@ impl<B: Balancer> Core<B> {
             return;
         }
         let policy = spec.policy;
+        // The task's affinity as set_affinity() would set it: Task::new() counts the mask's
+        // CPUs, the capacity is set here.
+        let max_allowed_capacity = self.max_allowed_capacity(&mask);
         let mut task = Task::new(
             name,
             policy,
             spec.nice,
-            Arc::clone(&mask),
+            mask,
             parent_cpu,
             self.cfg.tunables.base_slice_ns,
         );
+        task.max_allowed_capacity = max_allowed_capacity;
         if let Some(slice) = spec.custom_slice_ns {
             task.se.slice = slice;
             task.se.custom_slice = true;
@@ -145,7 +149,9 @@ impl<B: Balancer> Core<B> {
         let rng = self.streams.rng(Stream::Task, u64::from(wref.0));
         let ri = self.add_run(id, Kind::Workload { program, rng });
         self.runs[ri as usize].autogroup = autogroup;
-        self.set_affinity(ri as usize, mask);
+        // The idle-while-overloaded summary keeps the waiting tasks' affinities per CPU
+        // (set_affinity()'s mark, for the task's CPU: its parent's).
+        self.iwo.mark(parent_cpu);
         if of_spec.is_some() {
             self.by_ref[wref.index()] = ri;
             self.not_created -= 1;

@@ -297,9 +297,20 @@ impl<B: Balancer> Core<B> {
 
     pub(crate) fn set_affinity(&mut self, ri: usize, mask: Arc<Cpumask>) {
         let id = self.runs[ri].id;
+        let max_cap = self.max_allowed_capacity(&mask);
+        let t = &mut self.tasks[id];
+        // The idle-while-overloaded summary keeps the waiting tasks' affinities per CPU.
+        self.iwo.mark(t.cpu);
+        t.nr_cpus_allowed = mask.weight() as u32;
+        t.cpus_mask = mask;
+        t.max_allowed_capacity = max_cap;
+    }
+
+    /// The largest capacity among the CPUs of `mask` (`p->max_allowed_capacity` as
+    /// set_task_max_allowed_capacity() computes it); no CPU has more than the machine's
+    /// largest, so the scan stops there (at once for a full mask of a uniform machine).
+    pub(crate) fn max_allowed_capacity(&self, mask: &Cpumask) -> u64 {
         let machine = self.cfg.topology.machine();
-        // The largest capacity among the allowed CPUs; no CPU has more than the machine's
-        // largest, so the scan stops there (at once for a full mask of a uniform machine).
         let mut max_cap = None;
         for c in mask.iter() {
             let cap = u64::from(machine.capacity(c));
@@ -308,12 +319,6 @@ impl<B: Balancer> Core<B> {
                 break;
             }
         }
-        let max_cap = max_cap.unwrap_or(1024);
-        let t = &mut self.tasks[id];
-        // The idle-while-overloaded summary keeps the waiting tasks' affinities per CPU.
-        self.iwo.mark(t.cpu);
-        t.nr_cpus_allowed = mask.weight() as u32;
-        t.cpus_mask = mask;
-        t.max_allowed_capacity = max_cap;
+        max_cap.unwrap_or(1024)
     }
 }
