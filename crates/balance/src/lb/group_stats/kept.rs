@@ -11,12 +11,14 @@ use crate::state::BalanceState;
 
 use super::super::cpu::rq_idle_own;
 use super::super::memo::SdMemo;
-use super::super::types::{SdLbStats, SgLbStats};
+use super::super::types::SgLbStats;
 use super::super::{LbEnv, Pass};
-use super::{
-    SdGroup, SdSums, SgInvariants, add_totals, is_local_group, update_sd_pick_busiest,
-    update_sg_lb_stats_with,
-};
+use super::{SdGroup, SdSums, SgInvariants, add_totals, update_sg_lb_stats_with};
+// Only check_replayed(), a debug build's check, reads these.
+#[cfg(debug_assertions)]
+use super::super::types::SdLbStats;
+#[cfg(debug_assertions)]
+use super::{is_local_group, update_sd_pick_busiest};
 
 /// One group's update_sg_lb_stats() as a memo keeps it (see [`super::super::memo`]): the
 /// statistics, whether a CPU had more than one task (what it ORs into `sg_overloaded`), the
