@@ -27,7 +27,7 @@
 use lbsim_rq::TaskId;
 use lbsim_rq::task::OnRq;
 use lbsim_topology::machine::MAX_CPUS;
-use lbsim_topology::{CpuId, GroupId, SchedDomain, SchedGroup, SdFlag};
+use lbsim_topology::{CpuId, GroupId, SchedDomain, SchedGroup, SdFlag, Topology};
 
 use crate::cost::WorkAccount;
 use crate::ctx::BalanceCtx;
@@ -36,7 +36,7 @@ use crate::lb::{
     cpu_load, fits_capacity, group_classify, idle_cpu, idle_cpu_of, ttwu_pending,
 };
 use crate::params::LbFeat;
-use crate::rqs::SumsView;
+use crate::rqs::{SpanSums, SumsView};
 use crate::state::BalanceState;
 
 /// `NR_CPUS`: the kernel's compile-time CPU limit, which `p->nr_cpus_allowed` is compared
@@ -201,6 +201,7 @@ impl WakeupInvariants {
 /// [`update_sg_wakeup_stats`] with its invariants read by the caller, and the group sums'
 /// view (`view`) taken by the first group that reads it and kept for the call's other groups.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn update_sg_wakeup_stats_with<'c>(
     ctx: &'c BalanceCtx<'_>,
     st: &BalanceState,
@@ -211,16 +212,24 @@ fn update_sg_wakeup_stats_with<'c>(
     view: &mut Option<SumsView<'c>>,
     work: &mut WorkAccount,
 ) -> SgLbStats {
-    let asym = inv.asym;
-    let Some((mut sgs, scanned)) = wakeup_sums_from_spans(ctx, group, inv, view) else {
-        return update_sg_wakeup_stats_by_cpu(ctx, st, sd, group, p, asym, work);
+    let Some(s) = wakeup_sums_from_spans(ctx, group, inv, view) else {
+        return update_sg_wakeup_stats_by_cpu(ctx, st, sd, group, p, inv.asym, work);
+    };
+    let mut sgs = SgLbStats {
+        group_load: s.group_load,
+        group_util: s.group_util,
+        group_runnable: s.group_runnable,
+        sum_h_nr_running: s.sum_h_nr_running,
+        sum_nr_running: s.sum_nr_running,
+        idle_cpus: s.idle_cpus,
+        ..SgLbStats::default()
     };
     debug_assert_eq!(
-        (sgs, scanned),
-        wakeup_sums_cpu_by_cpu(ctx, group, p, asym),
+        (sgs, s.nr_cpus),
+        wakeup_sums_cpu_by_cpu(ctx, group, p, inv.asym),
         "the group sums differ from the CPU loop"
     );
-    work.cpus_scanned += scanned;
+    work.cpus_scanned += s.nr_cpus;
     wakeup_stats_finish(st, sd, group, &mut sgs);
     sgs
 }
@@ -356,36 +365,25 @@ fn wakeup_sums_cpu_by_cpu(
     (sgs, scanned)
 }
 
-/// The CPU loop's result from the group sums of [`crate::rqs::Rqs`], when they give the
-/// same answer: `p` adds nothing to any CPU of the group (it is on none of them, or it has
-/// never been attached and runs nowhere), no wake-up is pending beyond the runqueues' own
-/// flags, and the domain has no asymmetric capacities (misfit needs each CPU). `None`
-/// otherwise.
-fn wakeup_sums_from_spans<'c>(
+/// The group sums of [`crate::rqs::Rqs`] for `group`, when they give the CPU loop's result:
+/// `p` adds nothing to any CPU of the group (it is on none of them, or it has never been
+/// attached and runs nowhere), no wake-up is pending beyond the runqueues' own flags, and the
+/// domain has no asymmetric capacities (misfit needs each CPU). `None` otherwise.
+#[inline(always)]
+fn wakeup_sums_from_spans<'v, 'c: 'v>(
     ctx: &'c BalanceCtx<'_>,
     group: &SchedGroup,
     inv: &WakeupInvariants,
-    view: &mut Option<SumsView<'c>>,
-) -> Option<(SgLbStats, u32)> {
+    view: &'v mut Option<SumsView<'c>>,
+) -> Option<&'v SpanSums> {
     if !inv.sums_usable
         || group.group_weight < inv.min_cpus
         || (inv.p_counts && ctx.topo.span(group.span).test(inv.p_cpu))
     {
         return None;
     }
-    let s = view
-        .get_or_insert_with(|| ctx.rqs.sums_view(ctx.topo, ctx.tasks, inv.tip_avg_high))
-        .get(group.span)?;
-    let sgs = SgLbStats {
-        group_load: s.group_load,
-        group_util: s.group_util,
-        group_runnable: s.group_runnable,
-        sum_h_nr_running: s.sum_h_nr_running,
-        sum_nr_running: s.sum_nr_running,
-        idle_cpus: s.idle_cpus,
-        ..SgLbStats::default()
-    };
-    Some((sgs, s.nr_cpus))
+    view.get_or_insert_with(|| ctx.rqs.sums_view(ctx.topo, ctx.tasks, inv.tip_avg_high))
+        .get(group.span)
 }
 
 /// `p` may run on every CPU (`p->nr_cpus_allowed` is the machine's CPU count), so that every
@@ -403,9 +401,11 @@ pub(crate) fn allowed_everywhere(ctx: &BalanceCtx<'_>, p: TaskId) -> bool {
 /// than the idlest so far: a lower group type; at equal type the lower `avg_load`
 /// (fully_busy, overloaded), the larger `max_capacity` (misfit), or the more idle CPUs and
 /// then the lower util (has_spare). The other types never occur on this path.
+#[inline]
 pub fn update_pick_idlest(
     st: &BalanceState,
-    idlest: Option<&SchedGroup>,
+    topo: &Topology,
+    idlest: Option<GroupId>,
     idlest_sgs: &SgLbStats,
     group: &SchedGroup,
     sgs: &SgLbStats,
@@ -426,7 +426,7 @@ pub fn update_pick_idlest(
         GroupType::MisfitTask => {
             // The kernel dereferences `idlest`; the sentinel (overloaded) never compares
             // equal to misfit, so an idlest group exists here.
-            let idlest_max = idlest.map_or(0, |g| st.sgc(g.sgc).max_capacity);
+            let idlest_max = idlest.map_or(0, |g| st.sgc(topo.group(g).sgc).max_capacity);
             if idlest_max >= st.sgc(group.sgc).max_capacity {
                 return false;
             }
@@ -492,7 +492,7 @@ pub fn sched_balance_find_dst_group(
         if local_group {
             local = Some(gid);
             local_sgs = sgs;
-        } else if update_pick_idlest(st, idlest.map(|g| topo.group(g)), &idlest_sgs, group, &sgs) {
+        } else if update_pick_idlest(st, topo, idlest, &idlest_sgs, group, &sgs) {
             idlest = Some(gid);
             idlest_sgs = sgs;
         }

@@ -178,6 +178,16 @@ struct GroupRing {
     start: u32,
 }
 
+impl GroupRing {
+    /// `i % len` for `i < 2 * len` (a position `start + k`, both below `len`), without a
+    /// division: a group walk takes one per group.
+    #[inline]
+    fn wrap(&self, i: u32) -> u32 {
+        debug_assert!(self.start < self.len && i < 2 * self.len);
+        if i >= self.len { i - self.len } else { i }
+    }
+}
+
 /// One CPU's sched domain at one level (`struct sched_domain`), after degeneration.
 #[derive(Clone, Debug)]
 pub struct SchedDomain {
@@ -340,7 +350,7 @@ impl<'a> Iterator for Groups<'a> {
         if self.k >= self.ring.len {
             return None;
         }
-        let pos = self.ring.offset + (self.ring.start + self.k) % self.ring.len;
+        let pos = self.ring.offset + self.ring.wrap(self.ring.start + self.k);
         self.k += 1;
         Some(&self.topo.groups[self.topo.group_lists[pos as usize].index()])
     }
@@ -368,7 +378,7 @@ impl Iterator for GroupIds<'_> {
         if self.k >= self.ring.len {
             return None;
         }
-        let pos = self.ring.offset + (self.ring.start + self.k) % self.ring.len;
+        let pos = self.ring.offset + self.ring.wrap(self.ring.start + self.k);
         self.k += 1;
         Some(self.lists[pos as usize])
     }
