@@ -16,6 +16,10 @@ pub struct Core<B: Balancer> {
     pub(crate) balancer: B,
     pub(crate) now: u64,
     pub(crate) tick_nsec: u64,
+    /// `jiffies` at `now` (`now / tick_nsec`), kept with the time it stops holding: a
+    /// balancing call reads it, and a division per call cost more than the tick boundary's
+    /// test per event.
+    jiffies: Jiffies,
     /// Events to schedule and cancel, for the engine.
     pub(crate) fx: Effects,
     pub(crate) rqs: lbsim_balance::rqs::Rqs,
@@ -185,6 +189,7 @@ impl<B: Balancer> Core<B> {
             balancer,
             now: 0,
             tick_nsec,
+            jiffies: Jiffies::at(0, tick_nsec),
             fx: Effects::default(),
             rqs: rqs.into(),
             tasks: Tasks::with_capacity_and_key(nr_runs),
@@ -386,6 +391,7 @@ impl<B: Balancer> Core<B> {
             self.iwo_ns += t_ns - self.now;
         }
         self.now = t_ns;
+        self.jiffies.advance(t_ns, self.tick_nsec);
         let [touched, touched_too] = ev.cpus();
         self.dispatch(ev);
         self.idle_loop_again();
@@ -429,6 +435,7 @@ impl<B: Balancer> Core<B> {
             self.sample_until(end, true);
         }
         self.now = end;
+        self.jiffies.advance(end, self.tick_nsec);
         self.finish()
     }
 
@@ -479,6 +486,7 @@ impl<B: Balancer> Core<B> {
             balancer,
             now,
             tick_nsec,
+            jiffies,
             rqs,
             tasks,
             ..
@@ -490,7 +498,7 @@ impl<B: Balancer> Core<B> {
         let pending = lbsim_balance::ctx::NoPendingWakeups;
         let mut ctx = BalanceCtx {
             now_ns: *now,
-            jiffies: *now / *tick_nsec,
+            jiffies: jiffies.get(*now, *tick_nsec),
             hz: cfg.tunables.hz,
             topo: &cfg.topology,
             rqs,
@@ -664,4 +672,41 @@ fn build_task_groups(
         ));
     }
     Ok(Some(Arc::new(tree)))
+}
+
+/// `jiffies` (`now / tick_nsec`) at the core's clock, and the time the next jiffy begins.
+#[derive(Clone, Copy, Debug)]
+struct Jiffies {
+    jiffies: u64,
+    next_ns: u64,
+}
+
+impl Jiffies {
+    fn at(now_ns: u64, tick_nsec: u64) -> Jiffies {
+        let jiffies = now_ns / tick_nsec;
+        Jiffies {
+            jiffies,
+            next_ns: (jiffies + 1).saturating_mul(tick_nsec),
+        }
+    }
+
+    /// Moves to `now_ns` (not before the time it was last at).
+    #[inline]
+    fn advance(&mut self, now_ns: u64, tick_nsec: u64) {
+        if now_ns >= self.next_ns {
+            *self = Jiffies::at(now_ns, tick_nsec);
+        }
+    }
+
+    /// `jiffies` at `now_ns`, the time it was last moved to.
+    #[inline]
+    fn get(&self, now_ns: u64, tick_nsec: u64) -> u64 {
+        debug_assert_eq!(
+            self.jiffies,
+            now_ns / tick_nsec,
+            "jiffies not moved to {now_ns}"
+        );
+        let _ = (now_ns, tick_nsec);
+        self.jiffies
+    }
 }
