@@ -10,7 +10,43 @@ const MAX_ZERO_TIME_ACTIONS: u32 = 100_000;
 
 impl<B: Balancer> Core<B> {
     /// The running task `ri` on `cpu` asks for actions until one takes time or blocks.
+    ///
+    /// The common case, a workload task whose next action takes time, is taken here; the
+    /// others go on in [`Core::advance_loop`] (kept out of line, so that this short path
+    /// does not carry the loop's set-up).
+    #[inline]
     pub(crate) fn advance(&mut self, cpu: CpuId, ri: usize) {
+        let now = self.now;
+        let Core { runs, sync, .. } = self;
+        let r = &mut runs[ri];
+        if let (
+            Cur::Idle | Cur::Run { .. } | Cur::RunWall { .. },
+            Kind::Workload { program, rng, .. },
+        ) = (&r.cur, &mut r.kind)
+        {
+            // As the loop's first step: the current action is over, the program gives the
+            // next.
+            let action = program.next_action(now, rng, sync);
+            r.cur = match action {
+                Action::Run { work_ns } => Cur::Run {
+                    rem_units: work_ns.saturating_mul(1024),
+                },
+                Action::RunWall { ns } => Cur::RunWall { end_ns: now + ns },
+                other => {
+                    r.cur = Cur::Idle;
+                    return self.advance_loop(cpu, ri, Some(other));
+                }
+            };
+            self.arm_segment(cpu);
+            return;
+        }
+        self.advance_loop(cpu, ri, None)
+    }
+
+    /// [`Core::advance`]'s loop: the actions of task `ri` on `cpu` until one takes time or
+    /// blocks, starting with `first` if the program gave it already (as the first step).
+    #[inline(never)]
+    fn advance_loop(&mut self, cpu: CpuId, ri: usize, mut first: Option<Action>) {
         let mut steps = 0u32;
         loop {
             steps += 1;
@@ -21,7 +57,12 @@ impl<B: Balancer> Core<B> {
                 )));
                 return;
             }
-            let action = match std::mem::replace(&mut self.runs[ri].cur, Cur::Idle) {
+            let cur = match first.take() {
+                Some(a) => Cur::Blocked(a),
+                None => std::mem::replace(&mut self.runs[ri].cur, Cur::Idle),
+            };
+            let action = match cur {
+                // (Or the action `advance()` had the program give.)
                 Cur::Blocked(a) => a,
                 waking @ Cur::Waking(_) => {
                     self.runs[ri].cur = waking;
@@ -74,33 +115,6 @@ impl<B: Balancer> Core<B> {
                     self.sleep_until(cpu, ri, abs_ns);
                     return;
                 }
-                Action::Yield => {
-                    self.cpus[cpu.index()].stat.yld_count += 1;
-                    self.cpus[cpu.index()].yielded = true;
-                    let now = self.now;
-                    self.rqs[cpu.index()].yield_task_fair(&mut self.tasks, now);
-                    self.leave_cpu(cpu);
-                    return;
-                }
-                Action::Fork(t) => {
-                    let wref = self.next_forked_ref();
-                    match self.cfg.workload.fork_task(t, &mut self.sync, wref) {
-                        Ok(spec) => {
-                            let name = spec.name.clone();
-                            self.create_workload_task(&spec, name, cpu, None);
-                        }
-                        Err(e) => {
-                            self.error.get_or_insert(SimError::Workload(e.to_string()));
-                            return;
-                        }
-                    }
-                }
-                Action::Spawn(r) => {
-                    self.spawn_task(r, cpu);
-                    if self.error.is_some() {
-                        return;
-                    }
-                }
                 Action::Probe { tag, value } => {
                     if let Kind::Workload { program, .. } = &self.runs[ri].kind {
                         self.obs.probes.push(ProbeRecord {
@@ -110,30 +124,6 @@ impl<B: Balancer> Core<B> {
                             value,
                         });
                     }
-                }
-                Action::SetAffinity(set) => {
-                    let mask = self.affinity_mask(set);
-                    self.set_affinity(ri, mask);
-                    if !self.tasks[self.runs[ri].id].cpus_mask.test(cpu) {
-                        // The task must leave this CPU: it blocks here and is woken at once
-                        // on an allowed CPU (the kernel's migration stopper does the same
-                        // move through the stopper thread).
-                        self.block_current(cpu, ri);
-                        self.arm_timer(ri, self.now);
-                        return;
-                    }
-                }
-                Action::SetSched(_) => {
-                    self.error.get_or_insert(SimError::Workload(
-                        "sched_setattr/setpriority while running is not modelled (the runqueue model does not reweight a task)".to_owned(),
-                    ));
-                    return;
-                }
-                Action::SetTaskGroup(path) => self.cgroup_attach_task(cpu, ri, &path),
-                Action::Exit => {
-                    self.runs[ri].exit_pending = true;
-                    self.leave_cpu(cpu);
-                    return;
                 }
                 a if a.is_sync() => {
                     let Kind::Workload { program, .. } = &self.runs[ri].kind else {
@@ -165,13 +155,82 @@ impl<B: Balancer> Core<B> {
                     }
                 }
                 other => {
-                    self.error.get_or_insert(SimError::Workload(format!(
-                        "action {other:?} is not modelled by the engine"
-                    )));
-                    return;
+                    if self.rare_action(cpu, ri, other) {
+                        return;
+                    }
                 }
             }
         }
+    }
+
+    /// The actions [`Core::advance_loop`] meets rarely (yield, fork, thread creation,
+    /// affinity, scheduling attributes, cgroup moves, exit, and the unmodelled ones), out of
+    /// its loop so that the loop's set-up stays small (what a task does between two segments
+    /// of work is mostly a sync operation, a sleep or a probe). Returns whether the task's
+    /// turn ends (the loop returns); otherwise the program goes on.
+    #[inline(never)]
+    #[cold]
+    fn rare_action(&mut self, cpu: CpuId, ri: usize, action: Action) -> bool {
+        match action {
+            Action::Yield => {
+                self.cpus[cpu.index()].stat.yld_count += 1;
+                self.cpus[cpu.index()].yielded = true;
+                let now = self.now;
+                self.rqs[cpu.index()].yield_task_fair(&mut self.tasks, now);
+                self.leave_cpu(cpu);
+                return true;
+            }
+            Action::Fork(t) => {
+                let wref = self.next_forked_ref();
+                match self.cfg.workload.fork_task(t, &mut self.sync, wref) {
+                    Ok(spec) => {
+                        let name = spec.name.clone();
+                        self.create_workload_task(&spec, name, cpu, None);
+                    }
+                    Err(e) => {
+                        self.error.get_or_insert(SimError::Workload(e.to_string()));
+                        return true;
+                    }
+                }
+            }
+            Action::Spawn(r) => {
+                self.spawn_task(r, cpu);
+                if self.error.is_some() {
+                    return true;
+                }
+            }
+            Action::SetAffinity(set) => {
+                let mask = self.affinity_mask(set);
+                self.set_affinity(ri, mask);
+                if !self.tasks[self.runs[ri].id].cpus_mask.test(cpu) {
+                    // The task must leave this CPU: it blocks here and is woken at once
+                    // on an allowed CPU (the kernel's migration stopper does the same
+                    // move through the stopper thread).
+                    self.block_current(cpu, ri);
+                    self.arm_timer(ri, self.now);
+                    return true;
+                }
+            }
+            Action::SetSched(_) => {
+                self.error.get_or_insert(SimError::Workload(
+                    "sched_setattr/setpriority while running is not modelled (the runqueue model does not reweight a task)".to_owned(),
+                ));
+                return true;
+            }
+            Action::SetTaskGroup(path) => self.cgroup_attach_task(cpu, ri, &path),
+            Action::Exit => {
+                self.runs[ri].exit_pending = true;
+                self.leave_cpu(cpu);
+                return true;
+            }
+            other => {
+                self.error.get_or_insert(SimError::Workload(format!(
+                    "action {other:?} is not modelled by the engine"
+                )));
+                return true;
+            }
+        }
+        false
     }
 
     /// Issues the wakes of the system call task `ri` is in ([`Cur::Waking`]), one after
