@@ -22,9 +22,13 @@
 //!   cell over the difference in tasks.
 //!
 //! Each cell runs in its own process (this binary re-run with `--cell N`), so that peak
-//! memory is the cell's. Simulated durations are short for the big cells (they are rates);
-//! the whole grid takes a few minutes on a 2-core machine. Run it with
-//! `cargo xtask bench scale` (or `cargo bench -p lbsim-sim --bench scale`); `--cell N` runs
+//! memory is the cell's. The thread CPU clock this reads advances in steps of a scheduler
+//! tick (4 ms on the 2-core machine the issue names), so a cell whose run takes less than
+//! 250 ms of CPU is run again, the same run, until its runs together take that long, and the
+//! mean is printed (`runs`; the peak memory is the first run's); the heap loop runs at least
+//! as long. Simulated durations are short for the big cells (they are rates); the whole grid
+//! takes about 15 seconds on a 2-core machine. Run it with `cargo xtask bench scale` (or
+//! `cargo bench -p lbsim-sim --bench scale`); `--cell N` runs
 //! one cell and prints its line.
 
 use std::cmp::Reverse;
@@ -159,9 +163,15 @@ fn status_kib(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The least CPU time a measurement takes, ns: this machine's thread CPU clock
+/// (`/proc/thread-self/schedstat`) advances in steps of a scheduler tick (4 ms here), so
+/// that a cell of 16 ms read 12 to 24 ms; at 250 ms or more a step is at most 1.6%.
+const MIN_MEASURED_NS: u64 = 250_000_000;
+
 /// A bare event loop: a min-heap of `pending` (time, seq) events; each pop pushes one
-/// event a pseudo-random 1..1024 us later. Returns ns of CPU per event.
-fn heap_loop_ns_per_event(pending: usize, events: u64) -> f64 {
+/// event a pseudo-random 1..1024 us later, in rounds of a million pops until
+/// [`MIN_MEASURED_NS`] of CPU time has passed. Returns ns of CPU per event.
+fn heap_loop_ns_per_event(pending: usize) -> f64 {
     let mut heap = BinaryHeap::with_capacity(pending + 1);
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let next = |x: &mut u64| {
@@ -177,11 +187,15 @@ fn heap_loop_ns_per_event(pending: usize, events: u64) -> f64 {
     }
     let start = thread_cpu_ns();
     let mut sum = 0u64;
-    for _ in 0..events {
-        let Reverse((t, s)) = heap.pop().expect("non-empty");
-        sum = sum.wrapping_add(s);
-        heap.push(Reverse((t + 1_000 + next(&mut x) % 1_024_000, seq)));
-        seq += 1;
+    let mut events = 0u64;
+    while events == 0 || thread_cpu_ns() - start < MIN_MEASURED_NS {
+        for _ in 0..1_000_000 {
+            let Reverse((t, s)) = heap.pop().expect("non-empty");
+            sum = sum.wrapping_add(s);
+            heap.push(Reverse((t + 1_000 + next(&mut x) % 1_024_000, seq)));
+            seq += 1;
+        }
+        events += 1_000_000;
     }
     let ns = thread_cpu_ns() - start;
     std::hint::black_box(sum);
@@ -189,34 +203,51 @@ fn heap_loop_ns_per_event(pending: usize, events: u64) -> f64 {
 }
 
 /// Runs cell `i` in this process and prints one tab-separated line: tasks, events, cpu_ns,
-/// sim_ns, heap ns/event, VmHWM KiB, and the simulated time and CPU time at the first progress
-/// call at or past half the duration (0 and 0 when there was none).
+/// sim_ns, heap ns/event, VmHWM KiB, the simulated time and CPU time at the first progress
+/// call at or past half the duration (0 and 0 when there was none), and the number of runs.
+/// A cell whose run takes less than [`MIN_MEASURED_NS`] of CPU is run again (the same run:
+/// same inputs and seed) until the runs together take that long; the times are then the
+/// runs' mean, and the peak memory is the first run's.
 fn run_cell(i: usize) {
     let cell = &cells()[i];
-    let cfg = config(cell);
-    let tasks = cfg.workload.tasks.len() + cfg.workload.templates.len();
-    let pending = (tasks + cfg.topology.nr_cpus()).max(16);
-    let heap_ns = heap_loop_ns_per_event(pending, 2_000_000);
-    let balancer = KernelBalancer::new(&cfg.topology, 0, cfg.tunables.hz);
-    let sim = Sim::new(cfg, balancer).expect("setup");
+    let first = config(cell);
+    let tasks = first.workload.tasks.len() + first.workload.templates.len();
+    let pending = (tasks + first.topology.nr_cpus()).max(16);
+    let heap_ns = heap_loop_ns_per_event(pending);
     let half_ns = cell.duration_ns / 2;
-    let mut mid: Option<(u64, u64)> = None;
-    let start = thread_cpu_ns();
-    let r = sim
-        .run_with_progress(&mut |now_ns, _| {
-            if mid.is_none() && now_ns >= half_ns {
-                mid = Some((now_ns, thread_cpu_ns() - start));
-            }
-            true
-        })
-        .expect("run");
-    let cpu_ns = thread_cpu_ns() - start;
-    let (mid_sim_ns, mid_cpu_ns) = mid.unwrap_or((0, 0));
+    let (mut runs, mut cpu_ns, mut mid_sim_ns, mut mid_cpu_ns) = (0u64, 0u64, 0u64, 0u64);
+    let (mut events, mut sim_ns, mut hwm_kib) = (0, 0, 0);
+    let mut first = Some(first);
+    while runs == 0 || cpu_ns < MIN_MEASURED_NS {
+        let cfg = first.take().unwrap_or_else(|| config(cell));
+        let balancer = KernelBalancer::new(&cfg.topology, 0, cfg.tunables.hz);
+        let sim = Sim::new(cfg, balancer).expect("setup");
+        let mut mid: Option<(u64, u64)> = None;
+        let start = thread_cpu_ns();
+        let r = sim
+            .run_with_progress(&mut |now_ns, _| {
+                if mid.is_none() && now_ns >= half_ns {
+                    mid = Some((now_ns, thread_cpu_ns() - start));
+                }
+                true
+            })
+            .expect("run");
+        cpu_ns += thread_cpu_ns() - start;
+        let (m_sim, m_cpu) = mid.unwrap_or((0, 0));
+        mid_sim_ns = m_sim;
+        mid_cpu_ns += m_cpu;
+        (events, sim_ns) = (r.events, r.sim_time_ns);
+        runs += 1;
+        if runs == 1 {
+            // The first run's peak: a later run may take the allocator's memory in another
+            // order, and the peak memory is a single run's.
+            hwm_kib = status_kib("VmHWM:");
+        }
+    }
     println!(
-        "{tasks}\t{}\t{cpu_ns}\t{}\t{heap_ns:.1}\t{}\t{mid_sim_ns}\t{mid_cpu_ns}",
-        r.events,
-        r.sim_time_ns,
-        status_kib("VmHWM:")
+        "{tasks}\t{events}\t{}\t{sim_ns}\t{heap_ns:.1}\t{hwm_kib}\t{mid_sim_ns}\t{}\t{runs}",
+        cpu_ns / runs,
+        mid_cpu_ns / runs,
     );
 }
 
@@ -232,6 +263,8 @@ struct Line {
     /// Simulated and CPU time at the first progress call past half the duration (0 if none).
     mid_sim_ns: u64,
     mid_cpu_ns: u64,
+    /// Runs of the cell measured (their mean is given).
+    runs: u64,
 }
 
 fn measure(i: usize) -> Line {
@@ -257,6 +290,7 @@ fn measure(i: usize) -> Line {
         hwm_kib: n(5),
         mid_sim_ns: n(6),
         mid_cpu_ns: n(7),
+        runs: n(8),
     }
 }
 
@@ -275,7 +309,7 @@ fn main() {
     }
     let cells = cells();
     println!(
-        "{:>5} {:>20} {:>6} {:>10} {:>12} {:>11} {:>9} {:>9} {:>6} {:>9} {:>9}",
+        "{:>5} {:>20} {:>6} {:>10} {:>12} {:>11} {:>9} {:>9} {:>6} {:>9} {:>9} {:>4}",
         "CPUs",
         "load",
         "tasks",
@@ -286,7 +320,8 @@ fn main() {
         "ns/event",
         "x heap",
         "peak MiB",
-        "KiB/task"
+        "KiB/task",
+        "runs"
     );
     let mut base_hwm = 0u64;
     let mut base_tasks = 0u64;
@@ -314,7 +349,7 @@ fn main() {
             "-".to_owned()
         };
         println!(
-            "{:>5} {:>20} {:>6} {:>10} {:>12.0} {:>11.3} {:>9} {:>9.0} {:>6.1} {:>9.1} {:>9}",
+            "{:>5} {:>20} {:>6} {:>10} {:>12.0} {:>11.3} {:>9} {:>9.0} {:>6.1} {:>9.1} {:>9} {:>4}",
             cell.machine_label,
             cell.load_label,
             l.tasks,
@@ -325,7 +360,8 @@ fn main() {
             per_event,
             per_event / l.heap_ns.max(0.1),
             l.hwm_kib as f64 / 1024.0,
-            per_task
+            per_task,
+            l.runs
         );
     }
 }
