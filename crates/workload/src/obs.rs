@@ -139,12 +139,16 @@ impl RunObservations {
 
     /// The probes of part `part` with the given tag.
     pub fn part_probes(&self, part: u16, tag: ProbeTag) -> impl Iterator<Item = ProbeRecord> {
+        self.part_probes_all(part).filter(move |p| p.tag == tag)
+    }
+
+    /// The probes of part `part`, every tag, in the order recorded (one pass over the log for
+    /// a report that reads several tags).
+    pub fn part_probes_all(&self, part: u16) -> impl Iterator<Item = ProbeRecord> {
         self.probes.iter().filter(move |p| {
-            p.tag == tag
-                && self
-                    .tasks
-                    .get(p.task.index())
-                    .is_some_and(|t| t.part == part)
+            self.tasks
+                .get(p.task.index())
+                .is_some_and(|t| t.part == part)
         })
     }
 }

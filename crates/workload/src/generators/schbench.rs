@@ -208,28 +208,35 @@ impl Generator for Schbench {
     fn report(p: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
         let elapsed_ns = obs.sim_time_ns.min(p.runtime_ns);
         let runtime_s = elapsed_ns / 1_000_000_000;
+        // One pass over the part's probes for both histograms (each is a count per bucket, so
+        // the order in which samples arrive does not matter).
         let mut wake = PlatHistogram::default();
-        for pr in obs.part_probes(part, ProbeTag::Wakeup) {
-            let us = pr.value / 1000;
-            if us > 0 {
-                wake.add(us);
-            }
-        }
         let mut req = PlatHistogram::default();
         let mut per_second = vec![0u64; runtime_s as usize];
         let mut loops = 0u64;
-        for pr in obs.part_probes(part, ProbeTag::Request) {
-            if pr.time_ns > elapsed_ns {
-                continue;
-            }
-            loops += 1;
-            let us = pr.value / 1000;
-            if us > 0 {
-                req.add(us);
-            }
-            let sec = (pr.time_ns / 1_000_000_000) as usize;
-            if sec < per_second.len() {
-                per_second[sec] += 1;
+        for pr in obs.part_probes_all(part) {
+            match pr.tag {
+                ProbeTag::Wakeup => {
+                    let us = pr.value / 1000;
+                    if us > 0 {
+                        wake.add(us);
+                    }
+                }
+                ProbeTag::Request => {
+                    if pr.time_ns > elapsed_ns {
+                        continue;
+                    }
+                    loops += 1;
+                    let us = pr.value / 1000;
+                    if us > 0 {
+                        req.add(us);
+                    }
+                    let sec = (pr.time_ns / 1_000_000_000) as usize;
+                    if sec < per_second.len() {
+                        per_second[sec] += 1;
+                    }
+                }
+                _ => {}
             }
         }
         let mut rps = PlatHistogram::default();

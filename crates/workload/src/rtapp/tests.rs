@@ -731,3 +731,38 @@ fn a_bad_phase_level_taskgroup_is_an_error() {
             .contains("taskgroup")
     );
 }
+
+/// The report's one pass over the probe log gives each thread the iterations a pass over that
+/// thread's probes alone gives, although the threads' probes interleave in the log.
+#[test]
+fn one_pass_iterations_match_per_thread_passes() {
+    let s = parse(
+        r#"{"tasks": {
+            "a": {"instance": 3, "loop": 4, "run": 700, "timer": {"ref": "unique", "period": 1500}},
+            "b": {"loop": 3, "run": 2000, "sleep": 500}
+        }}"#,
+    )
+    .unwrap();
+    let mut ex = RefExec::new(s, Share::RunToBlock);
+    ex.run(u64::MAX);
+    let tasks: Vec<TaskRef> = ex.obs.part_tasks(0).map(|(tr, _)| tr).collect();
+    assert_eq!(tasks.len(), 4);
+    let mut got: Vec<Vec<Iteration>> = vec![Vec::new(); tasks.len()];
+    for_each_iteration(&ex.obs, &tasks, |k, it| got[k].push(it));
+    for (k, tr) in tasks.iter().enumerate() {
+        let mut cur = None;
+        let want: Vec<Iteration> = ex
+            .obs
+            .probes
+            .iter()
+            .filter(|p| p.task == *tr)
+            .filter_map(|p| iteration_step(&mut cur, &p))
+            .collect();
+        assert!(!want.is_empty(), "thread {k} has iterations");
+        assert_eq!(got[k], want, "thread {k}");
+    }
+    // The interesting case was reached: a thread's probes are not contiguous in the log.
+    let order: Vec<TaskRef> = ex.obs.probes.iter().map(|p| p.task).collect();
+    let first_run_ends = order.iter().rposition(|&t| t == order[0]).unwrap();
+    assert!(order[..first_run_ends].iter().any(|&t| t != order[0]));
+}
