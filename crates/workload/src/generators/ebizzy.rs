@@ -151,16 +151,21 @@ impl Generator for Ebizzy {
 
     fn report(p: &Params, part: u16, obs: &RunObservations) -> (String, Vec<Metric>) {
         let tasks: Vec<_> = obs.part_tasks(part).collect();
-        let records: Vec<u64> = tasks
-            .iter()
-            .map(|(r, _)| {
-                obs.probes
-                    .iter()
-                    .filter(|pr| pr.task == *r && pr.tag == ProbeTag::TallyCount)
-                    .map(|pr| pr.value)
-                    .sum()
-            })
-            .collect();
+        // Each thread's records, in one pass over the probe log.
+        let mut of_task: Vec<Option<usize>> = vec![None; obs.tasks.len()];
+        for (k, (r, _)) in tasks.iter().enumerate() {
+            if let Some(o) = of_task.get_mut(r.index()) {
+                *o = Some(k);
+            }
+        }
+        let mut records = vec![0u64; tasks.len()];
+        for pr in &obs.probes {
+            if pr.tag == ProbeTag::TallyCount
+                && let Some(k) = of_task.get(pr.task.index()).copied().flatten()
+            {
+                records[k] += pr.value;
+            }
+        }
         let elapsed_ns = obs.sim_time_ns.min(p.runtime_s * SEC);
         let rate = |r: u64| {
             if elapsed_ns == 0 {

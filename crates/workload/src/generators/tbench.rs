@@ -169,10 +169,7 @@ impl Generator for Tbench {
             .map(|(r, _)| r)
             .collect();
         let n = clients.len().max(1) as u64;
-        let data: Vec<PerSecond> = clients
-            .iter()
-            .map(|&c| per_second(obs, c, last_tick as usize))
-            .collect();
+        let data = per_second(obs, &clients, last_tick as usize);
         let mut last_busy = vec![0u64; data.len()];
         let mut bytes_total = 0u64;
         let mut bytes_at_reset = 0u64;
@@ -285,31 +282,47 @@ struct PerSecond {
     max_lat: Vec<u64>,
 }
 
-fn per_second(obs: &RunObservations, task: TaskRef, ticks: usize) -> PerSecond {
-    let mut ps = PerSecond {
-        count: vec![0; ticks],
-        max_lat: vec![0; ticks],
-    };
-    let mut prev = 0u64;
-    let mut slot = None;
-    for pr in obs.probes.iter().filter(|p| p.task == task) {
+/// Each client's [`PerSecond`], in one pass over the probe log (a pass per client made the
+/// report quadratic in clients).
+fn per_second(obs: &RunObservations, clients: &[TaskRef], ticks: usize) -> Vec<PerSecond> {
+    let mut of_task: Vec<Option<usize>> = vec![None; obs.tasks.len()];
+    for (c, r) in clients.iter().enumerate() {
+        if let Some(o) = of_task.get_mut(r.index()) {
+            *o = Some(c);
+        }
+    }
+    let mut out: Vec<PerSecond> = clients
+        .iter()
+        .map(|_| PerSecond {
+            count: vec![0; ticks],
+            max_lat: vec![0; ticks],
+        })
+        .collect();
+    // Each client's last tally time and the second its last tally went to.
+    let mut prev = vec![0u64; clients.len()];
+    let mut slot: Vec<Option<usize>> = vec![None; clients.len()];
+    for pr in &obs.probes {
+        let Some(c) = of_task.get(pr.task.index()).copied().flatten() else {
+            continue;
+        };
+        let ps = &mut out[c];
         match pr.tag {
             ProbeTag::TallyCount => {
-                let boundary = (prev / SEC + 1) * SEC;
-                prev = pr.time_ns;
+                let boundary = (prev[c] / SEC + 1) * SEC;
+                prev[c] = pr.time_ns;
                 let k = (boundary / SEC) as usize;
-                slot = (k >= 1 && k <= ticks).then(|| k - 1);
-                if let Some(s) = slot {
+                slot[c] = (k >= 1 && k <= ticks).then(|| k - 1);
+                if let Some(s) = slot[c] {
                     ps.count[s] += pr.value;
                 }
             }
             ProbeTag::TallyMaxLatency => {
-                if let Some(s) = slot {
+                if let Some(s) = slot[c] {
                     ps.max_lat[s] = ps.max_lat[s].max(pr.value);
                 }
             }
             _ => {}
         }
     }
-    ps
+    out
 }
