@@ -400,7 +400,8 @@ pub(crate) fn allowed_everywhere(ctx: &BalanceCtx<'_>, p: TaskId) -> bool {
 /// Follows fair.c: update_pick_idlest() (v6.6-v6.12): whether `group` (with `sgs`) is idler
 /// than the idlest so far: a lower group type; at equal type the lower `avg_load`
 /// (fully_busy, overloaded), the larger `max_capacity` (misfit), or the more idle CPUs and
-/// then the lower util (has_spare). The other types never occur on this path.
+/// then the lower util (has_spare). The other types never occur on this path. `idlest` is the
+/// idlest group so far (a group of `topo`), looked up only for misfit's `max_capacity`.
 #[inline]
 pub fn update_pick_idlest(
     st: &BalanceState,

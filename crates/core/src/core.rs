@@ -677,11 +677,11 @@ fn build_task_groups(
     Ok(Some(Arc::new(tree)))
 }
 
-/// `jiffies` (`now / tick_nsec`) at the core's clock, and the time the next jiffy begins.
+/// `jiffies` (`now / tick_nsec`) at the core's clock, with the time that jiffy began.
 #[derive(Clone, Copy, Debug)]
 struct Jiffies {
     jiffies: u64,
-    next_ns: u64,
+    start_ns: u64,
 }
 
 impl Jiffies {
@@ -689,14 +689,16 @@ impl Jiffies {
         let jiffies = now_ns / tick_nsec;
         Jiffies {
             jiffies,
-            next_ns: (jiffies + 1).saturating_mul(tick_nsec),
+            start_ns: jiffies * tick_nsec,
         }
     }
 
-    /// Moves to `now_ns` (not before the time it was last at).
+    /// Moves to `now_ns`: one comparison while it stays in the same jiffy, a division when it
+    /// leaves it (forward, or back: a release build without `--check` goes on after the
+    /// clock went backwards, see `Core::check_clock`).
     #[inline]
     fn advance(&mut self, now_ns: u64, tick_nsec: u64) {
-        if now_ns >= self.next_ns {
+        if now_ns.wrapping_sub(self.start_ns) >= tick_nsec {
             *self = Jiffies::at(now_ns, tick_nsec);
         }
     }
@@ -709,7 +711,6 @@ impl Jiffies {
             now_ns / tick_nsec,
             "jiffies not moved to {now_ns}"
         );
-        let _ = (now_ns, tick_nsec);
         self.jiffies
     }
 }

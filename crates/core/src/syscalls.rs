@@ -44,7 +44,8 @@ impl<B: Balancer> Core<B> {
     }
 
     /// [`Core::advance`]'s loop: the actions of task `ri` on `cpu` until one takes time or
-    /// blocks, starting with `first` if the program gave it already (as the first step).
+    /// blocks, starting with `first` if the program gave it already (as the first step; the
+    /// task's state is then `Cur::Idle`, as the loop leaves it when it asks the program).
     #[inline(never)]
     fn advance_loop(&mut self, cpu: CpuId, ri: usize, mut first: Option<Action>) {
         let mut steps = 0u32;
@@ -57,37 +58,40 @@ impl<B: Balancer> Core<B> {
                 )));
                 return;
             }
-            let cur = match first.take() {
-                Some(a) => Cur::Blocked(a),
-                None => std::mem::replace(&mut self.runs[ri].cur, Cur::Idle),
-            };
-            let action = match cur {
-                // (Or the action `advance()` had the program give.)
-                Cur::Blocked(a) => a,
-                waking @ Cur::Waking(_) => {
-                    self.runs[ri].cur = waking;
-                    if self.issue_wakes(cpu, ri) {
-                        continue;
+            debug_assert!(
+                first.is_none() || matches!(self.runs[ri].cur, Cur::Idle),
+                "advance() hands over an action with the task's state already taken"
+            );
+            let action = if let Some(a) = first.take() {
+                a
+            } else {
+                match std::mem::replace(&mut self.runs[ri].cur, Cur::Idle) {
+                    Cur::Blocked(a) => a,
+                    waking @ Cur::Waking(_) => {
+                        self.runs[ri].cur = waking;
+                        if self.issue_wakes(cpu, ri) {
+                            continue;
+                        }
+                        return;
                     }
-                    return;
+                    _ => match &mut self.runs[ri].kind {
+                        Kind::Workload { program, rng, .. } => {
+                            program.next_action(self.now, rng, &mut self.sync)
+                        }
+                        Kind::Kworker { ran } => {
+                            // A background kernel thread runs once per wake-up, then sleeps
+                            // until the background source wakes it again.
+                            if *ran {
+                                self.block_current(cpu, ri);
+                                return;
+                            }
+                            *ran = true;
+                            Action::Run {
+                                work_ns: self.cfg.engine.background_run_ns,
+                            }
+                        }
+                    },
                 }
-                _ => match &mut self.runs[ri].kind {
-                    Kind::Workload { program, rng, .. } => {
-                        program.next_action(self.now, rng, &mut self.sync)
-                    }
-                    Kind::Kworker { ran } => {
-                        // A background kernel thread runs once per wake-up, then sleeps
-                        // until the background source wakes it again.
-                        if *ran {
-                            self.block_current(cpu, ri);
-                            return;
-                        }
-                        *ran = true;
-                        Action::Run {
-                            work_ns: self.cfg.engine.background_run_ns,
-                        }
-                    }
-                },
             };
             match action {
                 Action::Run { work_ns } => {
@@ -171,6 +175,8 @@ impl<B: Balancer> Core<B> {
     #[inline(never)]
     #[cold]
     fn rare_action(&mut self, cpu: CpuId, ri: usize, action: Action) -> bool {
+        // The loop takes the sync actions before it hands the others here.
+        debug_assert!(!action.is_sync(), "{action:?} is a sync action");
         match action {
             Action::Yield => {
                 self.cpus[cpu.index()].stat.yld_count += 1;
