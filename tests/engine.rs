@@ -375,3 +375,58 @@ fn a_waiting_task_pinned_away_from_the_idle_cpus_is_not_idle_while_overloaded() 
         );
     }
 }
+
+#[test]
+fn a_task_that_moves_itself_off_its_cpu_runs_only_where_its_affinity_allows() {
+    // rt-app phases with `cpus` call sched_setaffinity() on the running thread: it leaves the
+    // CPU its new mask excludes (in the kernel, affine_move_task() while the caller waits for
+    // the stopper). With the invariant checks on, a thread must never run outside its mask
+    // once the reschedule that takes it off has run: not when it yielded just before (the
+    // __schedule() that takes it off runs a newly idle balance, `curr` still the thread
+    // leaving), and not when the sleep that takes it off would be a delayed dequeue
+    // (DELAY_DEQUEUE: a thread whose lag is negative stays queued, and the wake-up that
+    // follows found it there and requeued it on the excluded CPU).
+    let files = [
+        // Alone, away and back.
+        r#"{"tasks": {"mover": {"loop": 3, "phases": {
+            "p0": {"cpus": [0], "run": 1000},
+            "p1": {"cpus": [5, 6], "run": 700, "sleep": 100}}}},
+          "global": {"duration": 1}}"#,
+        // Alone, yielding before it moves.
+        r#"{"tasks": {"mover": {"loop": -1, "phases": {
+            "p0": {"cpus": [0], "run": 1000, "yield": ""},
+            "p1": {"cpus": [5, 6], "run": 700, "sleep": 100}}}},
+          "global": {"duration": 1}}"#,
+        // Beside forking and yielding threads, so that its lag is sometimes negative when it
+        // moves.
+        r#"{"tasks": {
+            "parent": {"loop": 40, "fork": "child", "run": 200, "sleep": 500},
+            "child": {"instance": 0, "loop": 3, "run": 100, "yield": "", "run1": 50},
+            "mover": {"loop": -1, "phases": {
+                "p0": {"cpus": [0], "run": 1000, "yield": ""},
+                "p1": {"cpus": [5, 6], "run": 700, "sleep": 100},
+                "p2": {"taskgroup": "/g1", "run": 400},
+                "p3": {"taskgroup": "/", "cpus": [1, 2, 3, 4, 5, 6, 7], "run": 300}}}},
+          "global": {"duration": 1}}"#,
+    ];
+    let dir = std::env::temp_dir().join(format!("lbsim-affinity-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, json) in files.iter().enumerate() {
+        let file = dir.join(format!("mover{i}.json"));
+        std::fs::write(&file, json).unwrap();
+        let wl = format!("rtapp:{}", file.display());
+        // `config()` turns the invariant checks on: a thread outside its mask fails the run.
+        let r = run_kernel(config("8", &[&wl], 300, 1));
+        let mover = r
+            .tasks
+            .iter()
+            .find(|t| t.name.starts_with("mover"))
+            .unwrap();
+        assert!(mover.runtime_ns > 0, "file {i}: {mover:?}");
+        assert!(
+            mover.nr_migrations >= 2,
+            "file {i}: the mover moved: {mover:?}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

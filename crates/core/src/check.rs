@@ -393,7 +393,20 @@ impl<B: Balancer> Core<B> {
                 })?;
             if let Some(p) = rq.curr {
                 let t = &self.tasks[p];
-                if !t.cpus_mask.test(CpuId(c as u32)) {
+                // `curr` may be a task on its way off a CPU its new affinity excludes, as the
+                // kernel's stays `rq->curr` then: from its own sched_setaffinity() until the
+                // reschedule already pending here (it blocks, and its wake-up places it on an
+                // allowed CPU), and through the newly idle balance of that __schedule(),
+                // where `curr` is the task leaving (dequeued already).
+                let leaving = self.cpus[c]
+                    .newidle
+                    .is_some_and(|(prev, _)| prev == Some(p))
+                    || (self
+                        .run_of
+                        .get(p)
+                        .is_some_and(|&ri| self.runs[ri as usize].block_pending)
+                        && self.cpus[c].resched.is_some());
+                if !leaving && !t.cpus_mask.test(CpuId(c as u32)) {
                     return Err(SimError::Invariant {
                         time_ns: self.now,
                         cpu: c as u32,

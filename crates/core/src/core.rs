@@ -315,6 +315,7 @@ impl<B: Balancer> Core<B> {
             kind,
             cur: Cur::Idle,
             block_pending: false,
+            moving: false,
             exit_pending: false,
             timer: None,
             wake_ns: None,

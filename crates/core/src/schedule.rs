@@ -21,18 +21,28 @@ impl<B: Balancer> Core<B> {
         self.account(cpu);
         let prev = self.rqs[ci].curr;
         let mut action = PrevAction::Preempt;
+        let mut moved = None;
         if let Some(p) = prev {
             self.account_runtime(p);
-            let r = &mut self.runs[self.run_of[p] as usize];
+            let ri = self.run_of[p] as usize;
+            let r = &mut self.runs[ri];
             if r.exit_pending {
                 action = PrevAction::Exit;
             } else if r.block_pending {
                 action = PrevAction::Block;
                 r.block_pending = false;
+                if std::mem::take(&mut r.moving) {
+                    action = PrevAction::Move;
+                    moved = Some(ri);
+                }
             }
         }
         self.cpus[ci].stat.sched_count += 1;
         self.rqs[ci].__schedule_prev(&mut self.tasks, action, now);
+        if let Some(ri) = moved {
+            // Off the CPU its affinity excludes: woken now, onto an allowed one.
+            self.arm_timer(ri, now);
+        }
         if action == PrevAction::Exit
             && let Some(p) = prev
             && matches!(
@@ -125,7 +135,8 @@ impl<B: Balancer> Core<B> {
                 (false, _) => PrevState::Runnable,
                 (true, PrevAction::Preempt) if yielded => PrevState::Runnable,
                 (true, PrevAction::Preempt) => PrevState::Preempted,
-                (true, PrevAction::Block) => PrevState::Sleeping,
+                // A move waits for the stopper in the kernel (wait_for_completion()).
+                (true, PrevAction::Block | PrevAction::Move) => PrevState::Sleeping,
                 (true, PrevAction::Exit) => PrevState::Dead,
             };
             let (prev_pid, next_pid) = (self.pid(curr), self.pid(next));

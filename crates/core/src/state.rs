@@ -91,6 +91,10 @@ pub(crate) struct TaskRun {
     /// The task decided to block (sleep, blocking sync action); the next `__schedule()` on its
     /// CPU dequeues it.
     pub(crate) block_pending: bool,
+    /// The pending block only moves the task off a CPU its new affinity excludes: the
+    /// `__schedule()` that dequeues it does so at once (never delayed) and wakes it onto an
+    /// allowed CPU ([`lbsim_rq::PrevAction::Move`]).
+    pub(crate) moving: bool,
     /// The task exits at its next `__schedule()`.
     pub(crate) exit_pending: bool,
     /// The task's pending sleep timer (cancelled when a wake-up makes it moot): its event,

@@ -209,11 +209,11 @@ impl<B: Balancer> Core<B> {
                 let mask = self.affinity_mask(set);
                 self.set_affinity(ri, mask);
                 if !self.tasks[self.runs[ri].id].cpus_mask.test(cpu) {
-                    // The task must leave this CPU: it blocks here and is woken at once
-                    // on an allowed CPU (the kernel's migration stopper does the same
-                    // move through the stopper thread).
+                    // The task must leave this CPU: it blocks here and, once it is off it,
+                    // is woken onto an allowed CPU (the kernel's caller waits in
+                    // affine_move_task() while the stopper moves it).
+                    self.runs[ri].moving = true;
                     self.block_current(cpu, ri);
-                    self.arm_timer(ri, self.now);
                     return true;
                 }
             }

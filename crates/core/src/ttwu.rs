@@ -61,7 +61,12 @@ impl<B: Balancer> Core<B> {
         let now = self.now;
         if self.runs[ri].block_pending {
             // Woken before it got off its CPU (`p->on_rq` still set): it keeps running.
-            // Follows core.c: ttwu_runnable() for the running task.
+            // Follows core.c: ttwu_runnable() for the running task. (A task moving off a CPU
+            // its affinity excludes has nothing that wakes it before it is off.)
+            debug_assert!(
+                !self.runs[ri].moving,
+                "a moving task woken before it is off"
+            );
             self.runs[ri].block_pending = false;
             self.cancel_timer(ri);
             let cpu = self.tasks[id].cpu;

@@ -70,6 +70,12 @@ pub enum PrevAction {
     /// It exits (`TASK_DEAD`, a special state): `block_task()` with `DEQUEUE_SPECIAL`, never
     /// delayed. A voluntary switch.
     Exit,
+    /// It leaves for a CPU its new affinity allows (its own `sched_setaffinity()` excluded this
+    /// one): dequeued at once, never delayed, as `affine_move_task()`'s stopper takes a task
+    /// off without `DEQUEUE_SLEEP` (lbsim then wakes it on an allowed CPU rather than moving
+    /// it through `move_queued_task()`, and dequeues it as a sleep with `DEQUEUE_SPECIAL`). A
+    /// voluntary switch.
+    Move,
 }
 
 pub use lbsim_kernel::{capacity_greater, fits_capacity};

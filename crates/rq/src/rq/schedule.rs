@@ -36,6 +36,11 @@ impl Rq {
                 self.block_task(tasks, prev, DequeueFlags::NOCLOCK | DequeueFlags::SPECIAL);
                 self.prev_voluntary = true;
             }
+            PrevAction::Move => {
+                tasks[prev].state = TaskState::Sleeping;
+                self.block_task(tasks, prev, DequeueFlags::NOCLOCK | DequeueFlags::SPECIAL);
+                self.prev_voluntary = true;
+            }
         }
     }
 
