@@ -68,6 +68,7 @@ impl<B: Balancer> Core<B> {
                 "a moving task woken before it is off"
             );
             self.runs[ri].block_pending = false;
+            self.runs[ri].moving = false;
             self.cancel_timer(ri);
             let cpu = self.tasks[id].cpu;
             self.trace_waking(this_cpu, id, cpu);
