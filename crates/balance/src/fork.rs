@@ -215,15 +215,7 @@ fn update_sg_wakeup_stats_with<'c>(
     let Some(s) = wakeup_sums_from_spans(ctx, group, inv, view) else {
         return update_sg_wakeup_stats_by_cpu(ctx, st, sd, group, p, inv.asym, work);
     };
-    let mut sgs = SgLbStats {
-        group_load: s.group_load,
-        group_util: s.group_util,
-        group_runnable: s.group_runnable,
-        sum_h_nr_running: s.sum_h_nr_running,
-        sum_nr_running: s.sum_nr_running,
-        idle_cpus: s.idle_cpus,
-        ..SgLbStats::default()
-    };
+    let mut sgs = s.summed_stats();
     debug_assert_eq!(
         (sgs, s.nr_cpus),
         wakeup_sums_cpu_by_cpu(ctx, group, p, inv.asym),

@@ -32,6 +32,8 @@ use lbsim_rq::rq::Rq;
 use lbsim_rq::task::Tasks;
 use lbsim_topology::{SpanId, Topology};
 
+use crate::lb::SgLbStats;
+
 use changes::ChangeLog;
 pub use changes::ChangePos;
 use idle::IdleMask;
@@ -123,6 +125,21 @@ pub struct SpanSums {
 }
 
 impl SpanSums {
+    /// The group statistics these sums are: what the CPU loop of update_sg_lb_stats() or
+    /// update_sg_wakeup_stats() adds up (the rest of `sgs` is the caller's).
+    #[inline]
+    pub(crate) fn summed_stats(&self) -> SgLbStats {
+        SgLbStats {
+            group_load: self.group_load,
+            group_util: self.group_util,
+            group_runnable: self.group_runnable,
+            sum_h_nr_running: self.sum_h_nr_running,
+            sum_nr_running: self.sum_nr_running,
+            idle_cpus: self.idle_cpus,
+            ..SgLbStats::default()
+        }
+    }
+
     fn add(&mut self, c: &Contribution) {
         self.group_load = self.group_load.wrapping_add(c.load);
         self.group_util = self.group_util.wrapping_add(c.util);

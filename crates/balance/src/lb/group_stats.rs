@@ -252,15 +252,7 @@ fn sum_cpus_from_spans<'c>(
         return None;
     }
     Some(CpuSums {
-        sgs: SgLbStats {
-            group_load: s.group_load,
-            group_util: s.group_util,
-            group_runnable: s.group_runnable,
-            sum_h_nr_running: s.sum_h_nr_running,
-            sum_nr_running: s.sum_nr_running,
-            idle_cpus: s.idle_cpus,
-            ..SgLbStats::default()
-        },
+        sgs: s.summed_stats(),
         overloaded: s.overloaded_cpus > 0,
         scanned: s.nr_cpus,
     })
