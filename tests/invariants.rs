@@ -440,7 +440,10 @@ fn with_task_groups(case: &mut Case) {
     // rt-app workload whose threads move between the groups (and the root cgroup) at its
     // phases (sched_move_task() of the running task).
     if next(2) == 0 {
-        let file = mover_file(&paths, &mut next);
+        let nr_cpus = lbsim_topology::parse_machine(&case.machine)
+            .expect("the case's machine")
+            .nr_cpus() as u64;
+        let file = mover_file(&paths, nr_cpus, &mut next);
         let session = next(3);
         let mut w = format!("rtapp:{}", file.display());
         if session != 0 {
@@ -453,9 +456,15 @@ fn with_task_groups(case: &mut Case) {
 /// Writes an rt-app file of 1 or 2 threads (1 to 3 instances each) looping over 2 to 4
 /// phases, each running 50 us to 3 ms and sleeping up to 2 ms, most with a phase-level
 /// taskgroup drawn from `paths` and the root cgroup (a phase without one keeps the thread
-/// where it is), into the tests' temporary directory, named by its content so that the
-/// case's replay command finds it. Returns its path.
-fn mover_file(paths: &[String], next: &mut impl FnMut(u64) -> u64) -> std::path::PathBuf {
+/// where it is), a third with a phase-level affinity (`cpus`: one CPU or a range of the
+/// machine's `nr_cpus`, which moves a thread running elsewhere), into the tests' temporary
+/// directory, named by its content so that the case's replay command finds it. Returns its
+/// path.
+fn mover_file(
+    paths: &[String],
+    nr_cpus: u64,
+    next: &mut impl FnMut(u64) -> u64,
+) -> std::path::PathBuf {
     let mut groups: Vec<&str> = paths.iter().map(String::as_str).collect();
     groups.push("/");
     let mut tasks = Vec::new();
@@ -470,6 +479,12 @@ fn mover_file(paths: &[String], next: &mut impl FnMut(u64) -> u64) -> std::path:
             if next(4) != 0 {
                 let g = groups[next(groups.len() as u64) as usize];
                 body.push_str(&format!(", \"taskgroup\": \"{g}\""));
+            }
+            if next(3) == 0 {
+                let first = next(nr_cpus);
+                let last = first + next(nr_cpus - first);
+                let cpus: Vec<String> = (first..=last).map(|c| c.to_string()).collect();
+                body.push_str(&format!(", \"cpus\": [{}]", cpus.join(", ")));
             }
             phases.push(format!("\"p{ph}\": {{{body}}}"));
         }
