@@ -292,16 +292,7 @@ fn wakeup_sums(
         scanned += 1;
         let rq = &ctx.rqs[i.index()];
         if i == p_cpu {
-            sgs.group_load += cpu_load_without(ctx, i, p);
-            sgs.group_util += rq.cpu_util_without(ctx.tasks, p);
-            sgs.group_runnable += rq.cpu_runnable_without(ctx.tasks, p);
-            let local = task_running_on_cpu(ctx, i, p);
-            sgs.sum_h_nr_running += rq.cfs.h_nr_running - local;
-            let nr_running = rq.nr_running - local;
-            sgs.sum_nr_running += nr_running;
-            if nr_running == 0 && idle_cpu_without(ctx, i, p) {
-                sgs.idle_cpus += 1;
-            }
+            add_cpu_without(ctx, i, p, &mut sgs);
         } else {
             sgs.group_load += rq.cpu_load_lb(tip_avg_high);
             sgs.group_util += rq.cpu_util_cfs(ctx.tasks);
@@ -324,6 +315,24 @@ fn wakeup_sums(
     (sgs, scanned)
 }
 
+/// One CPU of update_sg_wakeup_stats()'s loop as the kernel reads it (v6.6-v6.12): the
+/// getters "without `p`" (cpu_load_without(), cpu_util_without(), cpu_runnable_without()),
+/// the task counts less task_running_on_cpu(), and idle_cpu_without() when nothing else runs.
+#[inline]
+fn add_cpu_without(ctx: &BalanceCtx<'_>, i: CpuId, p: TaskId, sgs: &mut SgLbStats) {
+    let rq = &ctx.rqs[i.index()];
+    sgs.group_load += cpu_load_without(ctx, i, p);
+    sgs.group_util += rq.cpu_util_without(ctx.tasks, p);
+    sgs.group_runnable += rq.cpu_runnable_without(ctx.tasks, p);
+    let local = task_running_on_cpu(ctx, i, p);
+    sgs.sum_h_nr_running += rq.cfs.h_nr_running - local;
+    let nr_running = rq.nr_running - local;
+    sgs.sum_nr_running += nr_running;
+    if nr_running == 0 && idle_cpu_without(ctx, i, p) {
+        sgs.idle_cpus += 1;
+    }
+}
+
 /// The CPU loop of update_sg_wakeup_stats(), CPU by CPU, as the kernel runs it; and the
 /// CPUs it read (what debug builds compare the faster ways with).
 fn wakeup_sums_cpu_by_cpu(
@@ -339,17 +348,7 @@ fn wakeup_sums_cpu_by_cpu(
     }
     for &i in ctx.topo.span_cpus(group.span) {
         scanned += 1;
-        let rq = &ctx.rqs[i.index()];
-        sgs.group_load += cpu_load_without(ctx, i, p);
-        sgs.group_util += rq.cpu_util_without(ctx.tasks, p);
-        sgs.group_runnable += rq.cpu_runnable_without(ctx.tasks, p);
-        let local = task_running_on_cpu(ctx, i, p);
-        sgs.sum_h_nr_running += rq.cfs.h_nr_running - local;
-        let nr_running = rq.nr_running - local;
-        sgs.sum_nr_running += nr_running;
-        if nr_running == 0 && idle_cpu_without(ctx, i, p) {
-            sgs.idle_cpus += 1;
-        }
+        add_cpu_without(ctx, i, p, &mut sgs);
         if asym && sgs.group_misfit_task_load != 0 && task_fits_cpu(ctx, p, i) {
             sgs.group_misfit_task_load = 0;
         }

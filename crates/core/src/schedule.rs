@@ -135,7 +135,8 @@ impl<B: Balancer> Core<B> {
                 (false, _) => PrevState::Runnable,
                 (true, PrevAction::Preempt) if yielded => PrevState::Runnable,
                 (true, PrevAction::Preempt) => PrevState::Preempted,
-                // A move waits for the stopper in the kernel (wait_for_completion()).
+                // A move waits for the stopper in the kernel (affine_move_task()'s
+                // wait_for_completion()): a sleep.
                 (true, PrevAction::Block | PrevAction::Move) => PrevState::Sleeping,
                 (true, PrevAction::Exit) => PrevState::Dead,
             };

@@ -211,7 +211,7 @@ impl<B: Balancer> Core<B> {
                 if !self.tasks[self.runs[ri].id].cpus_mask.test(cpu) {
                     // The task must leave this CPU: it blocks here and, once it is off it,
                     // is woken onto an allowed CPU (the kernel's caller waits in
-                    // affine_move_task() while the stopper moves it).
+                    // affine_move_task() while the stopper moves it; see PrevAction::Move).
                     self.runs[ri].moving = true;
                     self.block_current(cpu, ri);
                     return true;

@@ -71,10 +71,13 @@ pub enum PrevAction {
     /// delayed. A voluntary switch.
     Exit,
     /// It leaves for a CPU its new affinity allows (its own `sched_setaffinity()` excluded this
-    /// one): dequeued at once, never delayed, as `affine_move_task()`'s stopper takes a task
-    /// off without `DEQUEUE_SLEEP` (lbsim then wakes it on an allowed CPU rather than moving
-    /// it through `move_queued_task()`, and dequeues it as a sleep with `DEQUEUE_SPECIAL`). A
-    /// voluntary switch.
+    /// one). Follows core.c: affine_move_task() and migration_cpu_stop() (v6.12) in outcome:
+    /// the kernel's caller sleeps in `wait_for_completion()` (a sleep `DELAY_DEQUEUE` may
+    /// delay), the stopper moves it if it is still queued (`move_queued_task()` to
+    /// `cpumask_any_and_distribute()` of the new mask) or sets its `wake_cpu`, and
+    /// `complete_all()` wakes it, on an allowed CPU either way. lbsim's deliberately differs
+    /// in how: `block_task()` with `DEQUEUE_SPECIAL` (never delayed), and the caller wakes it
+    /// through `select_task_rq()`. A voluntary switch.
     Move,
 }
 
