@@ -101,7 +101,7 @@ pub use ids::{
     BarrierId, ChanId, CondId, CounterId, CpusetId, ListId, MutexId, ProbeTag, SemId, TaskRef,
     TemplateId, TimerId,
 };
-pub use interp::ProgramState;
+pub use interp::{ProgramState, PureRuns};
 pub use length::{COUNTED_LIMIT_NS, CutShort, OPEN_ENDED_NS};
 pub use limits::{LimitError, Limits, Resource, Room, Size};
 pub use obs::{
