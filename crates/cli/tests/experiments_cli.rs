@@ -570,6 +570,7 @@ fn features_default_output() {
         background_wakeups_hz   1
         background_run_ns       20000
         tick_jitter_ns          20000
+        pure_runs_ahead         32
         cpuidle                 menu
         smt_throughput          machine
         idle_exit_spread_pct    20

@@ -138,6 +138,7 @@ impl<B: Balancer> Core<B> {
                 sched_work_ns: 0,
                 irq_off_until: 0,
                 seg_end: None,
+                seg_chain: false,
                 tick_stopped: true,
                 tick_phase_ns,
                 tick: None,

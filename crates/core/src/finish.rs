@@ -41,6 +41,15 @@ impl<B: Balancer> Core<B> {
         let checks = self.check_report();
         for c in 0..self.cpus.len() {
             let cpu = CpuId(c as u32);
+            // The runs of a pure loop that end by the end of the run, as their segment ends
+            // would have been (the engine handles the events due at the end; where another
+            // event of that instant took the task off first, the last would not have been).
+            if self.cpus[c].seg_chain
+                && let Some(p) = self.rqs[c].curr
+                && self.cpus[c].newidle.is_none()
+            {
+                let _ = self.pass_pure_runs(cpu, p, self.now);
+            }
             self.settle(cpu);
             if let Some(p) = self.rqs[c].curr {
                 self.account_runtime(p);

@@ -14,11 +14,17 @@ impl<B: Balancer> Core<B> {
         if self.cpus[cpu.index()].newidle.is_some() {
             return;
         }
-        let c = &mut self.cpus[cpu.index()];
-        let from = c.seg_start;
+        let c = &self.cpus[cpu.index()];
+        let mut from = c.seg_start;
         if now <= from {
             return;
         }
+        if c.seg_chain {
+            // The runs that ended before now, each at its end (one that ends now is over
+            // when its segment end is handled, as before).
+            from = self.pass_pure_runs(cpu, p, now - 1);
+        }
+        let c = &mut self.cpus[cpu.index()];
         c.seg_start = now;
         let cap = c.speed;
         let r = &mut self.runs[self.run_of[p] as usize];
@@ -29,9 +35,61 @@ impl<B: Balancer> Core<B> {
         }
     }
 
+    /// Accounts the runs of a pure loop ([`lbsim_workload::PureRuns`]) that `cpu`'s current
+    /// task `p` ends by `until_ns` (inclusive), as their segment ends would have: each run's
+    /// work done, the program's next action taken at the run's end (the loop's next run),
+    /// the next run starting there. Stops at a run that ends the program (at or after the
+    /// loop's exit check), which stays an event.
+    ///
+    /// lbsim's: the runs of a pure loop are events of the task alone, so [`Core::arm_segment`]
+    /// arms one segment end for several of them and this accounts the ones in between when
+    /// anything looks at the task's progress (it runs on, is charged, switched out, or its
+    /// speed changes) or the run ends. One case differs from an event per run: a run that
+    /// ends at the very instant of another event on its CPU queued after the run started
+    /// (a reschedule pushed for that instant) ends after that event here, as it did before
+    /// only when that event was queued first (a tick is; it was queued a tick earlier).
+    /// Returns the start of the run in progress (the CPU's new `seg_start`).
+    #[inline(never)]
+    #[cold]
+    pub(crate) fn pass_pure_runs(&mut self, cpu: CpuId, p: TaskId, until_ns: u64) -> u64 {
+        let Core {
+            cpus,
+            runs,
+            run_of,
+            sync,
+            ..
+        } = self;
+        let c = &mut cpus[cpu.index()];
+        let speed = c.speed;
+        let mut from = c.seg_start;
+        let r = &mut runs[run_of[p] as usize];
+        let Kind::Workload { program, rng, .. } = &mut r.kind else {
+            return from;
+        };
+        // The loop stays the same pure loop from one of its runs to the next.
+        let Some(pure) = program.pure_runs() else {
+            return from;
+        };
+        while let Cur::Run { rem_units } = r.cur {
+            let end = from + rem_units.div_ceil(speed);
+            if end > until_ns || end >= pure.exit_at_ns {
+                break;
+            }
+            r.work_units += u128::from(rem_units);
+            let work_ns = program.next_pure_run(&pure, end, rng, sync);
+            r.cur = Cur::Run {
+                rem_units: work_ns.saturating_mul(1024),
+            };
+            from = end;
+        }
+        c.seg_start = from;
+        from
+    }
+
     /// Cancels the pending end of `cpu`'s current action: the task leaves the CPU, or its
     /// action is re-armed.
     pub(crate) fn cancel_segment(&mut self, cpu: CpuId) {
+        self.cpus[cpu.index()].seg_chain = false;
         if let Some(key) = self.cpus[cpu.index()].seg_end.take() {
             self.fx.cancel(key);
         }
@@ -42,7 +100,8 @@ impl<B: Balancer> Core<B> {
         let old = self.cpus[cpu.index()].seg_end.take();
         // No other event is scheduled between the cancel and the new one, so the two can be
         // one step (`Effects::reschedule`).
-        let Some(at) = self.segment_end_at(cpu) else {
+        let Some((at, chain)) = self.segment_end_at(cpu) else {
+            self.cpus[cpu.index()].seg_chain = false;
             if let Some(key) = old {
                 self.fx.cancel(key);
             }
@@ -53,12 +112,17 @@ impl<B: Balancer> Core<B> {
             Some(key) => self.fx.reschedule(key, at, ev),
             None => self.fx.at(at, ev),
         };
-        self.cpus[cpu.index()].seg_end = Some(key);
+        let c = &mut self.cpus[cpu.index()];
+        c.seg_end = Some(key);
+        c.seg_chain = chain;
     }
 
-    /// When `cpu`'s current action ends, if it has one to end.
+    /// When `cpu`'s current action ends, if it has one to end, and whether that is the end
+    /// of several runs of a pure loop: the `pure_runs_ahead`th run's from the current one on
+    /// ([`crate::params::EngineTunables`]), the first that ends a tick period or more from
+    /// now, or the first that ends the program, at the CPU's present speed.
     #[inline]
-    fn segment_end_at(&self, cpu: CpuId) -> Option<u64> {
+    fn segment_end_at(&self, cpu: CpuId) -> Option<(u64, bool)> {
         let c = &self.cpus[cpu.index()];
         if c.newidle.is_some() {
             // In __schedule()'s newly idle balance `curr` is the task leaving the CPU: it
@@ -68,15 +132,40 @@ impl<B: Balancer> Core<B> {
         let p = self.rqs[cpu.index()].curr?;
         let start = c.seg_start.max(self.now);
         let r = &self.runs[self.run_of[p] as usize];
-        let at = match r.cur {
-            Cur::Idle | Cur::Blocked(_) | Cur::Waking(_) => start,
-            Cur::Run { rem_units } => start + rem_units.div_ceil(c.speed),
-            Cur::RunWall { end_ns } => end_ns.max(start),
-        };
         if r.block_pending || r.exit_pending {
             return None;
         }
-        Some(at)
+        Some(match r.cur {
+            Cur::Idle | Cur::Blocked(_) | Cur::Waking(_) => (start, false),
+            Cur::Run { rem_units } => {
+                let mut at = start + rem_units.div_ceil(c.speed);
+                // Runs ahead are drawn only up to a tick away: the tick charges the CPU, which
+                // arms the segment end again (and a run that outlasts a tick, as `busy`'s
+                // second-long ones, is an event of its own anyway).
+                let horizon = start.saturating_add(self.tick_nsec);
+                let ahead = self.cfg.engine.pure_runs_ahead;
+                if at >= horizon || ahead == 1 {
+                    return Some((at, false));
+                }
+                let Kind::Workload { program, rng, .. } = &r.kind else {
+                    return Some((at, false));
+                };
+                let Some(pure) = program.pure_runs() else {
+                    return Some((at, false));
+                };
+                // The draws the interpreter will make, from a copy of the task's stream.
+                let mut rng = rng.clone();
+                for _ in 1..ahead {
+                    if at >= pure.exit_at_ns || at >= horizon {
+                        break;
+                    }
+                    let work_ns = pure.next_work(&mut rng);
+                    at = at.saturating_add(work_ns.saturating_mul(1024).div_ceil(c.speed));
+                }
+                (at, true)
+            }
+            Cur::RunWall { end_ns } => (end_ns.max(start), false),
+        })
     }
 
     pub(crate) fn segment_end(&mut self, cpu: CpuId) {

@@ -145,6 +145,12 @@ pub(crate) struct CpuState {
     pub(crate) irq_off_until: u64,
     /// The pending end of the current task's action ([`Ev::SegEnd`]).
     pub(crate) seg_end: Option<EventKey>,
+    /// `seg_end` is the end of several runs of a pure loop (lbsim's: [`Core::arm_segment`]),
+    /// whose ends [`Core::settle`] accounts as it passes them.
+    ///
+    /// [`Core::arm_segment`]: crate::core::Core
+    /// [`Core::settle`]: crate::core::Core
+    pub(crate) seg_chain: bool,
     /// The tick is stopped (nohz idle).
     pub(crate) tick_stopped: bool,
     /// The tick's phase within a tick period.
