@@ -433,15 +433,17 @@ fn a_task_that_moves_itself_off_its_cpu_runs_only_where_its_affinity_allows() {
 
 #[test]
 fn runs_of_a_pure_loop_covered_by_one_event_give_the_same_run() {
-    // ebizzy's threads and `busy` tasks only compute between the ends of their runs, so the
-    // engine arms one segment end for many runs (`pure_runs_ahead`) and accounts those in
-    // between when anything looks at the task. The run must be the one an event per run
-    // gives: the same placements, switches, latencies, tallies and work, only fewer events.
-    // On SMT (a sibling's arrival changes a running task's speed), beside tasks that sleep
-    // and wake, on asymmetric CPUs, and past ebizzy's exit check (the run that ends the
-    // program stays an event).
-    let cases: [(&str, &[&str], u64); 3] = [
-        ("x86-4c-smt2", &["ebizzy:threads=12,runtime=1"], 200),
+    // ebizzy's threads only compute between the ends of their runs, so the engine arms one
+    // segment end for several runs (`pure_runs_ahead`) and accounts those in between when
+    // anything looks at the task. The run must be the one an event per run gives: the same
+    // placements, switches, latencies, tallies and work, only fewer events. On SMT (a
+    // sibling's arrival changes a running task's speed), beside tasks that sleep and wake,
+    // on asymmetric CPUs, past ebizzy's exit check (the run that ends the program stays an
+    // event), and with ticks aligned across CPUs and runs of round lengths, where runs end
+    // at the very instant of a tick (a chain never reaches a tick boundary, so the tick and
+    // such a run keep their order).
+    let cases: [(&str, &[&str], u64, bool); 5] = [
+        ("x86-4c-smt2", &["ebizzy:threads=12,runtime=1"], 200, false),
         (
             "4",
             &[
@@ -450,8 +452,21 @@ fn runs_of_a_pure_loop_covered_by_one_event_give_the_same_run() {
                 "periodic:threads=3,run=1ms,period=3ms",
             ],
             1100,
+            false,
         ),
-        ("hikey960", &["ebizzy:threads=10,runtime=1"], 150),
+        ("hikey960", &["ebizzy:threads=10,runtime=1"], 150, false),
+        (
+            "1",
+            &["ebizzy:threads=2,runtime=1,search=100us,mmap=0,munmap=0"],
+            1100,
+            true,
+        ),
+        (
+            "2",
+            &["ebizzy:threads=2,runtime=1,search=46960ns,mmap=0,munmap=0"],
+            472,
+            true,
+        ),
     ];
     // Everything a run reports but the event count, the event hash and the checks' tally of
     // events checked.
@@ -462,11 +477,19 @@ fn runs_of_a_pure_loop_covered_by_one_event_give_the_same_run() {
         r.checks = None;
         (events, format!("{r:?}"))
     };
-    for (machine, workloads, ms) in cases {
-        let mut per_run = config(machine, workloads, ms, 7);
-        per_run.engine.pure_runs_ahead = 1;
-        let (per_run_events, per_run) = report(run_kernel(per_run));
-        let (events, ahead) = report(run_kernel(config(machine, workloads, ms, 7)));
+    for (machine, workloads, ms, aligned) in cases {
+        let cfg = |pure_runs_ahead| {
+            let mut c = config(machine, workloads, ms, 7);
+            c.engine.pure_runs_ahead = pure_runs_ahead;
+            if aligned {
+                c.engine.tick_jitter_ns = 0;
+                c.engine.background_wakeups_hz = 0;
+                c.tunables.hz = 1000;
+            }
+            c
+        };
+        let (per_run_events, per_run) = report(run_kernel(cfg(1)));
+        let (events, ahead) = report(run_kernel(cfg(32)));
         assert_eq!(ahead, per_run, "{machine} {workloads:?}");
         // Sometimes: the runs were covered several to an event.
         assert!(

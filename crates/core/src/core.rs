@@ -139,6 +139,7 @@ impl<B: Balancer> Core<B> {
                 irq_off_until: 0,
                 seg_end: None,
                 seg_chain: false,
+                chain_window: 2,
                 tick_stopped: true,
                 tick_phase_ns,
                 tick: None,
@@ -311,6 +312,8 @@ impl<B: Balancer> Core<B> {
 
     pub(crate) fn add_run(&mut self, id: TaskId, kind: Kind) -> u32 {
         let idx = self.runs.len() as u32;
+        let has_pure_loop =
+            matches!(&kind, Kind::Workload { program, .. } if program.has_pure_loop());
         self.runs.push(TaskRun {
             id,
             kind,
@@ -318,6 +321,7 @@ impl<B: Balancer> Core<B> {
             block_pending: false,
             moving: false,
             exit_pending: false,
+            has_pure_loop,
             timer: None,
             wake_ns: None,
             on_cpu_since: 0,
@@ -454,7 +458,15 @@ impl<B: Balancer> Core<B> {
         match ev {
             Ev::Start(i) => self.start_task(i),
             Ev::SegEnd { cpu } => {
-                self.cpus[cpu as usize].seg_end = None;
+                let c = &mut self.cpus[cpu as usize];
+                c.seg_end = None;
+                // A chain that ran to its end may be longer next time; a single run that
+                // did lets the CPU try chains again.
+                c.chain_window = if c.seg_chain {
+                    c.chain_window.saturating_mul(2)
+                } else {
+                    c.chain_window.max(2)
+                };
                 self.segment_end(CpuId(cpu));
             }
             Ev::Timer { run } => {

@@ -45,9 +45,11 @@ impl<B: Balancer> Core<B> {
     /// arms one segment end for several of them and this accounts the ones in between when
     /// anything looks at the task's progress (it runs on, is charged, switched out, or its
     /// speed changes) or the run ends. One case differs from an event per run: a run that
-    /// ends at the very instant of another event on its CPU queued after the run started
-    /// (a reschedule pushed for that instant) ends after that event here, as it did before
-    /// only when that event was queued first (a tick is; it was queued a tick earlier).
+    /// ends at the very nanosecond of another event on its CPU queued while the chain runs
+    /// (a remote reschedule, an IPI, a wake-up) may be handled in the other order than an
+    /// event per run gives: a run inside the chain after that event, the chain's last before
+    /// it. Never the tick: a chain ends before the CPU's next tick boundary, and the tick was
+    /// queued before the chain was armed, as before any of its runs began.
     /// Returns the start of the run in progress (the CPU's new `seg_start`).
     #[inline(never)]
     #[cold]
@@ -63,6 +65,12 @@ impl<B: Balancer> Core<B> {
         let speed = c.speed;
         let mut from = c.seg_start;
         let r = &mut runs[run_of[p] as usize];
+        // Most settles of a chain fall inside a run: nothing to account.
+        if let Cur::Run { rem_units } = r.cur
+            && from + rem_units.div_ceil(speed) > until_ns
+        {
+            return from;
+        }
         let Kind::Workload { program, rng, .. } = &mut r.kind else {
             return from;
         };
@@ -89,7 +97,10 @@ impl<B: Balancer> Core<B> {
     /// Cancels the pending end of `cpu`'s current action: the task leaves the CPU, or its
     /// action is re-armed.
     pub(crate) fn cancel_segment(&mut self, cpu: CpuId) {
-        self.cpus[cpu.index()].seg_chain = false;
+        let c = &mut self.cpus[cpu.index()];
+        if std::mem::take(&mut c.seg_chain) && c.seg_end.is_some() {
+            c.chain_window /= 2;
+        }
         if let Some(key) = self.cpus[cpu.index()].seg_end.take() {
             self.fx.cancel(key);
         }
@@ -97,7 +108,12 @@ impl<B: Balancer> Core<B> {
 
     /// Queues the segment end of `cpu`'s current task (cancelling any earlier one).
     pub(crate) fn arm_segment(&mut self, cpu: CpuId) {
-        let old = self.cpus[cpu.index()].seg_end.take();
+        let c = &mut self.cpus[cpu.index()];
+        let old = c.seg_end.take();
+        if old.is_some() && c.seg_chain {
+            // A chain armed again before its end: draw fewer runs ahead next time.
+            c.chain_window /= 2;
+        }
         // No other event is scheduled between the cancel and the new one, so the two can be
         // one step (`Effects::reschedule`).
         let Some((at, chain)) = self.segment_end_at(cpu) else {
@@ -118,9 +134,11 @@ impl<B: Balancer> Core<B> {
     }
 
     /// When `cpu`'s current action ends, if it has one to end, and whether that is the end
-    /// of several runs of a pure loop: the `pure_runs_ahead`th run's from the current one on
-    /// ([`crate::params::EngineTunables`]), the first that ends a tick period or more from
-    /// now, or the first that ends the program, at the CPU's present speed.
+    /// of several runs of a pure loop: as many as the CPU's chain window allows (at most
+    /// `pure_runs_ahead`, [`crate::params::EngineTunables`]) of those that end before the
+    /// CPU's next tick boundary, up to the first that ends the program, at the CPU's present
+    /// speed. A chain never reaches a tick boundary: the tick (queued a tick earlier) and a
+    /// run that ends with it keep the order they have with an event per run.
     #[inline]
     fn segment_end_at(&self, cpu: CpuId) -> Option<(u64, bool)> {
         let c = &self.cpus[cpu.index()];
@@ -138,34 +156,63 @@ impl<B: Balancer> Core<B> {
         Some(match r.cur {
             Cur::Idle | Cur::Blocked(_) | Cur::Waking(_) => (start, false),
             Cur::Run { rem_units } => {
-                let mut at = start + rem_units.div_ceil(c.speed);
-                // Runs ahead are drawn only up to a tick away: the tick charges the CPU, which
-                // arms the segment end again (and a run that outlasts a tick, as `busy`'s
-                // second-long ones, is an event of its own anyway).
-                let horizon = start.saturating_add(self.tick_nsec);
-                let ahead = self.cfg.engine.pure_runs_ahead;
-                if at >= horizon || ahead == 1 {
-                    return Some((at, false));
+                let at = start + rem_units.div_ceil(c.speed);
+                // The next tick boundary is at most a tick period away: a run that ends later
+                // is an event of its own (as `busy`'s second-long runs are).
+                if r.has_pure_loop
+                    && c.chain_window >= 2
+                    && at < self.now.saturating_add(self.tick_nsec)
+                {
+                    self.pure_chain_end(cpu, r, at)
+                } else {
+                    (at, false)
                 }
-                let Kind::Workload { program, rng, .. } = &r.kind else {
-                    return Some((at, false));
-                };
-                let Some(pure) = program.pure_runs() else {
-                    return Some((at, false));
-                };
-                // The draws the interpreter will make, from a copy of the task's stream.
-                let mut rng = rng.clone();
-                for _ in 1..ahead {
-                    if at >= pure.exit_at_ns || at >= horizon {
-                        break;
-                    }
-                    let work_ns = pure.next_work(&mut rng);
-                    at = at.saturating_add(work_ns.saturating_mul(1024).div_ceil(c.speed));
-                }
-                (at, true)
             }
             Cur::RunWall { end_ns } => (end_ns.max(start), false),
         })
+    }
+
+    /// [`Core::segment_end_at`] for a run of task `r` that ends at `first_end`, within a tick
+    /// period, on a CPU whose chain window is 2 or more: the end of the chain of runs of a
+    /// pure loop that starts with it, if there is one (see there).
+    #[inline(never)]
+    fn pure_chain_end(&self, cpu: CpuId, r: &TaskRun, first_end: u64) -> (u64, bool) {
+        let c = &self.cpus[cpu.index()];
+        let window = u64::from(c.chain_window).min(self.cfg.engine.pure_runs_ahead);
+        if window < 2 {
+            return (first_end, false);
+        }
+        let Kind::Workload { program, rng, .. } = &r.kind else {
+            return (first_end, false);
+        };
+        let Some(pure) = program.pure_runs() else {
+            return (first_end, false);
+        };
+        // The next tick boundary after now (the tick's, as restart_tick() arms it).
+        let (period, phase) = (self.tick_nsec, c.tick_phase_ns);
+        let horizon = if self.now < phase {
+            phase
+        } else {
+            phase + ((self.now - phase) / period + 1) * period
+        };
+        if first_end >= horizon {
+            return (first_end, false);
+        }
+        // The draws the interpreter will make, from a copy of the task's stream.
+        let mut rng = rng.clone();
+        let mut at = first_end;
+        for _ in 1..window {
+            if at >= pure.exit_at_ns {
+                break;
+            }
+            let work_ns = pure.next_work(&mut rng);
+            let next = at.saturating_add(work_ns.saturating_mul(1024).div_ceil(c.speed));
+            if next >= horizon {
+                break;
+            }
+            at = next;
+        }
+        (at, at != first_end)
     }
 
     pub(crate) fn segment_end(&mut self, cpu: CpuId) {

@@ -97,6 +97,9 @@ pub(crate) struct TaskRun {
     pub(crate) moving: bool,
     /// The task exits at its next `__schedule()`.
     pub(crate) exit_pending: bool,
+    /// Its program has a pure run loop (lbsim-workload's `ProgramState::has_pure_loop`):
+    /// its runs may be covered several to a segment end.
+    pub(crate) has_pure_loop: bool,
     /// The task's pending sleep timer (cancelled when a wake-up makes it moot): its event,
     /// and where it is queued: its CPU and expiry.
     pub(crate) timer: Option<(EventKey, u32, u64)>,
@@ -151,6 +154,12 @@ pub(crate) struct CpuState {
     /// [`Core::arm_segment`]: crate::core::Core
     /// [`Core::settle`]: crate::core::Core
     pub(crate) seg_chain: bool,
+    /// How many runs of a pure loop the next segment end may cover (lbsim's; at most
+    /// `pure_runs_ahead`): doubled when a chain's end is handled, halved when one is armed
+    /// again or cancelled before its end, and at least 2 again when a single run's end is
+    /// handled. Drawing runs ahead is wasted on a CPU where something else keeps settling the
+    /// task; below 2 no chain is tried.
+    pub(crate) chain_window: u16,
     /// The tick is stopped (nohz idle).
     pub(crate) tick_stopped: bool,
     /// The tick's phase within a tick period.

@@ -101,6 +101,8 @@ struct Cursor {
     /// change on so that [`ProgramState::pure_runs`] need not scan the phase at every
     /// segment.
     pure_phase: bool,
+    /// Some phase of the program is ([`ProgramState::has_pure_loop`]).
+    has_pure_loop: bool,
 }
 
 /// What few tasks' interpreters keep ([`Cursor::rare`]).
@@ -214,7 +216,7 @@ impl ProgramState {
     /// `spec.start_ns` is rt-app's `t_first` (use-case start plus the task's `delay`): timers
     /// count their first period from it.
     pub fn new(task: TaskRef, spec: &TaskSpec) -> ProgramState {
-        ProgramState {
+        let mut st = ProgramState {
             program: Arc::clone(&spec.program),
             cur: Cursor {
                 task,
@@ -251,9 +253,14 @@ impl ProgramState {
                 }),
                 exiting: false,
                 exited: false,
-                pure_phase: pure_loop_phase(&spec.program, 0).is_some(),
+                pure_phase: false,
+                has_pure_loop: false,
             },
-        }
+        };
+        let p = &st.program;
+        st.cur.has_pure_loop = (0..p.phases.len()).any(|i| pure_loop_phase(p, i).is_some());
+        st.cur.pure_phase = st.cur.has_pure_loop && pure_loop_phase(p, 0).is_some();
+        st
     }
 
     /// The task this interpreter runs.
@@ -282,6 +289,12 @@ impl ProgramState {
         sync: &mut SyncState,
     ) -> Action {
         self.cur.next_action(&self.program, now_ns, rng, sync)
+    }
+
+    /// Whether any phase of the program is a pure run loop (the engine asks
+    /// [`ProgramState::pure_runs`] only of such tasks).
+    pub fn has_pure_loop(&self) -> bool {
+        self.cur.has_pure_loop
     }
 
     /// The pure run loop the task is in ([`PureRuns`]), if the action it was last given is
@@ -611,7 +624,7 @@ impl Cursor {
             self.thread_loop += 1;
         }
         // The one phase of a program is as pure as it was.
-        if program.phases.len() > 1 {
+        if self.has_pure_loop && program.phases.len() > 1 {
             self.pure_phase = pure_loop_phase(program, self.phase as usize).is_some();
         }
     }
