@@ -60,8 +60,8 @@ lbsim_kernel::int_params! {
     /// How many runs of a pure loop (a task that only computes between the ends of its
     /// runs, as ebizzy's threads do) one segment-end event may cover, all ending before the
     /// CPU's next tick. The runs in between are accounted, each at its own end, when anything
-    /// looks at the task; results are those of an event per run but where a run ends at the
-    /// very nanosecond of another event on its CPU queued while the chain ran. 1 gives every
+    /// looks at the task; results are those of an event per run but where a run of a chain
+    /// ends at the very nanosecond of another event (never a tick). 1 gives every
     /// run its own event. A speed knob only (lbsim's): each CPU starts at 2 and doubles while
     /// its chains run to their end, halving when they are cut short.
     pub pure_runs_ahead: u64 = "pure_runs_ahead", Count, 32, 1..=1024, Origin::LbsimModel;

@@ -44,12 +44,12 @@ impl<B: Balancer> Core<B> {
     /// lbsim's: the runs of a pure loop are events of the task alone, so [`Core::arm_segment`]
     /// arms one segment end for several of them and this accounts the ones in between when
     /// anything looks at the task's progress (it runs on, is charged, switched out, or its
-    /// speed changes) or the run ends. One case differs from an event per run: a run that
-    /// ends at the very nanosecond of another event on its CPU queued while the chain runs
-    /// (a remote reschedule, an IPI, a wake-up) may be handled in the other order than an
-    /// event per run gives: a run inside the chain after that event, the chain's last before
-    /// it. Never the tick: a chain ends before the CPU's next tick boundary, and the tick was
-    /// queued before the chain was armed, as before any of its runs began.
+    /// speed changes) or the run ends. One case differs from an event per run: a run of a
+    /// chain that ends at the very nanosecond of another event (a reschedule, an IPI, a
+    /// wake-up, another CPU's segment end) may be handled in the other order, as the chain's
+    /// end is queued when the chain is armed and the runs inside it are handled when the task
+    /// is next settled; the effect may show a run later. Never the tick: a chain ends before
+    /// the CPU's next tick boundary, and the tick was queued before the chain was armed.
     /// Returns the start of the run in progress (the CPU's new `seg_start`).
     #[inline(never)]
     #[cold]

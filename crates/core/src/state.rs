@@ -155,7 +155,7 @@ pub(crate) struct CpuState {
     /// [`Core::settle`]: crate::core::Core
     pub(crate) seg_chain: bool,
     /// How many runs of a pure loop the next segment end may cover (lbsim's; at most
-    /// `pure_runs_ahead`): doubled when a chain's end is handled, halved when one is armed
+    /// `pure_runs_ahead`): doubled (up to that) when a chain's end is handled, halved when one is armed
     /// again or cancelled before its end, and at least 2 again when a single run's end is
     /// handled. Drawing runs ahead is wasted on a CPU where something else keeps settling the
     /// task; below 2 no chain is tried.
