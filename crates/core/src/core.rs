@@ -458,16 +458,7 @@ impl<B: Balancer> Core<B> {
         match ev {
             Ev::Start(i) => self.start_task(i),
             Ev::SegEnd { cpu } => {
-                let c = &mut self.cpus[cpu as usize];
-                c.seg_end = None;
-                // A chain that ran to its end may be longer next time; a single run that
-                // did lets the CPU try chains again.
-                let most = self.cfg.engine.pure_runs_ahead.min(1 << 15) as u16;
-                c.chain_window = if c.seg_chain {
-                    c.chain_window.saturating_mul(2).min(most.max(2))
-                } else {
-                    c.chain_window.max(2)
-                };
+                self.cpus[cpu as usize].seg_end = None;
                 self.segment_end(CpuId(cpu));
             }
             Ev::Timer { run } => {

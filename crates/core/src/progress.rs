@@ -188,13 +188,8 @@ impl<B: Balancer> Core<B> {
         let Some(pure) = program.pure_runs() else {
             return (first_end, false);
         };
-        // The next tick boundary after now (the tick's, as restart_tick() arms it).
-        let (period, phase) = (self.tick_nsec, c.tick_phase_ns);
-        let horizon = if self.now < phase {
-            phase
-        } else {
-            phase + ((self.now - phase) / period + 1) * period
-        };
+        // Where the CPU's next tick is (a tick is only ever armed there, or later).
+        let horizon = self.next_tick_boundary(cpu);
         if first_end >= horizon {
             return (first_end, false);
         }
@@ -215,7 +210,17 @@ impl<B: Balancer> Core<B> {
         (at, at != first_end)
     }
 
+    /// The segment end of `cpu` ([`Ev::SegEnd`], already taken off the CPU's state).
     pub(crate) fn segment_end(&mut self, cpu: CpuId) {
+        let most = self.cfg.engine.pure_runs_ahead.min(1 << 15) as u16;
+        let c = &mut self.cpus[cpu.index()];
+        // A chain that ran to its end may be longer next time; a single run that did lets
+        // the CPU try chains again.
+        c.chain_window = if c.seg_chain {
+            c.chain_window.saturating_mul(2).min(most.max(2))
+        } else {
+            c.chain_window.max(2)
+        };
         self.settle(cpu);
         let Some(p) = self.rqs[cpu.index()].curr else {
             return;

@@ -12,13 +12,19 @@ impl<B: Balancer> Core<B> {
             c.tick_stopped = false;
         }
         if c.tick.is_none() {
-            // The next tick boundary of this CPU strictly after now.
-            let period = self.tick_nsec;
-            let phase = c.tick_phase_ns;
-            let k = (self.now.saturating_sub(phase)) / period + 1;
-            let at = phase + k * period;
+            let at = self.next_tick_boundary(cpu);
             self.cpus[cpu.index()].tick = Some(self.fx.at(at, Ev::Tick { cpu: cpu.0 }));
         }
+    }
+
+    /// The next tick boundary of `cpu` strictly after now (`k * TICK_NSEC + phase`, the
+    /// first `k` being 1): where [`Core::restart_tick`] arms its tick.
+    #[inline]
+    pub(crate) fn next_tick_boundary(&self, cpu: CpuId) -> u64 {
+        let period = self.tick_nsec;
+        let phase = self.cpus[cpu.index()].tick_phase_ns;
+        let k = (self.now.saturating_sub(phase)) / period + 1;
+        phase + k * period
     }
 
     pub(crate) fn tick(&mut self, cpu: CpuId) {
