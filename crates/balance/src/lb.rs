@@ -37,6 +37,8 @@
 //!   update_sd_pick_busiest(), update_sd_lb_stats();
 //! - `imbalance.rs`: calculate_imbalance(), find_busiest_group(), sibling_imbalance();
 //! - `memo.rs`: the group statistics kept between two attempts of one load_balance() (lbsim's);
+//! - `idle_settled.rs`: a pass at CPU_IDLE that find_busiest_group() balances from task
+//!   counts alone, without the group statistics (lbsim's shortcut, same result);
 //! - `find_busiest_queue.rs`: find_busiest_queue();
 //! - `detach.rs`: task_hot(), can_migrate_task(), detach_tasks(), attach_tasks();
 //! - `active.rs`: need_active_balance() and the active_load_balance_cpu_stop() stopper.
@@ -46,6 +48,7 @@ pub(crate) mod cpu;
 mod detach;
 mod find_busiest_queue;
 mod group_stats;
+mod idle_settled;
 mod imbalance;
 mod memo;
 mod should_we_balance;
@@ -282,6 +285,14 @@ pub fn load_balance(
     continue_balancing: &mut bool,
     pass: &mut Pass,
 ) -> u32 {
+    if idle == CpuIdleType::Idle
+        && let Some(balanced) = idle_settled::load_balance_settled(ctx, st, this_cpu, level, pass)
+    {
+        if !balanced {
+            *continue_balancing = false;
+        }
+        return 0;
+    }
     let mut lb = LoadBalance::begin(ctx, st, this_cpu, level, idle, pass);
     loop {
         if let LbIteration::Done(ld_moved) = lb.redo(ctx, st, pass) {
@@ -668,36 +679,53 @@ impl LoadBalance {
     /// The labels after the loop (`out_balanced`, `out_all_pinned`, `out_one_pinned`) and
     /// the return value.
     fn finish(&self, st: &mut BalanceState, topo: &Topology, exit: LbExit) -> u32 {
-        let env = &self.env;
-        let (this_cpu, level, idle) = (self.this_cpu, env.level, env.idle);
         if exit == LbExit::Done {
             return self.ld_moved;
         }
-        if exit == LbExit::Balanced
-            && let Some(psgc) = self.parent_sgc
-            && env.flags & lbf::ALL_PINNED == 0
-        {
-            st.sgc_mut(psgc).imbalance = false;
-        }
-        if exit == LbExit::Balanced || exit == LbExit::AllPinned {
-            st.schedstat
-                .sd_mut(this_cpu, level)
-                .lb_mut(idle)
-                .lb_balanced += 1;
-            st.sd_mut(this_cpu, level).nr_balance_failed = 0;
-        }
-        // out_one_pinned:
-        if idle == CpuIdleType::NewlyIdle {
-            return 0;
-        }
-        let sd = env.sd(topo);
-        let s = st.sd_mut(this_cpu, level);
-        if (env.flags & lbf::ALL_PINNED != 0 && s.balance_interval < MAX_PINNED_INTERVAL)
-            || s.balance_interval < sd.max_interval
-        {
-            s.balance_interval *= 2;
-        }
+        let env = &self.env;
+        let at = (self.this_cpu, env.level, env.idle);
+        out_balanced(st, env.sd(topo), self.parent_sgc, at, exit, env.flags);
         0
+    }
+}
+
+/// Follows fair.c: load_balance() (v6.6; sched_balance_rq() since v6.10) from its
+/// `out_balanced:` label (`exit` [`LbExit::Balanced`]), `out_all_pinned:`
+/// ([`LbExit::AllPinned`]) or `out_one_pinned:` ([`LbExit::OnePinned`]) to its return, for
+/// the balance of `sd` at `(this_cpu, level, idle)` with `env->flags` `flags`: the parent
+/// group's imbalance flag, `lb_balanced`, `nr_balance_failed` and the balance interval's
+/// back-off.
+fn out_balanced(
+    st: &mut BalanceState,
+    sd: &SchedDomain,
+    parent_sgc: Option<SgcId>,
+    (this_cpu, level, idle): (CpuId, usize, CpuIdleType),
+    exit: LbExit,
+    flags: u32,
+) {
+    debug_assert_ne!(exit, LbExit::Done);
+    if exit == LbExit::Balanced
+        && let Some(psgc) = parent_sgc
+        && flags & lbf::ALL_PINNED == 0
+    {
+        st.sgc_mut(psgc).imbalance = false;
+    }
+    if exit == LbExit::Balanced || exit == LbExit::AllPinned {
+        st.schedstat
+            .sd_mut(this_cpu, level)
+            .lb_mut(idle)
+            .lb_balanced += 1;
+        st.sd_mut(this_cpu, level).nr_balance_failed = 0;
+    }
+    // out_one_pinned:
+    if idle == CpuIdleType::NewlyIdle {
+        return;
+    }
+    let s = st.sd_mut(this_cpu, level);
+    if (flags & lbf::ALL_PINNED != 0 && s.balance_interval < MAX_PINNED_INTERVAL)
+        || s.balance_interval < sd.max_interval
+    {
+        s.balance_interval *= 2;
     }
 }
 

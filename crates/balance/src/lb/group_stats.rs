@@ -478,16 +478,32 @@ pub fn update_sd_pick_busiest(
 /// written on periodic (not newly idle) balances of the LLC domain.
 #[inline(always)]
 fn update_idle_cpu_scan(ctx: &BalanceCtx<'_>, st: &mut BalanceState, env: &LbEnv, sum_util: u64) {
-    if !ctx.features.enabled(LbFeat::SisUtil) || env.idle == CpuIdleType::NewlyIdle {
+    update_idle_cpu_scan_of(ctx, st, env.dst_cpu, env.sd(ctx.topo), env.idle, || {
+        sum_util
+    });
+}
+
+/// [`update_idle_cpu_scan`] for a balance of `sd` pulling to `dst_cpu` at `idle`, with the
+/// domain's summed utilization asked of `sum_util` only when the budget is written.
+#[inline(always)]
+pub(super) fn update_idle_cpu_scan_of(
+    ctx: &BalanceCtx<'_>,
+    st: &mut BalanceState,
+    dst_cpu: CpuId,
+    sd: &SchedDomain,
+    idle: CpuIdleType,
+    sum_util: impl FnOnce() -> u64,
+) {
+    if !ctx.features.enabled(LbFeat::SisUtil) || idle == CpuIdleType::NewlyIdle {
         return;
     }
     let topo = ctx.topo;
-    let llc_weight = u64::from(topo.sd_llc_size(env.dst_cpu));
-    let sd = env.sd(topo);
+    let llc_weight = u64::from(topo.sd_llc_size(dst_cpu));
     if u64::from(sd.span_weight) != llc_weight {
         return;
     }
-    let Some(share) = st.sd_llc_shared_mut(topo, env.dst_cpu) else {
+    let sum_util = sum_util();
+    let Some(share) = st.sd_llc_shared_mut(topo, dst_cpu) else {
         return;
     };
     let x = sum_util / llc_weight;

@@ -815,6 +815,149 @@ fn should_we_balance_prefers_an_idle_core() {
     assert!(cont);
 }
 
+/// What CPU `cpu`'s CPU_IDLE pass at domain `name` leaves on `spec`, with `tasks[c]`
+/// always-running tasks spawned on CPU `c` and `prepare` run after their ticks: through
+/// lbsim's shortcut (`idle_settled.rs`; `full` false) or the full statistics (the decision
+/// record on, which the shortcut leaves to the full path). Returns whether the shortcut's
+/// test settles the pass, `*continue_balancing`, and the tasks moved, it again, the charges,
+/// schedstat, the domain's state, the local and parent groups' capacity state, the root
+/// domain's flags, the LLC's SIS_UTIL scan budget and the CPU's capacity.
+fn idle_pass(
+    spec: &str,
+    cpu: u32,
+    name: &str,
+    tasks: &[usize],
+    prepare: impl Fn(&mut World),
+    full: bool,
+) -> (bool, bool, impl PartialEq + std::fmt::Debug) {
+    let mut w = World::new(spec);
+    for (c, &k) in tasks.iter().enumerate() {
+        for _ in 0..k {
+            w.spawn(c as u32, None);
+        }
+    }
+    w.tunables.migration_cost_ns = 0;
+    w.run_ticks(100);
+    prepare(&mut w);
+    w.st.checks.enabled = full;
+    let level = w.level(cpu, name);
+    let this = CpuId(cpu);
+    let doms = w.topo.domains(this);
+    let local_sgc = w.topo.local_group(&doms[level]).sgc;
+    let parent_sgc = doms.get(level + 1).map(|p| w.topo.local_group(p).sgc);
+    let now = w.now;
+    let (mut ctx, st) = w.split();
+    let settled = idle_settled::settled(&ctx, st, this, level);
+    let mut pass = Pass::new(now);
+    let mut cont = true;
+    let moved = load_balance(
+        &mut ctx,
+        st,
+        this,
+        level,
+        CpuIdleType::Idle,
+        &mut cont,
+        &mut pass,
+    );
+    let topo = ctx.topo;
+    let state = (
+        moved,
+        cont,
+        pass.work,
+        st.schedstat.clone(),
+        *st.sd(this, level),
+        *st.sgc(local_sgc),
+        parent_sgc.map(|p| *st.sgc(p)),
+        st.rd,
+        st.sd_llc_shared(topo, this).map(|s| s.nr_idle_scan),
+        ctx.rqs[cpu as usize].cpu_capacity(),
+    );
+    w.check();
+    (settled, cont, state)
+}
+
+/// lbsim's shortcut for CPU_IDLE passes (`idle_settled.rs`) against the full statistics
+/// (fair.c v6.12, update_sd_pick_busiest(): "if (!sgs->sum_h_nr_running) return false;";
+/// sched_balance_find_src_group(): "if (busiest->sum_h_nr_running == 1) goto
+/// out_balanced" for a busiest group that is not overloaded at CPU_IDLE): a domain whose
+/// CPUs are all idle, at any level, and an SMT or flat lowest domain whose other CPUs run
+/// at most one task each, are balanced without the group statistics, and the pass leaves
+/// what the full pass leaves ([`idle_pass`]): the second SMT thread's MC pass stopped by
+/// should_we_balance(), the top level's `rd->overloaded`, the LLC's scan budget. A sibling
+/// with two tasks, a wake-up in flight, `sgc->imbalance` on the sibling's group or a task
+/// elsewhere in a larger domain take the full path, with the same result.
+#[test]
+fn idle_pass_settled_without_the_statistics() {
+    // Two sockets of two cores of two threads: SMT (2), MC (4, the LLC), PKG (8, the top).
+    const SMT: &str = "sockets=2,cores=2,threads=2";
+    const FLAT: &str = "cores=4";
+    let none = |_: &mut World| {};
+    let pend_1 = |w: &mut World| w.pend(1, w.now);
+    let imbalance_1 = |w: &mut World| {
+        let sd = &w.topo.domains(CpuId(0))[0];
+        let gid = w
+            .topo
+            .group_ids(sd)
+            .find(|&g| w.topo.span(w.topo.group(g).span).test(CpuId(1)));
+        let sgc = w.topo.group(gid.expect("CPU 1's group")).sgc;
+        w.st.sgc_mut(sgc).imbalance = true;
+    };
+    let stale = |w: &mut World| {
+        w.st.rd.overloaded = true;
+        let topo = &w.topo;
+        if let Some(s) = w.st.sd_llc_shared_mut(topo, CpuId(0)) {
+            s.nr_idle_scan = 1;
+        }
+    };
+    // (machine, CPU, domain, tasks per CPU, prepare, settled)
+    type Case<'a> = (
+        &'a str,
+        u32,
+        &'a str,
+        &'a [usize],
+        &'a dyn Fn(&mut World),
+        bool,
+    );
+    let cases: [Case<'_>; 16] = [
+        (SMT, 0, "SMT", &[0, 0, 0, 0, 0, 0, 0, 0], &none, true),
+        (SMT, 0, "SMT", &[0, 1, 0, 0, 0, 0, 0, 0], &none, true),
+        (SMT, 0, "SMT", &[0, 1, 2, 2, 0, 0, 0, 0], &none, true),
+        (SMT, 0, "SMT", &[0, 2, 0, 0, 0, 0, 0, 0], &none, false),
+        (SMT, 0, "SMT", &[0, 1, 0, 0, 0, 0, 0, 0], &pend_1, false),
+        (
+            SMT,
+            0,
+            "SMT",
+            &[0, 1, 0, 0, 0, 0, 0, 0],
+            &imbalance_1,
+            false,
+        ),
+        (SMT, 0, "MC", &[0, 0, 0, 0, 1, 0, 0, 0], &stale, true),
+        (SMT, 1, "MC", &[0, 0, 0, 0, 1, 0, 0, 0], &stale, true),
+        (SMT, 0, "MC", &[0, 1, 0, 0, 0, 0, 0, 0], &stale, false),
+        (SMT, 0, "MC", &[0, 0, 0, 1, 0, 0, 0, 0], &none, false),
+        (SMT, 0, "PKG", &[0, 0, 0, 0, 0, 0, 0, 0], &stale, true),
+        (SMT, 0, "PKG", &[0, 0, 0, 0, 0, 0, 0, 1], &stale, false),
+        (FLAT, 0, "MC", &[0, 1, 1, 1], &stale, true),
+        (FLAT, 0, "MC", &[0, 1, 2, 1], &stale, false),
+        (FLAT, 0, "MC", &[0, 0, 0, 0], &stale, true),
+        (FLAT, 2, "MC", &[1, 0, 0, 1], &stale, true),
+    ];
+    let mut stopped = false;
+    for (spec, cpu, name, tasks, prepare, expected) in cases {
+        let case = format!("{spec}: CPU {cpu} at {name}, tasks {tasks:?}");
+        let (settled, cont, shortcut) = idle_pass(spec, cpu, name, tasks, prepare, false);
+        let (_, _, full) = idle_pass(spec, cpu, name, tasks, prepare, true);
+        assert_eq!(settled, expected, "{case}");
+        assert_eq!(shortcut, full, "{case}");
+        stopped |= settled && !cont;
+    }
+    assert!(
+        stopped,
+        "no settled pass was stopped by should_we_balance()"
+    );
+}
+
 mod props {
     //! Property tests over random small machines and runqueues.
 
