@@ -10,7 +10,7 @@
 //! Kick flags are [`NohzFlags`] (ctx.rs); housekeeping masks are not modelled (every CPU
 //! does scheduler housekeeping).
 
-use lbsim_topology::CpuId;
+use lbsim_topology::{CpuId, Cpumask};
 
 use crate::ctx::{BalanceCtx, IlbKick, NohzFlags};
 use crate::lb::{
@@ -259,9 +259,13 @@ pub fn nohz_idle_balance_flags(
     }
     let n = ctx.topo.nr_cpus();
     let start = CpuId(((this_cpu.index() + 1) % n) as u32);
-    let cpus: Vec<CpuId> = st.nohz.idle_cpus_mask.iter_wrap(start).collect();
+    // The mask as the walk starts (nothing below changes it: CPUs enter and leave nohz
+    // idle on their own ticks and idle entries), copied into a spare mask so that the walk
+    // does not hold `st`.
+    let mut cpus = st.nohz.walk_spare.take().unwrap_or_else(|| Cpumask::new(n));
+    cpus.copy_from(&st.nohz.idle_cpus_mask);
     let mut aborted = false;
-    for balance_cpu in cpus {
+    for balance_cpu in cpus.iter_wrap(start) {
         // The pass's clock moves only with the work done below: one reading serves both
         // tests, taken only if a wake-up IPI may be in flight.
         let mut at = None;
@@ -307,6 +311,7 @@ pub fn nohz_idle_balance_flags(
     if has_blocked_load {
         st.nohz.has_blocked = true;
     }
+    st.nohz.walk_spare = Some(cpus);
 }
 
 #[cfg(test)]

@@ -84,6 +84,9 @@ pub struct NohzState {
     pub next_balance: u64,
     /// `nohz.next_blocked`, in jiffies.
     pub next_blocked: u64,
+    /// lbsim's: the copy of `idle_cpus_mask` that the last idle balance walked, kept for the
+    /// next one to copy into (no allocation per walk).
+    pub walk_spare: Option<Cpumask>,
 }
 
 /// The balancing fields of one `struct rq` that the runqueue crate does not keep.
@@ -244,6 +247,7 @@ impl BalanceState {
                 needs_update: false,
                 next_balance: jiffies,
                 next_blocked: jiffies,
+                walk_spare: None,
             },
             max_load_balance_interval: max_load_balance_interval(hz, n),
             serialize_busy_until_ns: 0,

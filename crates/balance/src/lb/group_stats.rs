@@ -6,7 +6,7 @@
 use crate::params::LbFeat;
 use lbsim_topology::{CpuId, GroupId, SchedDomain, SchedGroup, SdFlag, Topology};
 
-use crate::rqs::SumsView;
+use crate::rqs::{SpanSums, SumsView};
 
 use crate::ctx::BalanceCtx;
 use crate::state::{BalanceState, msecs_to_jiffies};
@@ -128,7 +128,10 @@ fn smt_balance(env: &LbEnv, sgs: &SgLbStats, group: &SchedGroup) -> bool {
 }
 
 /// Follows fair.c: sched_group_asym() (v6.6 sched_asym(); v6.12 form). `at_ns` gives the
-/// pass's time, read only for a group with an `asym_prefer_cpu`.
+/// pass's time, read only for a group with an `asym_prefer_cpu`. A group without one
+/// (every group outside `SD_ASYM_PACKING` domains) is answered first: the kernel's two
+/// tests are both needed for a `true` and read nothing that changes.
+#[inline]
 fn sched_group_asym(
     ctx: &BalanceCtx<'_>,
     env: &LbEnv,
@@ -136,13 +139,13 @@ fn sched_group_asym(
     group: &SchedGroup,
     at_ns: impl FnOnce() -> u64,
 ) -> bool {
+    let Some(prefer) = group.asym_prefer_cpu else {
+        return false;
+    };
     if group.flags.contains(SdFlag::ShareCpucapacity) && sgs.group_weight - sgs.idle_cpus != 1 {
         return false;
     }
-    match group.asym_prefer_cpu {
-        Some(prefer) => sched_asym(ctx, env.sd(ctx.topo), env.dst_cpu, prefer, at_ns()),
-        None => false,
-    }
+    sched_asym(ctx, env.sd(ctx.topo), env.dst_cpu, prefer, at_ns())
 }
 
 /// What the CPU loop of update_sg_lb_stats() adds up: the stats' sums and misfit load,
@@ -221,19 +224,31 @@ fn sum_cpus(
     out
 }
 
-/// The CPU loop's result from the group sums that [`crate::rqs::Rqs`] keeps, when they
-/// give the same answer: every CPU of the group is in `env->cpus`, no wake-up is pending
+/// The CPU loop's result from the group sums that [`crate::rqs::Rqs`] keeps ([`usable_sums`]
+/// says when they give the same answer): every CPU of the group is in `env->cpus`, no wake-up is pending
 /// beyond the runqueues' own `ttwu_pending`, and no misfit load can arise (a local group;
 /// or no `SD_ASYM_CPUCAPACITY` and, for an idle balance, no CPU with reduced capacity).
 /// `None` otherwise.
-fn sum_cpus_from_spans<'c>(
+#[inline(always)]
+fn sum_cpus_from_spans(s: &SpanSums) -> CpuSums {
+    CpuSums {
+        sgs: s.summed_stats(),
+        overloaded: s.overloaded_cpus > 0,
+        scanned: s.nr_cpus,
+    }
+}
+
+/// The group sums of `group` when they give what the CPU loop of update_sg_lb_stats() adds
+/// up (see [`sum_cpus_from_spans`]); `None` otherwise.
+#[inline(always)]
+fn usable_sums<'c>(
     ctx: &'c BalanceCtx<'_>,
     env: &LbEnv,
     inv: &SgInvariants<'_>,
     view: &mut Option<SumsView<'c>>,
     group: &SchedGroup,
     local_group: bool,
-) -> Option<CpuSums> {
+) -> Option<SpanSums> {
     let topo = ctx.topo;
     let sd = inv.sd;
     if !inv.sums_usable
@@ -243,7 +258,7 @@ fn sum_cpus_from_spans<'c>(
     {
         return None;
     }
-    let s = view
+    let s = *view
         .get_or_insert_with(|| ctx.rqs.sums_view(topo, ctx.tasks, inv.tip_avg_high))
         .get(group.span)?;
     // check_cpu_capacity() holds only below the original capacity while imbalance_pct is
@@ -251,11 +266,7 @@ fn sum_cpus_from_spans<'c>(
     if !local_group && env.idle.is_idle() && (s.reduced_cpus > 0 || sd.imbalance_pct < 100) {
         return None;
     }
-    Some(CpuSums {
-        sgs: s.summed_stats(),
-        overloaded: s.overloaded_cpus > 0,
-        scanned: s.nr_cpus,
-    })
+    Some(s)
 }
 
 /// Follows fair.c: update_sg_lb_stats() (v6.6-v6.12). Counts one CPU scanned per CPU the
@@ -343,8 +354,36 @@ fn update_sg_lb_stats_with<'c>(
     sg_overloaded: &mut bool,
     pass: &mut Pass,
 ) -> SgLbStats {
+    let sums = usable_sums(ctx, env, inv, view, group, local_group);
+    update_sg_lb_stats_from(
+        ctx,
+        st,
+        env,
+        inv,
+        sums,
+        group,
+        local_group,
+        sg_overloaded,
+        pass,
+    )
+}
+
+/// [`update_sg_lb_stats_with`] with the group's sums as [`usable_sums`] gave them.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn update_sg_lb_stats_from(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    env: &LbEnv,
+    inv: &SgInvariants<'_>,
+    sums: Option<SpanSums>,
+    group: &SchedGroup,
+    local_group: bool,
+    sg_overloaded: &mut bool,
+    pass: &mut Pass,
+) -> SgLbStats {
     let sd = inv.sd;
-    let sums = match sum_cpus_from_spans(ctx, env, inv, view, group, local_group) {
+    let sums = match sums.as_ref().map(sum_cpus_from_spans) {
         Some(fast) => {
             debug_assert_eq!(
                 fast,
@@ -739,18 +778,92 @@ fn sd_group_stats<'c, const KEEP: bool>(
         memo.set_busiest_after(k, *busiest_k);
         return;
     }
-    let sgs = update_sg_lb_stats_with(
+    let sums = usable_sums(ctx, env, inv, view, sg, local_group);
+    if let Some(s) = &sums
+        && s.sum_h_nr_running == 0
+        && !local_group
+        && !st.checks.enabled
+    {
+        count_group_without_tasks(ctx, st, env, inv, view, sg, s, acc, pass);
+        return;
+    }
+    let sgs = update_sg_lb_stats_from(
         ctx,
         st,
         env,
         inv,
-        view,
+        sums,
         sg,
         local_group,
         &mut acc.sg_overloaded,
         pass,
     );
     pick_group(ctx, st, env, acc, sg, g, &sgs);
+}
+
+/// Follows fair.c: update_sd_lb_stats() (v6.6-v6.12), its loop body for a group other than
+/// the local one without a CFS task, whose sums (`s`) give what update_sg_lb_stats() adds
+/// up: update_sd_pick_busiest() refuses such a group before reading anything else (`if
+/// (!sgs->sum_h_nr_running) return false;`), so all the loop keeps of it is what it adds
+/// to the domain's totals (load, capacity, utilization, `sg_overloaded` from its CPUs with
+/// more than one task) and the CPUs it reads. Deliberately differs in how: the group's
+/// type is not classified (only the decision record reads it, and with the record on the
+/// full path runs); debug builds compute the full statistics and compare.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn count_group_without_tasks<'c>(
+    ctx: &'c BalanceCtx<'_>,
+    st: &BalanceState,
+    env: &LbEnv,
+    inv: &SgInvariants<'_>,
+    view: &mut Option<SumsView<'c>>,
+    sg: &SchedGroup,
+    s: &SpanSums,
+    acc: &mut SdSums,
+    pass: &mut Pass,
+) {
+    let group_capacity = st.sgc(sg.sgc).capacity;
+    #[cfg(debug_assertions)]
+    {
+        let mut full_pass = pass.clone();
+        let mut overloaded = false;
+        let full = update_sg_lb_stats_with(
+            ctx,
+            st,
+            env,
+            inv,
+            view,
+            sg,
+            false,
+            &mut overloaded,
+            &mut full_pass,
+        );
+        assert_eq!(
+            (
+                full.sum_h_nr_running,
+                full.group_load,
+                full.group_util,
+                full.group_capacity
+            ),
+            (0, s.group_load, s.group_util, group_capacity),
+            "a group without tasks counted otherwise"
+        );
+        assert_eq!(overloaded, s.overloaded_cpus > 0);
+        assert_eq!(
+            full_pass.work.cpus_scanned,
+            pass.work.cpus_scanned + s.nr_cpus
+        );
+        assert!(!update_sd_pick_busiest(ctx, st, env, &acc.sds, sg, &full));
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = (ctx, env, inv, view);
+    if s.overloaded_cpus > 0 {
+        acc.sg_overloaded = true;
+    }
+    acc.sds.total_load += s.group_load;
+    acc.sds.total_capacity += group_capacity;
+    acc.sum_util += s.group_util;
+    pass.work.cpus_scanned += s.nr_cpus;
 }
 
 /// Follows fair.c: update_sd_lb_stats() (v6.6-v6.12), what its loop does with group `g`'s

@@ -958,6 +958,64 @@ fn idle_pass_settled_without_the_statistics() {
     );
 }
 
+/// find_busiest_group() at every level of `cpu`'s domains and every idle type on
+/// `sockets=2,cores=4,threads=2` with `tasks` (CPU, count) spawned, with the decision
+/// record on (`full`: every group's statistics computed) or off (groups other than the
+/// local one without a CFS task counted from their sums, `group_stats.rs`): per pass, the
+/// result, `env->imbalance`, the charges, the root domain's flags and the LLC's scan budget.
+fn fbg_all_levels(cpu: u32, tasks: &[(u32, usize)], full: bool) -> Vec<String> {
+    let mut w = World::new("sockets=2,cores=4,threads=2");
+    for &(c, k) in tasks {
+        for _ in 0..k {
+            w.spawn(c, None);
+        }
+    }
+    w.run_ticks(50);
+    w.st.checks.enabled = full;
+    let mut out = Vec::new();
+    let levels = w.topo.domains(CpuId(cpu)).len();
+    for level in 0..levels {
+        for idle in [
+            CpuIdleType::NotIdle,
+            CpuIdleType::Idle,
+            CpuIdleType::NewlyIdle,
+        ] {
+            let now = w.now;
+            let (mut ctx, st) = w.split();
+            let mut env = LbEnv::new(ctx.topo, CpuId(cpu), level, idle);
+            let mut pass = Pass::new(now);
+            let r = find_busiest_group(&mut ctx, st, &mut env, &mut pass);
+            let scan = st
+                .sd_llc_shared(ctx.topo, CpuId(cpu))
+                .map(|s| s.nr_idle_scan);
+            out.push(format!(
+                "level {level} {idle:?}: {r:?} {} {:?} {:?} {scan:?}",
+                env.imbalance, pass.work, st.rd
+            ));
+        }
+    }
+    out
+}
+
+/// update_sd_lb_stats() counts a group other than the local one without a CFS task from its
+/// sums (fair.c v6.12, update_sd_pick_busiest(): "if (!sgs->sum_h_nr_running) return
+/// false;"): every pass of every level and idle type finds what the full statistics find,
+/// with the same totals, charges and writes ([`fbg_all_levels`]). The machine has such
+/// groups at every level above SMT (idle SMT pairs, an idle package) beside busy and
+/// overloaded ones, so that passes both balance and find a busiest group.
+#[test]
+fn groups_without_tasks_counted_from_their_sums() {
+    let tasks: &[(u32, usize)] = &[(2, 3), (5, 1), (9, 2)];
+    let mut found_busiest = false;
+    for cpu in [0, 1, 7, 8] {
+        let shortcut = fbg_all_levels(cpu, tasks, false);
+        let full = fbg_all_levels(cpu, tasks, true);
+        assert_eq!(shortcut, full, "CPU {cpu}");
+        found_busiest |= shortcut.iter().any(|l| l.contains("busiest: Some"));
+    }
+    assert!(found_busiest, "no pass found a busiest group");
+}
+
 mod props {
     //! Property tests over random small machines and runqueues.
 
