@@ -251,10 +251,12 @@ fn usable_sums<'c>(
 ) -> Option<SpanSums> {
     let topo = ctx.topo;
     let sd = inv.sd;
+    // `sums_usable` holds only while `env->cpus` is the whole span, which holds every group.
+    debug_assert!(!inv.sums_usable || inv.cpus_whole);
+    debug_assert!(!inv.sums_usable || topo.span_is_subset(group.span, &env.cpus));
     if !inv.sums_usable
         || group.group_weight < inv.min_cpus
         || (!local_group && sd.flags.contains(SdFlag::AsymCpucapacity))
-        || (sd.flags.contains(SdFlag::Overlap) && !topo.span_is_subset(group.span, &env.cpus))
     {
         return None;
     }
@@ -314,7 +316,9 @@ struct SgInvariants<'t> {
     /// No wake-up IPI may be in flight ([`crate::ctx::PendingWakeups::none_pending`]).
     none_pending: bool,
     /// `env->cpus` holds every CPU of every group: none has been cleared from the domain's
-    /// span, and the groups do not overlap (so each lies inside the span).
+    /// span, and every group lies inside the span (a topology invariant, also of
+    /// `SD_OVERLAP` domains since v5.16's find_descended_sibling(); checked for random
+    /// machines by the topology crate's `tests/properties.rs`).
     cpus_whole: bool,
     /// `env->sd` has `SD_ASYM_CPUCAPACITY`.
     asym_cpucapacity: bool,
@@ -332,7 +336,7 @@ impl<'t> SgInvariants<'t> {
             min_cpus: crate::rqs::span_sums_min_cpus(ctx.topo),
             tip_avg_high: ctx.features.enabled(LbFeat::LbTipAvgHigh),
             none_pending,
-            cpus_whole: !env.cpus_trimmed && !sd.flags.contains(SdFlag::Overlap),
+            cpus_whole: !env.cpus_trimmed,
             asym_cpucapacity: sd.flags.contains(SdFlag::AsymCpucapacity),
             idle: env.idle.is_idle(),
         }
