@@ -141,6 +141,12 @@ pub fn rebalance_domains(
     let mut update_next = false;
     let mut need_decay = false;
     let mut max_cost = 0u64;
+    // sd_balance_interval() with what it reads of the context read once.
+    let max_interval = st.max_load_balance_interval;
+    let skew = ctx.features.enabled(LbFeat::LbBusyIntervalSkew);
+    let interval_of = |sd: &SchedDomain, s: &DomainState, busy: bool| {
+        get_sd_balance_interval(sd, s, busy, hz, max_interval, skew)
+    };
     for (level, sd) in topo.domains(cpu).iter().enumerate() {
         need_decay = update_newidle_cost(st.sd_mut(cpu, level), 0, jiffies, hz);
         max_cost += st.sd(cpu, level).max_newidle_lb_cost;
@@ -150,7 +156,7 @@ pub fn rebalance_domains(
             }
             break;
         }
-        let mut interval = sd_balance_interval(ctx, st, cpu, level, busy);
+        let mut interval = interval_of(sd, st.sd(cpu, level), busy);
         let need_serialize = sd.flags.contains(SdFlag::Serialize);
         let mut locked = false;
         if need_serialize {
@@ -166,8 +172,9 @@ pub fn rebalance_domains(
                     };
                     busy = idle != CpuIdleType::Idle && !sched_idle_cpu(ctx, cpu);
                 }
-                st.sd_mut(cpu, level).last_balance = jiffies;
-                interval = sd_balance_interval(ctx, st, cpu, level, busy);
+                let s = st.sd_mut(cpu, level);
+                s.last_balance = jiffies;
+                interval = interval_of(sd, s, busy);
             }
             if locked {
                 serialize_unlock(st, pass.now_ns(ctx));
