@@ -347,6 +347,7 @@ impl<'t> SgInvariants<'t> {
 /// view (`view`) taken by the first group that reads it and kept by the caller for the
 /// next groups while the runqueues do not change.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn update_sg_lb_stats_with<'c>(
     ctx: &'c BalanceCtx<'_>,
     st: &BalanceState,
@@ -372,9 +373,9 @@ fn update_sg_lb_stats_with<'c>(
     )
 }
 
-/// [`update_sg_lb_stats_with`] with the group's sums as [`usable_sums`] gave them.
+/// [`update_sg_lb_stats_with`] with the group's sums as [`usable_sums`] gave them (one
+/// function, not inlined, so that the CPU loop inlined in it stays one copy).
 #[allow(clippy::too_many_arguments)]
-#[inline(always)]
 fn update_sg_lb_stats_from(
     ctx: &BalanceCtx<'_>,
     st: &BalanceState,
