@@ -13,9 +13,7 @@
 use lbsim_topology::{CpuId, Cpumask};
 
 use crate::ctx::{BalanceCtx, IlbKick, NohzFlags};
-use crate::lb::{
-    CpuIdleType, Pass, check_cpu_capacity, idle_cpu, idle_cpu_with, ttwu_pending_with,
-};
+use crate::lb::{CpuIdleType, Pass, check_cpu_capacity, idle_cpu, idle_cpu_of};
 use crate::newidle::update_blocked_averages;
 use crate::rebalance::rebalance_domains;
 use crate::state::{BalanceState, msecs_to_jiffies};
@@ -265,15 +263,27 @@ pub fn nohz_idle_balance_flags(
     let mut cpus = st.nohz.walk_spare.take().unwrap_or_else(|| Cpumask::new(n));
     cpus.copy_from(&st.nohz.idle_cpus_mask);
     let mut aborted = false;
+    // Whether a wake-up IPI may be in flight: the engine's view does not change during the
+    // walk, so it is asked once.
+    let none_pending = ctx.pending.none_pending();
     for balance_cpu in cpus.iter_wrap(start) {
         // The pass's clock moves only with the work done below: one reading serves both
         // tests, taken only if a wake-up IPI may be in flight.
         let mut at = None;
         let mut clock = || *at.get_or_insert_with(|| pass.now_ns(ctx));
-        if !idle_cpu_with(ctx, balance_cpu, &mut clock) {
+        if !idle_cpu_of(
+            ctx,
+            &ctx.rqs[balance_cpu.index()],
+            || none_pending,
+            &mut clock,
+        ) {
             continue;
         }
-        if ctx.rqs[this_cpu.index()].nr_running > 0 || ttwu_pending_with(ctx, this_cpu, &mut clock)
+        // need_resched() of this CPU: a task, or a wake-up pending (ttwu_pending()).
+        let this = &ctx.rqs[this_cpu.index()];
+        if this.nr_running > 0
+            || this.ttwu_pending()
+            || (!none_pending && ctx.pending.ttwu_pending_at(this_cpu, clock()))
         {
             if flags.contains(NohzFlags::STATS) {
                 has_blocked_load = true;
