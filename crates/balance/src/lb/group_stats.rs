@@ -224,11 +224,8 @@ fn sum_cpus(
     out
 }
 
-/// The CPU loop's result from the group sums that [`crate::rqs::Rqs`] keeps ([`usable_sums`]
-/// says when they give the same answer): every CPU of the group is in `env->cpus`, no wake-up is pending
-/// beyond the runqueues' own `ttwu_pending`, and no misfit load can arise (a local group;
-/// or no `SD_ASYM_CPUCAPACITY` and, for an idle balance, no CPU with reduced capacity).
-/// `None` otherwise.
+/// The CPU loop's result from a group's sums that [`crate::rqs::Rqs`] keeps, as
+/// [`usable_sums`] found them.
 #[inline(always)]
 fn sum_cpus_from_spans(s: &SpanSums) -> CpuSums {
     CpuSums {
@@ -239,7 +236,10 @@ fn sum_cpus_from_spans(s: &SpanSums) -> CpuSums {
 }
 
 /// The group sums of `group` when they give what the CPU loop of update_sg_lb_stats() adds
-/// up (see [`sum_cpus_from_spans`]); `None` otherwise.
+/// up: every CPU of the group is in `env->cpus`, no wake-up is pending beyond the
+/// runqueues' own `ttwu_pending`, and no misfit load can arise (a local group; or no
+/// `SD_ASYM_CPUCAPACITY` and, for an idle balance, no CPU with reduced capacity). `None`
+/// otherwise.
 #[inline(always)]
 fn usable_sums<'c>(
     ctx: &'c BalanceCtx<'_>,
