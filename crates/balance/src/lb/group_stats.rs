@@ -317,8 +317,9 @@ struct SgInvariants<'t> {
     none_pending: bool,
     /// `env->cpus` holds every CPU of every group: none has been cleared from the domain's
     /// span, and every group lies inside the span (a topology invariant, also of
-    /// `SD_OVERLAP` domains since v5.16's find_descended_sibling(); checked for random
-    /// machines by the topology crate's `tests/properties.rs`).
+    /// `SD_OVERLAP` domains, whose groups build_overlap_sched_groups() takes from
+    /// find_descended_sibling(), commit 585b6d2723dc, which the topology crate follows;
+    /// checked for random machines by its `tests/properties.rs`).
     cpus_whole: bool,
     /// `env->sd` has `SD_ASYM_CPUCAPACITY`.
     asym_cpucapacity: bool,
