@@ -5,7 +5,8 @@
 //! (v6.6-v6.12).
 //!
 //! Why the outcome is known. Two cases:
-//! - Every CPU of the domain is idle (any level). update_sd_pick_busiest() refuses a group
+//! - Every CPU of the domain is idle (any level; at the lowest level, tried when the next
+//!   case does not hold, e.g. a core without SMT whose lowest domain's groups are cores). update_sd_pick_busiest() refuses a group
 //!   without a CFS task before anything else (`if (!sgs->sum_h_nr_running) return false;`),
 //!   so there is no busiest group.
 //! - The lowest level, each CPU its own group (the SMT domain, or a flat domain of single
@@ -130,8 +131,11 @@ pub(super) fn settled(
     if sd.flags.contains(SdFlag::Overlap) || !ctx.pending.none_pending() {
         return false;
     }
-    if level == 0 && !sd.flags.contains(SdFlag::AsymCpucapacity) {
-        return lowest_level_settled(ctx, st, this_cpu, sd);
+    if level == 0
+        && !sd.flags.contains(SdFlag::AsymCpucapacity)
+        && lowest_level_settled(ctx, st, this_cpu, sd)
+    {
+        return true;
     }
     let rqs: &[lbsim_rq::Rq] = ctx.rqs;
     topo.span_cpus(sd.span)
