@@ -39,6 +39,10 @@ use crate::params::LbFeat;
 use crate::rqs::{SpanSums, SumsView};
 use crate::state::BalanceState;
 
+mod idlest_index;
+use idlest_index::DstPick;
+pub(crate) use idlest_index::IdlestIndex;
+
 /// `NR_CPUS`: the kernel's compile-time CPU limit, which `p->nr_cpus_allowed` is compared
 /// with to tell a task with restricted affinity (lbsim's largest machine size).
 pub const NR_CPUS: u32 = MAX_CPUS as u32;
@@ -454,15 +458,30 @@ pub fn sched_balance_find_dst_group(
     this_cpu: CpuId,
     work: &mut WorkAccount,
 ) -> Option<GroupId> {
+    let pick = find_dst_group_loop(ctx, st, sd, p, this_cpu, work);
+    find_dst_group_decide(ctx, st, sd, p, &pick)
+}
+
+/// sched_balance_find_dst_group()'s loop over the groups of `sd`: the idlest non-local group
+/// allowed to `p` by update_pick_idlest() (from overloaded with `avg_load` `u32::MAX`), and
+/// the local group, with their statistics.
+fn find_dst_group_loop(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    sd: &SchedDomain,
+    p: TaskId,
+    this_cpu: CpuId,
+    work: &mut WorkAccount,
+) -> DstPick {
     let topo = ctx.topo;
     let cpus_mask = &ctx.tasks[p].cpus_mask;
-    let mut idlest: Option<GroupId> = None;
-    let mut local: Option<GroupId> = None;
-    let mut local_sgs = SgLbStats::default();
-    let mut idlest_sgs = SgLbStats {
-        avg_load: u64::from(u32::MAX),
-        group_type: GroupType::Overloaded,
-        ..SgLbStats::default()
+    let mut pick = DstPick {
+        idlest_sgs: SgLbStats {
+            avg_load: u64::from(u32::MAX),
+            group_type: GroupType::Overloaded,
+            ..SgLbStats::default()
+        },
+        ..DstPick::default()
     };
     work.domains += 1;
     // Every group holds a CPU of the domain's span (its own in a partition, the CPU it was
@@ -482,15 +501,74 @@ pub fn sched_balance_find_dst_group(
         let local_group = span.test(this_cpu);
         let sgs = update_sg_wakeup_stats_with(ctx, st, sd, group, p, &inv, &mut view, work);
         if local_group {
-            local = Some(gid);
-            local_sgs = sgs;
-        } else if update_pick_idlest(st, topo, idlest, &idlest_sgs, group, &sgs) {
-            idlest = Some(gid);
-            idlest_sgs = sgs;
+            pick.local = Some(gid);
+            pick.local_sgs = sgs;
+        } else if update_pick_idlest(st, topo, pick.idlest, &pick.idlest_sgs, group, &sgs) {
+            pick.idlest = Some(gid);
+            pick.idlest_sgs = sgs;
         }
     }
-    let idlest = idlest?;
-    let Some(local) = local else {
+    pick
+}
+
+/// sched_balance_find_dst_group() with the group loop answered by the index
+/// ([`IdlestIndex`]) where no group's statistics depend on `p`: `p` may run on every CPU of
+/// `sd` and adds nothing to any of them (it is new, or on no CPU of `sd`), no wake-up is
+/// pending beyond the runqueues' own flags, and `sd` is neither `SD_ASYM_CPUCAPACITY` nor
+/// `SD_OVERLAP` (whose groups the kernel builds for each CPU apart, so that no two CPUs
+/// share a list). Debug builds run the loop too and compare.
+fn find_dst_group_indexed(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    index: &mut IdlestIndex,
+    sd: &SchedDomain,
+    p: TaskId,
+    this_cpu: CpuId,
+    work: &mut WorkAccount,
+) -> Option<GroupId> {
+    let topo = ctx.topo;
+    let inv = WakeupInvariants::of(ctx, sd, p);
+    let usable = inv.sums_usable
+        && !sd.flags.contains(SdFlag::Overlap)
+        && !(inv.p_counts && topo.span(sd.span).test(inv.p_cpu))
+        && (allowed_everywhere(ctx, p) || topo.span_is_subset(sd.span, &ctx.tasks[p].cpus_mask));
+    let before = *work;
+    let pick = if usable {
+        index.pick(ctx, st, sd, p, this_cpu, &inv, work)
+    } else {
+        None
+    };
+    let Some(pick) = pick else {
+        return sched_balance_find_dst_group(ctx, st, sd, p, this_cpu, work);
+    };
+    if cfg!(debug_assertions) {
+        let mut w = before;
+        let by_loop = find_dst_group_loop(ctx, st, sd, p, this_cpu, &mut w);
+        assert_eq!(
+            pick, by_loop,
+            "the idlest-group index differs from the loop"
+        );
+        assert_eq!(
+            *work, w,
+            "the idlest-group index charges differently from the loop"
+        );
+    }
+    find_dst_group_decide(ctx, st, sd, p, &pick)
+}
+
+/// The end of sched_balance_find_dst_group(): the idlest group against the local one.
+fn find_dst_group_decide(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    sd: &SchedDomain,
+    p: TaskId,
+    pick: &DstPick,
+) -> Option<GroupId> {
+    let topo = ctx.topo;
+    let cpus_mask = &ctx.tasks[p].cpus_mask;
+    let (local_sgs, idlest_sgs) = (&pick.local_sgs, &pick.idlest_sgs);
+    let idlest = pick.idlest?;
+    let Some(local) = pick.local else {
         return Some(idlest);
     };
     if local_sgs.group_type < idlest_sgs.group_type {
@@ -559,7 +637,10 @@ pub fn sched_balance_find_dst_group(
 /// one in an equally deep state, or in none (NULL: not inside `cpuidle_enter_state()`, or no
 /// cpuidle driver), replaces it if it went idle more recently (larger `idle_stamp`). If no CPU
 /// is idle, the least loaded one (the kernel starts from `this_cpu`, which a group of busy
-/// CPUs always beats).
+/// CPUs always beats). Deliberately differs in how, not what: when no CPU of the group is in
+/// the runqueues' mask of CPUs that may be idle and `p` may run on all of them, the least
+/// loaded CPU is found from the group sums' per-CPU loads without the idle tests (checked
+/// against the loop in debug builds); every CPU is charged either way.
 pub fn sched_balance_find_dst_group_cpu(
     ctx: &BalanceCtx<'_>,
     group: &SchedGroup,
@@ -571,6 +652,62 @@ pub fn sched_balance_find_dst_group_cpu(
     if group.group_weight == 1 {
         return *cpus.first().expect("a sched group spans at least one CPU");
     }
+    let all_allowed =
+        allowed_everywhere(ctx, p) || ctx.topo.span_is_subset(group.span, &ctx.tasks[p].cpus_mask);
+    if all_allowed && no_idle_candidate(ctx, group) {
+        let cpu = least_loaded_cpu(ctx, group, this_cpu);
+        if cfg!(debug_assertions) {
+            let mut w = WorkAccount::default();
+            let by_loop = find_dst_group_cpu_loop(ctx, group, p, this_cpu, &mut w);
+            assert_eq!(
+                cpu, by_loop,
+                "the least loaded CPU differs from the loop's answer"
+            );
+            assert_eq!(w.cpus_scanned, group.group_weight);
+        }
+        work.cpus_scanned += group.group_weight;
+        return cpu;
+    }
+    find_dst_group_cpu_loop(ctx, group, p, this_cpu, work)
+}
+
+/// No CPU of `group` is idle or runs only SCHED_IDLE tasks: none is in the runqueues' mask
+/// of CPUs that may be ([`crate::rqs::Rqs::idle_candidates`]).
+fn no_idle_candidate(ctx: &BalanceCtx<'_>, group: &SchedGroup) -> bool {
+    let candidates = ctx.rqs.idle_candidates();
+    let span = ctx.topo.span(group.span).as_words();
+    span.iter().zip(candidates.iter()).all(|(s, c)| s & c == 0)
+}
+
+/// sched_balance_find_dst_group_cpu()'s answer when no CPU of the group is idle or runs only
+/// SCHED_IDLE tasks and `p` may run on all of them: the first CPU of the least `cpu_load()`
+/// (the kernel starts from `this_cpu` and `ULONG_MAX`, and replaces on a strictly lower
+/// load), read from the group sums' per-CPU array (lbsim's: one array, not every runqueue).
+fn least_loaded_cpu(ctx: &BalanceCtx<'_>, group: &SchedGroup, this_cpu: CpuId) -> CpuId {
+    let tip_avg_high = ctx.features.enabled(LbFeat::LbTipAvgHigh);
+    let view = ctx.rqs.sums_view(ctx.topo, ctx.tasks, tip_avg_high);
+    let mut min_load = u64::MAX;
+    let mut least_loaded_cpu = this_cpu;
+    for &i in ctx.topo.span_cpus(group.span) {
+        let load = view.cpu_load(i);
+        debug_assert_eq!(load, cpu_load(ctx, i));
+        if load < min_load {
+            min_load = load;
+            least_loaded_cpu = i;
+        }
+    }
+    least_loaded_cpu
+}
+
+/// sched_balance_find_dst_group_cpu()'s loop over the CPUs of `group` (of more than one CPU).
+fn find_dst_group_cpu_loop(
+    ctx: &BalanceCtx<'_>,
+    group: &SchedGroup,
+    p: TaskId,
+    this_cpu: CpuId,
+    work: &mut WorkAccount,
+) -> CpuId {
+    let cpus = ctx.topo.span_cpus(group.span);
     let mut min_load = u64::MAX;
     let mut min_exit_latency = u32::MAX;
     let mut latest_idle_timestamp = 0u64;
@@ -641,11 +778,13 @@ pub fn sched_balance_find_dst_group_cpu(
 /// exec'ing task's PELT signal first) at each level with `sd_flag` the idlest group is found
 /// and its idlest CPU; if that is `cpu` itself the walk goes down `cpu`'s child domain,
 /// otherwise it continues on the new CPU from its highest domain with `sd_flag` smaller than
-/// the level just done.
+/// the level just done. Where no group's statistics depend on `p`, the idlest group comes
+/// from lbsim's index of the domain's groups (`fork/idlest_index.rs`), which
+/// answers what the kernel's loop answers and charges the same work.
 #[allow(clippy::too_many_arguments)]
 pub fn sched_balance_find_dst_cpu(
     ctx: &mut BalanceCtx<'_>,
-    st: &BalanceState,
+    st: &mut BalanceState,
     level: usize,
     mut cpu: CpuId,
     prev_cpu: CpuId,
@@ -663,35 +802,43 @@ pub fn sched_balance_find_dst_cpu(
         sync_entity_load_avg(ctx, p);
     }
     let ctx: &BalanceCtx<'_> = ctx;
-    let mut sd: Option<usize> = Some(level);
-    while let Some(lvl) = sd {
-        let dom = &topo.domains(cpu)[lvl];
-        let child = lvl.checked_sub(1);
-        if dom.flags.bits() & sd_flag == 0 {
-            sd = child;
-            continue;
-        }
-        let Some(group) = sched_balance_find_dst_group(ctx, st, dom, p, cpu, work) else {
-            sd = child;
-            continue;
-        };
-        new_cpu = sched_balance_find_dst_group_cpu(ctx, topo.group(group), p, cpu, work);
-        if new_cpu == cpu {
-            sd = child;
-            continue;
-        }
-        cpu = new_cpu;
-        let weight = dom.span_weight;
-        sd = None;
-        for (l, tmp) in topo.domains(cpu).iter().enumerate() {
-            if weight <= tmp.span_weight {
-                break;
+    // The index is lbsim's bookkeeping, taken out for the walk, which reads the rest of the
+    // state shared.
+    let mut index = std::mem::take(&mut st.idlest_index);
+    let new_cpu = {
+        let st: &BalanceState = st;
+        let mut sd: Option<usize> = Some(level);
+        while let Some(lvl) = sd {
+            let dom = &topo.domains(cpu)[lvl];
+            let child = lvl.checked_sub(1);
+            if dom.flags.bits() & sd_flag == 0 {
+                sd = child;
+                continue;
             }
-            if tmp.flags.bits() & sd_flag != 0 {
-                sd = Some(l);
+            let Some(group) = find_dst_group_indexed(ctx, st, &mut index, dom, p, cpu, work) else {
+                sd = child;
+                continue;
+            };
+            new_cpu = sched_balance_find_dst_group_cpu(ctx, topo.group(group), p, cpu, work);
+            if new_cpu == cpu {
+                sd = child;
+                continue;
+            }
+            cpu = new_cpu;
+            let weight = dom.span_weight;
+            sd = None;
+            for (l, tmp) in topo.domains(cpu).iter().enumerate() {
+                if weight <= tmp.span_weight {
+                    break;
+                }
+                if tmp.flags.bits() & sd_flag != 0 {
+                    sd = Some(l);
+                }
             }
         }
-    }
+        new_cpu
+    };
+    st.idlest_index = index;
     new_cpu
 }
 

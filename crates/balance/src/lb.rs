@@ -558,7 +558,7 @@ impl LoadBalance {
                 && env.flags & lbf::SOME_PINNED != 0
                 && env.imbalance > 0
             {
-                st.sgc_mut(psgc).imbalance = true;
+                st.set_sgc_imbalance(psgc, true);
             }
             if env.flags & lbf::ALL_PINNED != 0 {
                 st.checks.all_pinned();
@@ -708,7 +708,7 @@ fn out_balanced(
         && let Some(psgc) = parent_sgc
         && flags & lbf::ALL_PINNED == 0
     {
-        st.sgc_mut(psgc).imbalance = false;
+        st.set_sgc_imbalance(psgc, false);
     }
     if exit == LbExit::Balanced || exit == LbExit::AllPinned {
         st.schedstat

@@ -30,7 +30,7 @@ use std::ops::{Deref, Index, IndexMut};
 
 use lbsim_rq::rq::Rq;
 use lbsim_rq::task::Tasks;
-use lbsim_topology::{SpanId, Topology};
+use lbsim_topology::{CpuId, SpanId, Topology};
 
 use crate::lb::SgLbStats;
 
@@ -299,6 +299,13 @@ impl SumsView<'_> {
     #[inline]
     pub fn get(&self, span: SpanId) -> Option<&SpanSums> {
         self.0.get(span.index())
+    }
+
+    /// CPU `cpu`'s `cpu_load()` as the sums hold it (with `LB_TIP_AVG_HIGH` as the view was
+    /// taken), read from one array rather than the CPU's runqueue.
+    #[inline]
+    pub fn cpu_load(&self, cpu: CpuId) -> u64 {
+        self.0.contrib[cpu.index()].load
     }
 }
 

@@ -147,6 +147,10 @@ pub struct BalanceState {
     /// statistics from the first attempt (lbsim's, see `lb/memo.rs`; per CPU so that
     /// load_balance() reads it with one index).
     lb_redid: Vec<u64>,
+    /// See [`BalanceState::sgc_epoch`].
+    sgc_epoch: u64,
+    /// The idlest-group index of the fork path (lbsim's, see `fork/idlest_index.rs`).
+    pub(crate) idlest_index: crate::fork::IdlestIndex,
 }
 
 impl BalanceState {
@@ -258,6 +262,8 @@ impl BalanceState {
             env_cpus_spare: Vec::new(),
             sd_memo_spare: Vec::new(),
             lb_redid: vec![0; n],
+            sgc_epoch: 0,
+            idlest_index: crate::fork::IdlestIndex::default(),
         }
     }
 
@@ -316,10 +322,49 @@ impl BalanceState {
         &self.sgcs[id.index()]
     }
 
-    /// A group capacity's state, mutable.
+    /// A group capacity's state, mutable: counted as a change of the capacities
+    /// ([`BalanceState::sgc_epoch`]) whatever is written. The balancer's own writes go
+    /// through the setters below, which count only a change.
     #[inline]
     pub fn sgc_mut(&mut self, id: SgcId) -> &mut SgcState {
+        self.sgc_epoch += 1;
         &mut self.sgcs[id.index()]
+    }
+
+    /// Sets `sgc->next_update` (not a change of the capacities).
+    #[inline]
+    pub fn set_sgc_next_update(&mut self, id: SgcId, next_update: u64) {
+        self.sgcs[id.index()].next_update = next_update;
+    }
+
+    /// Sets `sgc->capacity`, `min_capacity` and `max_capacity`.
+    #[inline]
+    pub fn set_sgc_capacity(&mut self, id: SgcId, capacity: u64, min: u64, max: u64) {
+        let s = &mut self.sgcs[id.index()];
+        if (s.capacity, s.min_capacity, s.max_capacity) != (capacity, min, max) {
+            s.capacity = capacity;
+            s.min_capacity = min;
+            s.max_capacity = max;
+            self.sgc_epoch += 1;
+        }
+    }
+
+    /// Sets `sgc->imbalance`.
+    #[inline]
+    pub fn set_sgc_imbalance(&mut self, id: SgcId, imbalance: bool) {
+        let s = &mut self.sgcs[id.index()];
+        if s.imbalance != imbalance {
+            s.imbalance = imbalance;
+            self.sgc_epoch += 1;
+        }
+    }
+
+    /// How many times a group capacity's `capacity`, `min_capacity`, `max_capacity` or
+    /// `imbalance` changed (or was borrowed mutably through [`BalanceState::sgc_mut`]):
+    /// what a reader keeping statistics computed from them compares (lbsim's).
+    #[inline]
+    pub fn sgc_epoch(&self) -> u64 {
+        self.sgc_epoch
     }
 
     /// A `sched_domain_shared`'s state.

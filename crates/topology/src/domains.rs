@@ -335,6 +335,18 @@ pub struct Topology {
     has_cluster: bool,
 }
 
+/// A stored group list ([`Topology::group_list`]): a domain's walk visits `groups` from
+/// `start` (its local group) to the end, then from the beginning to `start`.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupList<'a> {
+    /// Identifies the list among the topology's stored lists (its storage position).
+    pub id: u32,
+    /// The list's groups in stored order.
+    pub groups: &'a [GroupId],
+    /// Where the domain's walk starts: its local group's position.
+    pub start: usize,
+}
+
 /// Iterator over a domain's groups, local group first.
 #[derive(Clone, Debug)]
 pub struct Groups<'a> {
@@ -513,6 +525,19 @@ impl Topology {
             lists: &self.group_lists,
             ring: sd.groups,
             k: 0,
+        }
+    }
+
+    /// The stored list a domain's group ring walks ([`GroupList`]): the same list for every
+    /// CPU whose domain at that level has the same groups in a rotation of one order (the
+    /// usual case), so that state kept per list serves them all (lbsim's).
+    #[inline]
+    pub fn group_list(&self, sd: &SchedDomain) -> GroupList<'_> {
+        let r = sd.groups;
+        GroupList {
+            id: r.offset,
+            groups: &self.group_lists[r.offset as usize..(r.offset + r.len) as usize],
+            start: r.start as usize,
         }
     }
 

@@ -34,7 +34,7 @@ pub mod spec;
 pub use cpuidle::{IdleState, IdleStates};
 pub use cpumask::{CpuId, Cpumask, CpumaskParseError};
 pub use domains::{
-    CpuShortcuts, DomainName, GroupId, NumaTopologyType, SchedDomain, SchedDomainShared,
+    CpuShortcuts, DomainName, GroupId, GroupList, NumaTopologyType, SchedDomain, SchedDomainShared,
     SchedGroup, SchedGroupCapacity, SgcId, SharedId, SpanId, Topology, TopologyError,
     TopologyLevel,
 };

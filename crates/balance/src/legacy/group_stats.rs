@@ -96,13 +96,10 @@ pub fn update_group_capacity(
     let sdg = topo.local_group(sd);
     let interval = msecs_to_jiffies(st.sd(cpu, level).balance_interval, ctx.hz)
         .clamp(1, st.max_load_balance_interval);
-    st.sgc_mut(sdg.sgc).next_update = ctx.jiffies + interval;
+    st.set_sgc_next_update(sdg.sgc, ctx.jiffies + interval);
     if level == 0 {
         let capacity = update_cpu_capacity(ctx, lg, cpu, sd);
-        let s = st.sgc_mut(sdg.sgc);
-        s.capacity = capacity;
-        s.min_capacity = capacity;
-        s.max_capacity = capacity;
+        st.set_sgc_capacity(sdg.sgc, capacity, capacity, capacity);
         return;
     }
     let child = &doms[level - 1];
@@ -122,10 +119,7 @@ pub fn update_group_capacity(
             max_capacity = max_capacity.max(s.max_capacity);
         }
     }
-    let s = st.sgc_mut(sdg.sgc);
-    s.capacity = capacity;
-    s.min_capacity = min_capacity;
-    s.max_capacity = max_capacity;
+    st.set_sgc_capacity(sdg.sgc, capacity, min_capacity, max_capacity);
 }
 
 /// Follows fair.c: group_has_capacity() (v4.6-v5.4): fewer tasks than CPUs, or the

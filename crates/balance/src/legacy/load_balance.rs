@@ -228,7 +228,7 @@ pub fn load_balance(
                 && env.flags & lbf::SOME_PINNED != 0
                 && env.imbalance > 0
             {
-                st.sgc_mut(psgc).imbalance = true;
+                st.set_sgc_imbalance(psgc, true);
             }
             if env.flags & lbf::ALL_PINNED != 0 {
                 st.checks.all_pinned();
@@ -408,7 +408,7 @@ pub(super) fn out_balanced(
         && let Some(psgc) = parent_sgc
         && (!version.v5_4_load_balance_tail() || !all_pinned)
     {
-        st.sgc_mut(psgc).imbalance = false;
+        st.set_sgc_imbalance(psgc, false);
     }
     if exit != Exit::OnePinned {
         st.schedstat
