@@ -465,6 +465,7 @@ pub fn sched_balance_find_dst_group(
 /// sched_balance_find_dst_group()'s loop over the groups of `sd`: the idlest non-local group
 /// allowed to `p` by update_pick_idlest() (from overloaded with `avg_load` `u32::MAX`), and
 /// the local group, with their statistics.
+#[inline(always)]
 fn find_dst_group_loop(
     ctx: &BalanceCtx<'_>,
     st: &BalanceState,
@@ -520,12 +521,14 @@ fn find_dst_group_loop(
 fn find_dst_group_indexed(
     ctx: &BalanceCtx<'_>,
     st: &BalanceState,
-    index: &mut IdlestIndex,
     sd: &SchedDomain,
     p: TaskId,
     this_cpu: CpuId,
     work: &mut WorkAccount,
 ) -> Option<GroupId> {
+    if sd.nr_groups() < idlest_index::MIN_GROUPS {
+        return sched_balance_find_dst_group(ctx, st, sd, p, this_cpu, work);
+    }
     let topo = ctx.topo;
     let inv = WakeupInvariants::of(ctx, sd, p);
     let usable = inv.sums_usable
@@ -534,7 +537,9 @@ fn find_dst_group_indexed(
         && (allowed_everywhere(ctx, p) || topo.span_is_subset(sd.span, &ctx.tasks[p].cpus_mask));
     let before = *work;
     let pick = if usable {
-        index.pick(ctx, st, sd, p, this_cpu, &inv, work)
+        st.idlest_index
+            .borrow_mut()
+            .pick(ctx, st, sd, p, this_cpu, &inv, work)
     } else {
         None
     };
@@ -557,6 +562,7 @@ fn find_dst_group_indexed(
 }
 
 /// The end of sched_balance_find_dst_group(): the idlest group against the local one.
+#[inline(always)]
 fn find_dst_group_decide(
     ctx: &BalanceCtx<'_>,
     st: &BalanceState,
@@ -639,8 +645,9 @@ fn find_dst_group_decide(
 /// is idle, the least loaded one (the kernel starts from `this_cpu`, which a group of busy
 /// CPUs always beats). Deliberately differs in how, not what: when no CPU of the group is in
 /// the runqueues' mask of CPUs that may be idle and `p` may run on all of them, the least
-/// loaded CPU is found from the group sums' per-CPU loads without the idle tests (checked
-/// against the loop in debug builds); every CPU is charged either way.
+/// loaded CPU is found from the group sums' per-CPU loads without the idle tests, for a
+/// group large enough that the balancer keeps the sums for it anyway (checked against the
+/// loop in debug builds); every CPU is charged either way.
 pub fn sched_balance_find_dst_group_cpu(
     ctx: &BalanceCtx<'_>,
     group: &SchedGroup,
@@ -654,7 +661,10 @@ pub fn sched_balance_find_dst_group_cpu(
     }
     let all_allowed =
         allowed_everywhere(ctx, p) || ctx.topo.span_is_subset(group.span, &ctx.tasks[p].cpus_mask);
-    if all_allowed && no_idle_candidate(ctx, group) {
+    if all_allowed
+        && group.group_weight >= crate::rqs::span_sums_min_cpus(ctx.topo)
+        && no_idle_candidate(ctx, group)
+    {
         let cpu = least_loaded_cpu(ctx, group, this_cpu);
         if cfg!(debug_assertions) {
             let mut w = WorkAccount::default();
@@ -784,7 +794,7 @@ fn find_dst_group_cpu_loop(
 #[allow(clippy::too_many_arguments)]
 pub fn sched_balance_find_dst_cpu(
     ctx: &mut BalanceCtx<'_>,
-    st: &mut BalanceState,
+    st: &BalanceState,
     level: usize,
     mut cpu: CpuId,
     prev_cpu: CpuId,
@@ -802,43 +812,35 @@ pub fn sched_balance_find_dst_cpu(
         sync_entity_load_avg(ctx, p);
     }
     let ctx: &BalanceCtx<'_> = ctx;
-    // The index is lbsim's bookkeeping, taken out for the walk, which reads the rest of the
-    // state shared.
-    let mut index = std::mem::take(&mut st.idlest_index);
-    let new_cpu = {
-        let st: &BalanceState = st;
-        let mut sd: Option<usize> = Some(level);
-        while let Some(lvl) = sd {
-            let dom = &topo.domains(cpu)[lvl];
-            let child = lvl.checked_sub(1);
-            if dom.flags.bits() & sd_flag == 0 {
-                sd = child;
-                continue;
+    let mut sd: Option<usize> = Some(level);
+    while let Some(lvl) = sd {
+        let dom = &topo.domains(cpu)[lvl];
+        let child = lvl.checked_sub(1);
+        if dom.flags.bits() & sd_flag == 0 {
+            sd = child;
+            continue;
+        }
+        let Some(group) = find_dst_group_indexed(ctx, st, dom, p, cpu, work) else {
+            sd = child;
+            continue;
+        };
+        new_cpu = sched_balance_find_dst_group_cpu(ctx, topo.group(group), p, cpu, work);
+        if new_cpu == cpu {
+            sd = child;
+            continue;
+        }
+        cpu = new_cpu;
+        let weight = dom.span_weight;
+        sd = None;
+        for (l, tmp) in topo.domains(cpu).iter().enumerate() {
+            if weight <= tmp.span_weight {
+                break;
             }
-            let Some(group) = find_dst_group_indexed(ctx, st, &mut index, dom, p, cpu, work) else {
-                sd = child;
-                continue;
-            };
-            new_cpu = sched_balance_find_dst_group_cpu(ctx, topo.group(group), p, cpu, work);
-            if new_cpu == cpu {
-                sd = child;
-                continue;
-            }
-            cpu = new_cpu;
-            let weight = dom.span_weight;
-            sd = None;
-            for (l, tmp) in topo.domains(cpu).iter().enumerate() {
-                if weight <= tmp.span_weight {
-                    break;
-                }
-                if tmp.flags.bits() & sd_flag != 0 {
-                    sd = Some(l);
-                }
+            if tmp.flags.bits() & sd_flag != 0 {
+                sd = Some(l);
             }
         }
-        new_cpu
-    };
-    st.idlest_index = index;
+    }
     new_cpu
 }
 

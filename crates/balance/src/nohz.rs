@@ -72,9 +72,21 @@ pub fn nohz_balance_exit_idle(ctx: &BalanceCtx<'_>, st: &mut BalanceState, cpu: 
     }
 }
 
+/// The CPUs find_new_ilb() reads one by one before it tests only the CPUs that may be idle
+/// (lbsim's: on a mostly idle machine the first CPU read is idle, and the mask's catch-up
+/// would cost more than the reads).
+const FIND_NEW_ILB_READ: usize = 8;
+
 /// Follows fair.c: find_new_ilb() (v6.6-v6.12): the first CPU of `nohz.idle_cpus_mask`,
 /// other than the kicking CPU, that is idle.
 /// Counts one CPU scanned per idle-mask CPU checked.
+///
+/// Deliberately differs in how, not what: the mask keeps a CPU that took work until its next
+/// tick, so on a machine filling up the kernel's loop reads hundreds of busy CPUs. Only a CPU
+/// in the runqueues' mask of CPUs that may be idle ([`crate::rqs::Rqs::idle_candidates`])
+/// can pass idle_cpu(), so after the first [`FIND_NEW_ILB_READ`] CPUs only those are tested,
+/// and the CPUs of the mask before the one found (or all, if none is) are counted without
+/// reading them. Debug builds run the kernel's loop beside it and compare.
 pub fn find_new_ilb(
     ctx: &BalanceCtx<'_>,
     st: &BalanceState,
@@ -82,13 +94,70 @@ pub fn find_new_ilb(
     pass: &mut Pass,
 ) -> Option<CpuId> {
     let at_ns = pass.now_ns(ctx);
-    for c in st.nohz.idle_cpus_mask.iter().filter(|&c| c != this_cpu) {
-        pass.work.cpus_scanned += 1;
+    // The first CPUs as the kernel reads them (on a mostly idle machine the first is idle);
+    // then the rest from the mask of CPUs that may be idle.
+    let mut scanned = 0u32;
+    let mut from = 0usize;
+    for c in st
+        .nohz
+        .idle_cpus_mask
+        .iter()
+        .filter(|&c| c != this_cpu)
+        .take(FIND_NEW_ILB_READ)
+    {
+        scanned += 1;
+        from = c.index() + 1;
         if idle_cpu(ctx, c, at_ns) {
+            pass.work.cpus_scanned += scanned;
             return Some(c);
         }
     }
-    None
+    if scanned < FIND_NEW_ILB_READ as u32 {
+        pass.work.cpus_scanned += scanned;
+        return None;
+    }
+    let (found, scanned) = {
+        let candidates = ctx.rqs.idle_candidates();
+        let mut found = None;
+        let (this_word, this_bit) = (this_cpu.index() / 64, 1u64 << (this_cpu.index() % 64));
+        let words = st.nohz.idle_cpus_mask.as_words();
+        'words: for (wi, &w) in words.iter().enumerate().skip(from / 64) {
+            let mut m = if wi == this_word { w & !this_bit } else { w };
+            if wi == from / 64 {
+                m &= u64::MAX << (from % 64);
+            }
+            let mut c = m & candidates.get(wi).copied().unwrap_or(0);
+            while c != 0 {
+                let b = c.trailing_zeros();
+                let cpu = CpuId((wi * 64) as u32 + b);
+                if idle_cpu(ctx, cpu, at_ns) {
+                    scanned += (m & ((1u64 << b) - 1)).count_ones() + 1;
+                    found = Some(cpu);
+                    break 'words;
+                }
+                c &= c - 1;
+            }
+            scanned += m.count_ones();
+        }
+        (found, scanned)
+    };
+    if cfg!(debug_assertions) {
+        let mut by_loop = (None, 0u32);
+        for c in st.nohz.idle_cpus_mask.iter().filter(|&c| c != this_cpu) {
+            by_loop.1 += 1;
+            if idle_cpu(ctx, c, at_ns) {
+                by_loop.0 = Some(c);
+                break;
+            }
+        }
+        assert_eq!(
+            (found, scanned),
+            by_loop,
+            "find_new_ilb() differs from the kernel's loop"
+        );
+    }
+    pass.work.cpus_scanned += scanned;
+    found
 }
 
 /// Follows fair.c: kick_ilb() (v6.6-v6.12): with BALANCE, push `nohz.next_balance` one jiffy

@@ -149,8 +149,9 @@ pub struct BalanceState {
     lb_redid: Vec<u64>,
     /// See [`BalanceState::sgc_epoch`].
     sgc_epoch: u64,
-    /// The idlest-group index of the fork path (lbsim's, see `fork/idlest_index.rs`).
-    pub(crate) idlest_index: crate::fork::IdlestIndex,
+    /// The idlest-group index of the fork path (lbsim's, see `fork/idlest_index.rs`), which
+    /// the path updates while it reads the rest of the state shared.
+    pub(crate) idlest_index: std::cell::RefCell<crate::fork::IdlestIndex>,
 }
 
 impl BalanceState {
@@ -263,7 +264,7 @@ impl BalanceState {
             sd_memo_spare: Vec::new(),
             lb_redid: vec![0; n],
             sgc_epoch: 0,
-            idlest_index: crate::fork::IdlestIndex::default(),
+            idlest_index: std::cell::RefCell::default(),
         }
     }
 

@@ -289,44 +289,50 @@ fn next(rng: &mut u64) -> u64 {
     *rng
 }
 
-#[test]
-fn idlest_group_index_answers_as_the_group_loop() {
-    // lbsim's idlest-group index (fork/idlest_index.rs) must give what the kernel's loop over
-    // the groups gives (sched_balance_find_dst_group(), v6.12: the first group in walk order
-    // that update_pick_idlest() prefers, then the comparison with the local group), and
-    // charge the same work. A 32-CPU LLC of 16 SMT cores (16 groups at the MC level) fills
-    // up fork by fork from idle to fully busy (from step 200 the CPUs' utilization is set
-    // full) to overloaded (tasks queue from step 400), with loads changed at random (in
-    // steps of 64, so that groups tie) and group capacities changed now and then; at each fork,
-    // every CPU's MC domain is asked both ways. The least loaded CPU of a group without an
-    // idle CPU (sched_balance_find_dst_group_cpu()'s shortcut) is checked against the
-    // kernel's CPU loop the same way.
-    let mut b = Bench::new("cores=16,threads=2");
+/// What [`idlest_group_index_answers_as_the_group_loop`] reached.
+#[derive(Default)]
+struct Reached {
+    spare: u32,
+    busy: u32,
+    over: u32,
+    kept: u32,
+    moved: u32,
+    sums_cpu: u32,
+    cpu_loop: u32,
+    incremental: u64,
+    full: u64,
+}
+
+/// Fills machine `spec` fork by fork from idle to fully busy (from step `steps / 3` the CPUs'
+/// utilization is set full) to overloaded (tasks queue from step `2 * steps / 3`), with loads
+/// changed at random (in steps of 64, so that groups tie) and group capacities changed now
+/// and then; at each fork every CPU's domains at `levels` are asked both ways (index and
+/// loop), and the CPU of the group chosen both ways (shortcut and loop).
+fn drive_idlest_index(spec: &str, levels: &[usize], steps: u32, r: &mut Reached) {
+    let mut b = Bench::new(spec);
     let n = b.nr_cpus() as u32;
     let mut rng = 0x2545_f491_4f6c_dd1d_u64;
-    // Sometimes: each idlest group type, the local group kept and the idlest taken, both
-    // ways of refreshing the index, both ways of finding the CPU.
-    let (mut spare, mut busy, mut over, mut kept, mut moved) = (0, 0, 0, 0, 0);
-    let (mut shortcut, mut cpu_loop) = (0, 0);
-    for step in 0..600 {
+    for step in 0..steps {
         for _ in 0..1 + next(&mut rng) % 3 {
             let cpu = (next(&mut rng) % u64::from(n)) as u32;
             match next(&mut rng) % 8 {
                 0..=2 if b.rqs[cpu as usize].curr.is_none() => {
                     b.running(cpu);
                 }
-                0..=2 if step >= 400 => {
+                0..=2 if step >= 2 * steps / 3 => {
                     b.queued(cpu);
                 }
                 3..=5 => {
-                    // From step 200 on every CPU that changes is busy all the time, so
-                    // that groups of two running tasks become fully busy.
                     let load = 64 * (next(&mut rng) % 24);
-                    let util = if step >= 200 { 1024 } else { load.min(1024) };
+                    let util = if step >= steps / 3 {
+                        1024
+                    } else {
+                        load.min(1024)
+                    };
                     b.set_avg(cpu, load, util);
                 }
                 6 if step % 50 == 0 => {
-                    let sd = &b.topo.domains(CpuId(cpu))[1];
+                    let sd = &b.topo.domains(CpuId(cpu))[levels[0]];
                     let sgc = b.topo.local_group(sd).sgc;
                     b.st.sgc_mut(sgc).capacity = 1024 + 64 * (next(&mut rng) % 16);
                 }
@@ -337,64 +343,84 @@ fn idlest_group_index_answers_as_the_group_loop() {
         let p = b.newborn(parent, None);
         let (ctx, st, _) = b.parts();
         let ctx = &ctx;
-        let mut index = std::mem::take(&mut st.idlest_index);
         for c in 0..n {
-            let sd = &ctx.topo.domains(CpuId(c))[1];
-            assert_eq!(sd.nr_groups(), 16);
-            let (mut w_index, mut w_loop) = (WorkAccount::default(), WorkAccount::default());
-            let by_index =
-                super::find_dst_group_indexed(ctx, st, &mut index, sd, p, CpuId(c), &mut w_index);
-            let pick = super::find_dst_group_loop(ctx, st, sd, p, CpuId(c), &mut w_loop);
-            let by_loop = sched_balance_find_dst_group(ctx, st, sd, p, CpuId(c), &mut w_loop);
-            assert_eq!(by_index, by_loop, "step {step}, cpu {c}");
-            assert_eq!(w_index.domains * 2, w_loop.domains);
-            assert_eq!(w_index.cpus_scanned * 2, w_loop.cpus_scanned);
-            match (by_loop, pick.idlest_sgs.group_type) {
-                (None, _) => kept += 1,
-                (Some(_), GroupType::HasSpare) => {
-                    moved += 1;
-                    spare += 1;
+            for &level in levels {
+                let sd = &ctx.topo.domains(CpuId(c))[level];
+                assert!(sd.nr_groups() >= super::idlest_index::MIN_GROUPS);
+                let (mut w_index, mut w_loop) = (WorkAccount::default(), WorkAccount::default());
+                let by_index =
+                    super::find_dst_group_indexed(ctx, st, sd, p, CpuId(c), &mut w_index);
+                let pick = super::find_dst_group_loop(ctx, st, sd, p, CpuId(c), &mut w_loop);
+                let by_loop = sched_balance_find_dst_group(ctx, st, sd, p, CpuId(c), &mut w_loop);
+                assert_eq!(
+                    by_index, by_loop,
+                    "{spec}: step {step}, cpu {c}, level {level}"
+                );
+                assert_eq!(w_index.domains * 2, w_loop.domains);
+                assert_eq!(w_index.cpus_scanned * 2, w_loop.cpus_scanned);
+                match (by_loop, pick.idlest_sgs.group_type) {
+                    (None, _) => r.kept += 1,
+                    (Some(_), t) => {
+                        r.moved += 1;
+                        match t {
+                            GroupType::HasSpare => r.spare += 1,
+                            GroupType::FullyBusy => r.busy += 1,
+                            GroupType::Overloaded => r.over += 1,
+                            _ => {}
+                        }
+                    }
                 }
-                (Some(_), GroupType::FullyBusy) => {
-                    moved += 1;
-                    busy += 1;
+                let g = ctx
+                    .topo
+                    .group(by_loop.unwrap_or(pick.local.expect("a local group")));
+                if g.group_weight == 1 {
+                    continue;
                 }
-                (Some(_), GroupType::Overloaded) => {
-                    moved += 1;
-                    over += 1;
+                let mut w = WorkAccount::default();
+                let cpu = sched_balance_find_dst_group_cpu(ctx, g, p, CpuId(c), &mut w);
+                let mut w_l = WorkAccount::default();
+                assert_eq!(
+                    cpu,
+                    super::find_dst_group_cpu_loop(ctx, g, p, CpuId(c), &mut w_l)
+                );
+                assert_eq!(w, w_l);
+                if g.group_weight >= crate::rqs::span_sums_min_cpus(ctx.topo)
+                    && super::no_idle_candidate(ctx, g)
+                {
+                    r.sums_cpu += 1;
+                } else {
+                    r.cpu_loop += 1;
                 }
-                (Some(_), _) => moved += 1,
-            }
-            let g = ctx
-                .topo
-                .group(by_loop.unwrap_or(pick.local.expect("a local group")));
-            let mut w = WorkAccount::default();
-            let cpu = sched_balance_find_dst_group_cpu(ctx, g, p, CpuId(c), &mut w);
-            let mut w_l = WorkAccount::default();
-            assert_eq!(
-                cpu,
-                super::find_dst_group_cpu_loop(ctx, g, p, CpuId(c), &mut w_l)
-            );
-            assert_eq!(w, w_l);
-            if super::no_idle_candidate(ctx, g) {
-                shortcut += 1;
-            } else {
-                cpu_loop += 1;
             }
         }
-        st.idlest_index = index;
     }
-    let (incremental, full) = b.st.idlest_index.answered;
+    let answered = b.st.idlest_index.borrow().answered;
+    r.incremental += answered.0;
+    r.full += answered.1;
+}
+
+#[test]
+fn idlest_group_index_answers_as_the_group_loop() {
+    // lbsim's idlest-group index (fork/idlest_index.rs) must give what the kernel's loop over
+    // the groups gives (sched_balance_find_dst_group(), v6.12: the first group in walk order
+    // that update_pick_idlest() prefers, then the comparison with the local group), and
+    // charge the same work; and sched_balance_find_dst_group_cpu()'s least loaded CPU from
+    // the sums what its CPU loop gives. Machines: a 32-CPU LLC of 16 SMT cores (16 groups
+    // of two at the MC level), and 8 LLCs of 16 cores (16 one-CPU groups at MC, 8 groups of
+    // 16 at the package level, large enough for the sums in release builds too).
+    let mut r = Reached::default();
+    drive_idlest_index("cores=16,threads=2", &[1], 600, &mut r);
+    drive_idlest_index("llcs=8,cores=16", &[0, 1], 900, &mut r);
     for (what, count) in [
-        ("has_spare idlest", spare),
-        ("fully_busy idlest", busy),
-        ("overloaded idlest", over),
-        ("local kept", kept),
-        ("idlest taken", moved),
-        ("index refreshed from the changes", incremental),
-        ("index re-evaluated whole", full),
-        ("least loaded CPU from the sums", shortcut),
-        ("CPU loop", cpu_loop),
+        ("has_spare idlest", u64::from(r.spare)),
+        ("fully_busy idlest", u64::from(r.busy)),
+        ("overloaded idlest", u64::from(r.over)),
+        ("local kept", u64::from(r.kept)),
+        ("idlest taken", u64::from(r.moved)),
+        ("index refreshed from the changes", r.incremental),
+        ("index re-evaluated whole", r.full),
+        ("least loaded CPU from the sums", u64::from(r.sums_cpu)),
+        ("CPU loop", u64::from(r.cpu_loop)),
     ] {
         assert!(count > 0, "never reached: {what}");
     }

@@ -119,3 +119,44 @@ fn llc_busy_rule() {
         Some(NohzFlags::STATS.union(NohzFlags::BALANCE))
     );
 }
+
+/// Rule (find_new_ilb): the first CPU of nohz.idle_cpus_mask, in CPU order and other than
+/// the kicking CPU, that is idle; every mask CPU before it is read (and counted), however
+/// it is found. A CPU stays in the mask after taking work until its next tick, so on a
+/// machine filling up most of the mask is busy: 150 CPUs, all entered nohz idle, then CPUs
+/// 1-130 given a task.
+#[test]
+fn find_new_ilb_reads_the_mask_up_to_the_first_idle_cpu() {
+    let mut w = World::new("cores=150");
+    for c in 1..150 {
+        enter(&mut w, c);
+    }
+    for c in 1..=130 {
+        w.spawn(c, None);
+        w.resched(c);
+    }
+    let ilb = |w: &mut World, this_cpu: u32| {
+        let now = w.now;
+        let (ctx, st) = w.split();
+        let mut pass = Pass::new(now);
+        let cpu = find_new_ilb(&ctx, st, CpuId(this_cpu), &mut pass);
+        (cpu, pass.work.cpus_scanned)
+    };
+    // From CPU 0 (not in the mask): CPUs 1-131 read, 131 the first idle.
+    assert_eq!(ilb(&mut w, 0), (Some(CpuId(131)), 131));
+    // From CPU 131 itself: 1-130 and 132 read.
+    assert_eq!(ilb(&mut w, 131), (Some(CpuId(132)), 131));
+    // Every CPU busy: the whole mask read (but the kicking CPU), none found.
+    for c in 131..150 {
+        w.spawn(c, None);
+        w.resched(c);
+    }
+    assert_eq!(ilb(&mut w, 0), (None, 149));
+    assert_eq!(ilb(&mut w, 7), (None, 148));
+    // The first CPU read is idle again: found without the mask of maybe-idle CPUs.
+    let mut w = World::new("cores=150");
+    for c in 1..150 {
+        enter(&mut w, c);
+    }
+    assert_eq!(ilb(&mut w, 1), (Some(CpuId(2)), 1));
+}
