@@ -84,7 +84,7 @@ const FIND_NEW_ILB_READ: usize = 8;
 /// Deliberately differs in how, not what: the mask keeps a CPU that took work until its next
 /// tick, so on a machine filling up the kernel's loop reads hundreds of busy CPUs. Only a CPU
 /// in the runqueues' mask of CPUs that may be idle ([`crate::rqs::Rqs::idle_candidates`])
-/// can pass idle_cpu(), so after the first [`FIND_NEW_ILB_READ`] CPUs only those are tested,
+/// can pass idle_cpu(), so after the first `FIND_NEW_ILB_READ` (8) CPUs only those are tested,
 /// and the CPUs of the mask before the one found (or all, if none is) are counted without
 /// reading them. Debug builds run the kernel's loop beside it and compare.
 pub fn find_new_ilb(
