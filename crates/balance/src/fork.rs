@@ -788,9 +788,10 @@ fn find_dst_group_cpu_loop(
 /// exec'ing task's PELT signal first) at each level with `sd_flag` the idlest group is found
 /// and its idlest CPU; if that is `cpu` itself the walk goes down `cpu`'s child domain,
 /// otherwise it continues on the new CPU from its highest domain with `sd_flag` smaller than
-/// the level just done. Where no group's statistics depend on `p`, the idlest group comes
-/// from lbsim's index of the domain's groups (`fork/idlest_index.rs`), which
-/// answers what the kernel's loop answers and charges the same work.
+/// the level just done. In a domain of eight groups or more where no group's statistics
+/// depend on `p`, the idlest group comes from lbsim's index of the domain's groups
+/// (`fork/idlest_index.rs`), which answers what the kernel's loop answers and charges the
+/// same work.
 #[allow(clippy::too_many_arguments)]
 pub fn sched_balance_find_dst_cpu(
     ctx: &mut BalanceCtx<'_>,

@@ -20,7 +20,8 @@
 //! one task ([`Rqs::any_overloaded`]) and the mask of CPUs whose runqueue may be idle
 //! ([`Rqs::idle_candidates`], `idle.rs`), which lets the wake-up scan skip busy CPUs, and a
 //! log of the order in which CPUs changed ([`Rqs::change_pos`], `changes.rs`), which lets
-//! load_balance() keep a group's statistics from one attempt to the next.
+//! load_balance() keep a group's statistics from one attempt to the next and the fork path
+//! keep its keys of a domain's groups from one placement to the next.
 
 mod changes;
 mod idle;

@@ -10,9 +10,11 @@
 //! group list ([`lbsim_topology::GroupList`]), each group's place in update_pick_idlest()'s
 //! order and a tournament tree over them; a call re-evaluates only the groups holding a CPU
 //! whose runqueue changed since the last one (from the runqueues' change log,
-//! [`crate::rqs::Rqs::change_pos`]), and everything when the log no longer reaches back,
-//! when a group capacity changed ([`crate::state::BalanceState::sgc_epoch`]), or when
-//! `imbalance_pct` or `LB_TIP_AVG_HIGH` differ from the last evaluation. `SD_OVERLAP`
+//! [`crate::rqs::Rqs::change_pos`]), and the groups whose sgc's `capacity` or `imbalance`
+//! differ from what their keys were computed with, looked at only when some group capacity
+//! changed since ([`crate::state::BalanceState::sgc_epoch`]); everything when the log no
+//! longer reaches back, or when `imbalance_pct` or `LB_TIP_AVG_HIGH` differ from the last
+//! evaluation. `SD_OVERLAP`
 //! domains are left to the loop: the kernel builds their groups for each CPU apart, so no
 //! list would serve two CPUs (and groups sharing CPUs could make several groups local).
 //!
@@ -102,10 +104,14 @@ const SENTINEL: Key = Key {
 /// One stored group list's keys and tree.
 #[derive(Clone, Debug)]
 struct ListIndex {
+    /// Whether the keys were ever computed.
+    evaluated: bool,
     /// The change log's position when the keys were last brought up to date.
     pos: ChangePos,
-    /// [`BalanceState::sgc_epoch`] then.
+    /// [`BalanceState::sgc_epoch`] then: while it holds, no group capacity changed.
     sgc_epoch: u64,
+    /// Per group, the `capacity` and `imbalance` of its sgc its key was computed with.
+    sgc_seen: Vec<(u64, bool)>,
     /// The domain's `imbalance_pct` then (group_classify() reads it).
     imbalance_pct: u32,
     /// `LB_TIP_AVG_HIGH` then (it changes `cpu_load()`).
@@ -246,11 +252,27 @@ impl IdlestIndex {
         };
         self.changed.clear();
         let changed = &mut self.changed;
-        let current = li.sgc_epoch == st.sgc_epoch()
+        let current = li.evaluated
             && li.imbalance_pct == sd.imbalance_pct
             && li.tip_avg_high == inv.tip_avg_high
             && ctx.rqs.changed_between(li.pos, now, |c| changed.push(c));
         if current {
+            // A group capacity changed somewhere: re-key the groups of this list whose own
+            // `capacity` or `imbalance` differ from what their keys were computed with.
+            if li.sgc_epoch != st.sgc_epoch() {
+                for (i, &gid) in list.groups.iter().enumerate() {
+                    let sgc = st.sgc(topo.group(gid).sgc);
+                    if li.sgc_seen[i] != (sgc.capacity, sgc.imbalance) {
+                        li.sgc_seen[i] = (sgc.capacity, sgc.imbalance);
+                        let key = Key::of(&sgs_of(gid));
+                        if li.keys[i] != key {
+                            li.keys[i] = key;
+                            li.update_leaf(i);
+                        }
+                    }
+                }
+                li.sgc_epoch = st.sgc_epoch();
+            }
             let span = topo.span(sd.span);
             for &c in changed.iter() {
                 if !span.test(CpuId(c)) {
@@ -272,9 +294,12 @@ impl IdlestIndex {
             self.answered.0 += 1;
         } else {
             for (i, &gid) in list.groups.iter().enumerate() {
+                let sgc = st.sgc(topo.group(gid).sgc);
+                li.sgc_seen[i] = (sgc.capacity, sgc.imbalance);
                 li.keys[i] = Key::of(&sgs_of(gid));
             }
             li.rebuild_tree();
+            li.evaluated = true;
             li.sgc_epoch = st.sgc_epoch();
             li.imbalance_pct = sd.imbalance_pct;
             li.tip_avg_high = inv.tip_avg_high;
@@ -334,9 +359,10 @@ fn new_list(ctx: &BalanceCtx<'_>, groups: &[GroupId]) -> ListIndex {
     }
     cpu_group.sort_unstable();
     ListIndex {
+        evaluated: false,
         pos: ChangePos::default(),
-        // Never current before the first evaluation: the change log is not read from 0.
-        sgc_epoch: u64::MAX,
+        sgc_epoch: 0,
+        sgc_seen: vec![(0, false); n],
         imbalance_pct: 0,
         tip_avg_high: false,
         keys: vec![Key::default(); n],

@@ -425,3 +425,54 @@ fn idlest_group_index_answers_as_the_group_loop() {
         assert!(count > 0, "never reached: {what}");
     }
 }
+
+#[test]
+fn idlest_group_index_notices_a_group_capacity_change_alone() {
+    // The index must re-key a group whose sgc capacity changed even when none of its CPUs'
+    // runqueues did. 16 SMT pairs, every CPU running a task with one more queued and the
+    // same load: every group overloaded with the same avg_load, so the first group after
+    // the local one is the idlest. Then CPU 20's group gets 4 times the capacity, nothing
+    // else changing: its avg_load falls to a quarter and it must become the idlest, as the
+    // kernel's loop finds.
+    let mut b = Bench::new("cores=16,threads=2");
+    for c in 0..32 {
+        b.running(c);
+        b.queued(c);
+        b.set_avg(c, 1024, 1024);
+    }
+    let p = b.newborn(0, None);
+    let ask = |b: &mut Bench| {
+        let (ctx, st, _) = b.parts();
+        let sd = &ctx.topo.domains(CpuId(0))[1];
+        let mut w = WorkAccount::default();
+        let by_index = super::find_dst_group_indexed(&ctx, st, sd, p, CpuId(0), &mut w);
+        let by_loop = sched_balance_find_dst_group(&ctx, st, sd, p, CpuId(0), &mut w);
+        assert_eq!(by_index, by_loop);
+        let pick = super::find_dst_group_loop(&ctx, st, sd, p, CpuId(0), &mut w);
+        let idlest = pick.idlest.expect("an idlest group");
+        ctx.topo.span(ctx.topo.group(idlest).span).iter().next()
+    };
+    assert_eq!(
+        ask(&mut b),
+        Some(CpuId(2)),
+        "the first group after the local one"
+    );
+    let sgc = b.topo.local_group(&b.topo.domains(CpuId(20))[0]).sgc;
+    let sd = &b.topo.domains(CpuId(20))[1];
+    let group_sgc = b
+        .topo
+        .groups(sd)
+        .find(|g| b.topo.span(g.span).test(CpuId(20)))
+        .expect("CPU 20's group")
+        .sgc;
+    assert_ne!(
+        sgc, group_sgc,
+        "the MC level's group, not the SMT level's CPU"
+    );
+    b.st.set_sgc_capacity(group_sgc, 4 * 2048, 4 * 1024, 4 * 1024);
+    assert_eq!(
+        ask(&mut b),
+        Some(CpuId(20)),
+        "the group whose capacity grew"
+    );
+}

@@ -1,6 +1,7 @@
 //! The order in which runqueues changed, for a reader that keeps what it computed from them
 //! across calls: load_balance()'s group statistics between two attempts of one pass
-//! (`lb/memo.rs`).
+//! (`lb/memo.rs`), and the fork path's keys of a domain's groups between placements
+//! (`fork/idlest_index.rs`).
 //!
 //! Every CPU marked since the last read (borrowed mutably, see [`super::Rqs`]) is appended to
 //! a ring of the last [`CHANGE_LOG_LEN`] entries when the log is next read, so a position in
