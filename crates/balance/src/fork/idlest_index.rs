@@ -14,9 +14,9 @@
 //! differ from what their keys were computed with, looked at only when some group capacity
 //! changed since ([`crate::state::BalanceState::sgc_epoch`]); everything when the log no
 //! longer reaches back, or when `imbalance_pct` or `LB_TIP_AVG_HIGH` differ from the last
-//! evaluation. `SD_OVERLAP`
-//! domains are left to the loop: the kernel builds their groups for each CPU apart, so no
-//! list would serve two CPUs (and groups sharing CPUs could make several groups local).
+//! evaluation. `SD_OVERLAP` domains are left to the loop: the kernel builds their groups
+//! for each CPU apart, so no list would serve two CPUs (and groups sharing CPUs could make
+//! several groups local).
 //!
 //! update_pick_idlest() is a strict "less than" over a key (the group type; then for
 //! fully_busy and overloaded the `avg_load`; for has_spare more idle CPUs, then the lower
@@ -202,7 +202,8 @@ pub(super) struct DstPick {
 
 impl IdlestIndex {
     /// The loop's result for `p` in `sd` (a domain of the CPU whose walk starts at its local
-    /// group), charging `work` as the loop does; `None` if `sd`'s list is too short to keep.
+    /// group), charging `work` as the loop does; `None`, charging nothing, if `sd`'s list is
+    /// too short to keep or its first group does not hold `this_cpu`.
     /// The caller has checked that no group's statistics depend on `p`: `p` may run on every
     /// CPU of `sd`, adds nothing to any of them, no wake-up is pending beyond the runqueues'
     /// own flags, and `sd` is neither `SD_OVERLAP` nor `SD_ASYM_CPUCAPACITY`.
