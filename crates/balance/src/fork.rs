@@ -668,7 +668,7 @@ pub fn sched_balance_find_dst_group_cpu(
         let cpu = least_loaded_cpu(ctx, group, this_cpu);
         if cfg!(debug_assertions) {
             let mut w = WorkAccount::default();
-            let by_loop = find_dst_group_cpu_loop(ctx, group, p, this_cpu, &mut w);
+            let by_loop = find_dst_group_cpu_loop(ctx, group, p, this_cpu, true, &mut w);
             assert_eq!(
                 cpu, by_loop,
                 "the least loaded CPU differs from the loop's answer"
@@ -678,7 +678,7 @@ pub fn sched_balance_find_dst_group_cpu(
         work.cpus_scanned += group.group_weight;
         return cpu;
     }
-    find_dst_group_cpu_loop(ctx, group, p, this_cpu, work)
+    find_dst_group_cpu_loop(ctx, group, p, this_cpu, all_allowed, work)
 }
 
 /// No CPU of `group` is idle or runs only SCHED_IDLE tasks: none is in the runqueues' mask
@@ -709,12 +709,14 @@ fn least_loaded_cpu(ctx: &BalanceCtx<'_>, group: &SchedGroup, this_cpu: CpuId) -
     least_loaded_cpu
 }
 
-/// sched_balance_find_dst_group_cpu()'s loop over the CPUs of `group` (of more than one CPU).
+/// sched_balance_find_dst_group_cpu()'s loop over the CPUs of `group` (of more than one
+/// CPU); `all_allowed`: `p` may run on every CPU of it.
 fn find_dst_group_cpu_loop(
     ctx: &BalanceCtx<'_>,
     group: &SchedGroup,
     p: TaskId,
     this_cpu: CpuId,
+    all_allowed: bool,
     work: &mut WorkAccount,
 ) -> CpuId {
     let cpus = ctx.topo.span_cpus(group.span);
@@ -728,7 +730,6 @@ fn find_dst_group_cpu_loop(
     // tested per CPU only if `p` may not run on all of them. What every CPU's test reads
     // the same way (whether a wake-up IPI may be in flight, `LB_TIP_AVG_HIGH`) is read
     // once, and the CPUs read are added to `work` when the loop ends.
-    let all_allowed = allowed_everywhere(ctx, p) || ctx.topo.span_is_subset(group.span, cpus_mask);
     let none_pending = ctx.pending.none_pending();
     let tip_avg_high = ctx.features.enabled(LbFeat::LbTipAvgHigh);
     let mut scanned = 0u32;
