@@ -147,23 +147,29 @@ pub fn rebalance_domains(
     let interval_of = |sd: &SchedDomain, s: &DomainState, busy: bool| {
         get_sd_balance_interval(sd, s, busy, hz, max_interval, skew)
     };
+    // The CPU's domain states, looked up once: the one at `level` is `base + level`.
+    let base = st.domain_base(cpu);
     for (level, sd) in topo.domains(cpu).iter().enumerate() {
-        need_decay = update_newidle_cost(st.sd_mut(cpu, level), 0, jiffies, hz);
-        max_cost += st.sd(cpu, level).max_newidle_lb_cost;
+        need_decay = update_newidle_cost(st.sd_at_mut(base + level), 0, jiffies, hz);
+        max_cost += st.sd_at(base + level).max_newidle_lb_cost;
         if !continue_balancing {
             if need_decay {
                 continue;
             }
             break;
         }
-        let mut interval = interval_of(sd, st.sd(cpu, level), busy);
+        let mut interval = interval_of(sd, st.sd_at(base + level), busy);
         let need_serialize = sd.flags.contains(SdFlag::Serialize);
         let mut locked = false;
+        // The pass's clock when the lock was taken: it moves only with the work of a
+        // load_balance(), so it is read again for the unlock only after one.
+        let mut lock_ns = 0;
         if need_serialize {
-            locked = serialize_trylock(st, cpu, pass.now_ns(ctx));
+            lock_ns = pass.now_ns(ctx);
+            locked = serialize_trylock(st, cpu, lock_ns);
         }
         if !need_serialize || locked {
-            if jiffies >= st.sd(cpu, level).last_balance + interval {
+            if jiffies >= st.sd_at(base + level).last_balance + interval {
                 if load_balance(ctx, st, cpu, level, idle, &mut continue_balancing, pass) > 0 {
                     idle = if idle_cpu(ctx, cpu, pass.now_ns(ctx)) {
                         CpuIdleType::Idle
@@ -172,15 +178,18 @@ pub fn rebalance_domains(
                     };
                     busy = idle != CpuIdleType::Idle && !sched_idle_cpu(ctx, cpu);
                 }
-                let s = st.sd_mut(cpu, level);
+                let s = st.sd_at_mut(base + level);
                 s.last_balance = jiffies;
                 interval = interval_of(sd, s, busy);
+                if locked {
+                    lock_ns = pass.now_ns(ctx);
+                }
             }
             if locked {
-                serialize_unlock(st, pass.now_ns(ctx));
+                serialize_unlock(st, lock_ns);
             }
         }
-        let due = st.sd(cpu, level).last_balance + interval;
+        let due = st.sd_at(base + level).last_balance + interval;
         if next_balance > due {
             next_balance = due;
             update_next = true;

@@ -312,6 +312,28 @@ impl BalanceState {
         &mut self.domains[i]
     }
 
+    /// Where `cpu`'s domains' states start in per-domain vectors: its domain at `level` is
+    /// [`BalanceState::sd_at`]`(domain_base(cpu) + level)`, for a walk up the levels that looks
+    /// the CPU up once ([`BalanceState::sd`] checks the level against the CPU's domains at
+    /// each call).
+    #[inline]
+    pub fn domain_base(&self, cpu: CpuId) -> usize {
+        self.dom_base[cpu.index()]
+    }
+
+    /// The state of the domain at index `i` of per-domain vectors
+    /// ([`BalanceState::domain_base`]).
+    #[inline]
+    pub fn sd_at(&self, i: usize) -> &DomainState {
+        &self.domains[i]
+    }
+
+    /// [`BalanceState::sd_at`], mutable.
+    #[inline]
+    pub fn sd_at_mut(&mut self, i: usize) -> &mut DomainState {
+        &mut self.domains[i]
+    }
+
     /// Number of domains `cpu` has.
     pub fn nr_domains(&self, cpu: CpuId) -> usize {
         self.dom_base[cpu.index() + 1] - self.dom_base[cpu.index()]
@@ -399,7 +421,14 @@ pub fn max_load_balance_interval(hz: u32, nr_cpus: usize) -> u64 {
 
 /// `msecs_to_jiffies(ms)`: rounds up, as include/linux/jiffies.h does for every HZ that
 /// divides 1000 (and, through its 32-bit multiplier, for HZ=300).
+#[inline]
 pub fn msecs_to_jiffies(ms: u64, hz: u32) -> u64 {
+    // At HZ=1000 a jiffy is a millisecond: the same value without the division's
+    // multiply-and-shift (lbsim's; the balancer converts every domain's interval at each
+    // visit).
+    if hz == 1000 {
+        return ms;
+    }
     (ms * u64::from(hz)).div_ceil(1000)
 }
 
