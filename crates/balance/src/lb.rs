@@ -710,18 +710,19 @@ fn out_balanced(
     {
         st.set_sgc_imbalance(psgc, false);
     }
+    let i = st.domain_index(this_cpu, level);
     if exit == LbExit::Balanced || exit == LbExit::AllPinned {
         st.schedstat
-            .sd_mut(this_cpu, level)
+            .sd_at_mut(st.schedstat.domain_base(this_cpu) + level)
             .lb_mut(idle)
             .lb_balanced += 1;
-        st.sd_mut(this_cpu, level).nr_balance_failed = 0;
+        st.sd_at_mut(i).nr_balance_failed = 0;
     }
     // out_one_pinned:
     if idle == CpuIdleType::NewlyIdle {
         return;
     }
-    let s = st.sd_mut(this_cpu, level);
+    let s = st.sd_at_mut(i);
     if (flags & lbf::ALL_PINNED != 0 && s.balance_interval < MAX_PINNED_INTERVAL)
         || s.balance_interval < sd.max_interval
     {

@@ -199,6 +199,20 @@ impl Schedstat {
         &mut self.domains[i]
     }
 
+    /// Where `cpu`'s domains' counters start: its domain at `level` is
+    /// [`Schedstat::sd_at_mut`]`(domain_base(cpu) + level)` (the layout of
+    /// [`crate::state::BalanceState::domain_base`]), for a caller that looks the CPU up once.
+    #[inline]
+    pub fn domain_base(&self, cpu: CpuId) -> usize {
+        self.dom_base[cpu.index()]
+    }
+
+    /// The counters of the domain at index `i` ([`Schedstat::domain_base`]), mutable.
+    #[inline]
+    pub fn sd_at_mut(&mut self, i: usize) -> &mut DomainSchedstat {
+        &mut self.domains[i]
+    }
+
     #[inline]
     fn index(&self, cpu: CpuId, level: usize) -> usize {
         let i = self.dom_base[cpu.index()] + level;

@@ -66,18 +66,20 @@ pub(super) fn load_balance_settled(
     level: usize,
     pass: &mut Pass,
 ) -> Option<bool> {
-    if !settled(ctx, st, this_cpu, level) {
-        return None;
-    }
     let topo = ctx.topo;
     let doms = topo.domains(this_cpu);
     let sd = &doms[level];
+    if !settled_in(ctx, st, this_cpu, level, sd) {
+        return None;
+    }
     let idle = CpuIdleType::Idle;
     #[cfg(debug_assertions)]
     let before = pass.clone();
     // LoadBalance::begin().
     pass.work.domains += 1;
-    st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_count += 1;
+    // The domain's counters, looked up once.
+    let stat_i = st.schedstat.domain_base(this_cpu) + level;
+    st.schedstat.sd_at_mut(stat_i).lb_mut(idle).lb_count += 1;
     let parent_sgc = doms.get(level + 1).map(|p| topo.local_group(p).sgc);
     // should_we_balance(): the balance mask's first CPU is idle on an idle core.
     let local = topo.local_group(sd);
@@ -99,7 +101,7 @@ pub(super) fn load_balance_settled(
                 .map(|&i| rqs[i.index()].cpu_util_cfs(ctx.tasks))
                 .sum()
         });
-        st.schedstat.sd_mut(this_cpu, level).lb_mut(idle).lb_nobusyg += 1;
+        st.schedstat.sd_at_mut(stat_i).lb_mut(idle).lb_nobusyg += 1;
     }
     #[cfg(debug_assertions)]
     check_against_full_pass(ctx, st, this_cpu, level, before, balance, pass);
@@ -117,17 +119,28 @@ pub(super) fn load_balance_settled(
 /// Whether a pass at CPU_IDLE for `this_cpu`'s domain at `level` may take the shortcut:
 /// find_busiest_group() balances it from task counts alone, and nothing else could differ
 /// (see the module doc).
+#[cfg(test)]
 pub(super) fn settled(
     ctx: &BalanceCtx<'_>,
     st: &BalanceState,
     this_cpu: CpuId,
     level: usize,
 ) -> bool {
+    settled_in(ctx, st, this_cpu, level, &ctx.topo.domains(this_cpu)[level])
+}
+
+/// [`settled`] of `this_cpu`'s domain `sd` at `level`, which the caller has looked up.
+fn settled_in(
+    ctx: &BalanceCtx<'_>,
+    st: &BalanceState,
+    this_cpu: CpuId,
+    level: usize,
+    sd: &SchedDomain,
+) -> bool {
     if st.checks.enabled || st.trace.enabled || st.lb_redid(this_cpu, level) {
         return false;
     }
     let topo = ctx.topo;
-    let sd = &topo.domains(this_cpu)[level];
     if sd.flags.contains(SdFlag::Overlap) || !ctx.pending.none_pending() {
         return false;
     }
