@@ -368,7 +368,7 @@ pub fn nohz_idle_balance_flags(
         }
         if now >= ctx.rqs[balance_cpu.index()].next_balance() {
             let t = pass.now_ns(ctx);
-            ctx.rqs[balance_cpu.index()].update_rq_clock(t);
+            ctx.rqs.update_rq_clock(balance_cpu.index(), t);
             if flags.contains(NohzFlags::BALANCE) {
                 rebalance_domains(ctx, st, balance_cpu, CpuIdleType::Idle, pass);
             }

@@ -196,11 +196,11 @@ pub fn rebalance_domains(
         }
     }
     if need_decay {
-        ctx.rqs[cpu.index()]
-            .set_max_idle_balance_cost(ctx.tunables.migration_cost_ns.max(max_cost));
+        ctx.rqs
+            .set_max_idle_balance_cost(cpu.index(), ctx.tunables.migration_cost_ns.max(max_cost));
     }
     if update_next {
-        ctx.rqs[cpu.index()].set_next_balance(next_balance);
+        ctx.rqs.set_next_balance(cpu.index(), next_balance);
     }
 }
 

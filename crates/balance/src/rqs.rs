@@ -25,6 +25,8 @@
 
 mod changes;
 mod idle;
+#[cfg(test)]
+mod tests;
 
 use std::cell::{Ref, RefCell};
 use std::ops::{Deref, Index, IndexMut};
@@ -530,6 +532,43 @@ impl Rqs {
     /// without calling it, if the log no longer goes back to `from`.
     pub fn changed_between(&self, from: ChangePos, to: ChangePos, f: impl FnMut(u32)) -> bool {
         self.tracker.borrow().changes.between(from, to, f)
+    }
+
+    /// `update_rq_clock()` of CPU `i`, which does not mark it: none of the summaries the marks
+    /// keep reads the runqueue's clocks (the group sums' [`Contribution`], the count of CPUs
+    /// with more than one task, the maybe-idle mask, and the change log's readers, which
+    /// recompute group statistics from the same fields). The nohz idle balancer updates the
+    /// clock of every idle CPU whose balance is due, about a hundred thousand a simulated
+    /// second on 4096 CPUs; marking each made the next reader of the sums and the log
+    /// catch up with CPUs that had not changed.
+    #[inline]
+    pub fn update_rq_clock(&mut self, i: usize, now_ns: u64) {
+        self.rqs[i].update_rq_clock(now_ns);
+    }
+
+    /// `rq->next_balance = jiffies` for CPU `i`, which does not mark it (no summary reads it;
+    /// see [`Rqs::update_rq_clock`]).
+    #[inline]
+    pub fn set_next_balance(&mut self, i: usize, jiffies: u64) {
+        self.rqs[i].set_next_balance(jiffies);
+    }
+
+    /// `rq->max_idle_balance_cost = cost_ns` for CPU `i`, which does not mark it (no summary
+    /// reads it; see [`Rqs::update_rq_clock`]).
+    #[inline]
+    pub fn set_max_idle_balance_cost(&mut self, i: usize, cost_ns: u64) {
+        self.rqs[i].set_max_idle_balance_cost(cost_ns);
+    }
+
+    /// `rq->cpu_capacity = capacity` (fair.c's update_cpu_capacity()) for CPU `i`, marking
+    /// it only when the value changes: the group sums read it (a reduced capacity), so a
+    /// change must reach them, and an unchanged value changes nothing they hold.
+    #[inline]
+    pub fn update_cpu_capacity(&mut self, i: usize, capacity: u64) {
+        if self.rqs[i].cpu_capacity() != capacity {
+            self.mark(i);
+        }
+        self.rqs[i].update_cpu_capacity(capacity);
     }
 
     #[inline]

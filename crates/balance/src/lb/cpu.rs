@@ -129,9 +129,9 @@ pub fn check_cpu_capacity(ctx: &BalanceCtx<'_>, cpu: CpuId, sd: &SchedDomain) ->
 /// `rq->cpu_capacity`.
 pub(super) fn update_cpu_capacity(ctx: &mut BalanceCtx<'_>, cpu: CpuId) -> u64 {
     let max = arch_scale_cpu_capacity(ctx.topo, cpu);
-    let r = &mut ctx.rqs[cpu.index()];
+    let r = &ctx.rqs[cpu.index()];
     let capacity = lbsim_pelt::scale_rt_capacity(max, &r.avg_rt, &r.avg_dl, &r.avg_irq).max(1);
-    r.update_cpu_capacity(capacity);
+    ctx.rqs.update_cpu_capacity(cpu.index(), capacity);
     capacity
 }
 
