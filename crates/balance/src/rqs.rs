@@ -535,11 +535,11 @@ impl Rqs {
     }
 
     /// `update_rq_clock()` of CPU `i`, which does not mark it: none of the summaries the marks
-    /// keep reads the runqueue's clocks (the group sums' [`Contribution`], the count of CPUs
-    /// with more than one task, the maybe-idle mask, and the change log's readers, which
-    /// recompute group statistics from the same fields). The nohz idle balancer updates the
-    /// clock of every idle CPU whose balance is due, about a hundred thousand a simulated
-    /// second on 4096 CPUs; marking each made the next reader of the sums and the log
+    /// keep reads the runqueue's clocks (each CPU's contribution to the group sums, the count
+    /// of CPUs with more than one task, the maybe-idle mask, and the change log's readers,
+    /// which recompute group statistics from the same fields). The nohz idle balancer updates
+    /// the clock of every idle CPU whose balance is due, about a million a simulated second on
+    /// 4096 CPUs with few tasks; marking each made the next reader of the sums and the log
     /// catch up with CPUs that had not changed.
     #[inline]
     pub fn update_rq_clock(&mut self, i: usize, now_ns: u64) {
