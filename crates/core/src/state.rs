@@ -134,20 +134,48 @@ pub(crate) struct TaskRun {
 }
 
 /// Per-CPU engine state (what is not the runqueue's).
+///
+/// The fields are in this order, `repr(C)`, so that what most events on a CPU read and write
+/// (its segment, the time accounting, its pending events' keys) shares the struct's first
+/// three cache lines, and the idle governor's and /proc's state come last (lbsim's layout:
+/// on 1024 CPUs the per-CPU states are half a megabyte, more than a core's L1 and a good part
+/// of its L2; in a cache simulation of the 1024 x 20000 cell, 9% fewer write misses in a
+/// 2 MiB cache than with the compiler's order).
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub(crate) struct CpuState {
     /// When the current task's progress (re)started.
     pub(crate) seg_start: u64,
     /// Scheduler overhead in progress until then; user progress resumes after it.
     pub(crate) busy_until: u64,
+    /// Interrupts are off until then (a newly idle balance): IPIs and timers wait.
+    pub(crate) irq_off_until: u64,
+    /// Accounting: last update, busy and idle time, integral of nr_running over time.
+    pub(crate) acct_last: u64,
+    pub(crate) busy_ns: u64,
+    pub(crate) idle_ns: u64,
+    pub(crate) nr_running_ns: u128,
+    /// The pending end of the current task's action ([`Ev::SegEnd`]).
+    pub(crate) seg_end: Option<EventKey>,
+    /// The queued tick event (it may fire on a stopped tick, which then does nothing).
+    pub(crate) tick: Option<EventKey>,
+    /// The queued reschedule.
+    pub(crate) resched: Option<EventKey>,
+    /// The wake-list IPI on its way.
+    pub(crate) ipi: Option<EventKey>,
+    /// The capacity (`arch_scale_cpu_capacity`).
+    pub(crate) capacity: u64,
+    /// How fast the current task's work advances, in units per ns: the capacity, or less
+    /// while SMT siblings share the core ([`crate::smt`]).
+    pub(crate) speed: u64,
     /// Scheduler work charged to this CPU so far (balancing passes, newly idle steps, the
     /// stopper), ns: what `--check`'s wait bound allows a queued task to wait for besides
     /// other tasks.
     pub(crate) sched_work_ns: u64,
-    /// Interrupts are off until then (a newly idle balance): IPIs and timers wait.
-    pub(crate) irq_off_until: u64,
-    /// The pending end of the current task's action ([`Ev::SegEnd`]).
-    pub(crate) seg_end: Option<EventKey>,
+    /// The tick's phase within a tick period.
+    pub(crate) tick_phase_ns: u64,
+    /// Where the CPU is in the idle loop.
+    pub(crate) idle: crate::cpuidle::IdleCpu,
     /// `seg_end` is the end of several runs of a pure loop (lbsim's: [`Core::arm_segment`]),
     /// whose ends [`Core::settle`] accounts as it passes them.
     ///
@@ -162,45 +190,25 @@ pub(crate) struct CpuState {
     pub(crate) chain_window: u16,
     /// The tick is stopped (nohz idle).
     pub(crate) tick_stopped: bool,
-    /// The tick's phase within a tick period.
-    pub(crate) tick_phase_ns: u64,
-    /// The queued tick event (it may fire on a stopped tick, which then does nothing).
-    pub(crate) tick: Option<EventKey>,
+    /// The current task called `sched_yield()`: its next switch is not a preemption (for
+    /// the trace's `prev_state`).
+    pub(crate) yielded: bool,
     /// Wake-list entries: (task, migrated, time the waker queued it).
     pub(crate) wakelist: Vec<(TaskId, bool, u64)>,
-    /// The wake-list IPI on its way.
-    pub(crate) ipi: Option<EventKey>,
-    /// The queued reschedule.
-    pub(crate) resched: Option<EventKey>,
-    /// The capacity (`arch_scale_cpu_capacity`).
-    pub(crate) capacity: u64,
-    /// How fast the current task's work advances, in units per ns: the capacity, or less
-    /// while SMT siblings share the core ([`crate::smt`]).
-    pub(crate) speed: u64,
     /// The pinned background kernel thread, if background noise is on.
     pub(crate) kworker: Option<u32>,
     /// In `__schedule()`'s newly idle balance: the previous task and how it left.
     pub(crate) newidle: Option<(Option<TaskId>, PrevAction)>,
     /// When that `__schedule()` began (for the trace's `lbsim_charge` of the balance).
     pub(crate) newidle_since: u64,
-    /// The current task called `sched_yield()`: its next switch is not a preemption (for
-    /// the trace's `prev_state`).
-    pub(crate) yielded: bool,
-    /// Accounting: last update, busy and idle time, integral of nr_running over time.
-    pub(crate) acct_last: u64,
-    pub(crate) busy_ns: u64,
-    pub(crate) idle_ns: u64,
-    pub(crate) nr_running_ns: u128,
-    /// The `cpu<N>` line of /proc/schedstat.
-    pub(crate) stat: CpuSchedstat,
-    /// Where the CPU is in the idle loop.
-    pub(crate) idle: crate::cpuidle::IdleCpu,
-    /// The menu governor's state (`struct menu_device`).
-    pub(crate) menu: crate::cpuidle::menu::MenuDevice,
     /// The polling state's time limit, while the CPU polls.
     pub(crate) poll_limit: Option<EventKey>,
     /// The softlockup watchdog hrtimer's next expiry (`u64::MAX` on the ideal machine).
     pub(crate) watchdog_at: u64,
+    /// The `cpu<N>` line of /proc/schedstat.
+    pub(crate) stat: CpuSchedstat,
+    /// The menu governor's state (`struct menu_device`).
+    pub(crate) menu: crate::cpuidle::menu::MenuDevice,
     /// The sleep timers queued on this CPU: (expiry, run index).
     pub(crate) timers: std::collections::BTreeSet<(u64, u32)>,
     /// Per idle state: entries and time in it, ns.
