@@ -149,6 +149,7 @@ pub fn rebalance_domains(
     };
     // The CPU's domain states, looked up once: the one at `level` is `base + level`.
     let base = st.domain_base(cpu);
+    debug_assert_eq!(st.nr_domains(cpu), topo.domains(cpu).len());
     for (level, sd) in topo.domains(cpu).iter().enumerate() {
         need_decay = update_newidle_cost(st.sd_at_mut(base + level), 0, jiffies, hz);
         max_cost += st.sd_at(base + level).max_newidle_lb_cost;

@@ -25,8 +25,6 @@
 
 mod changes;
 mod idle;
-#[cfg(test)]
-mod tests;
 
 use std::cell::{Ref, RefCell};
 use std::ops::{Deref, Index, IndexMut};
@@ -381,7 +379,10 @@ impl Tracker {
 /// One runqueue per CPU, indexed by CPU id, with the group sums of [`SpanSums`].
 ///
 /// Reads go through `Deref<Target = [Rq]>` and `Index`; writes through `IndexMut` and
-/// [`Rqs::iter_mut`], which mark the CPUs they reach.
+/// [`Rqs::iter_mut`], which mark the CPUs they reach, except the writes of fields no summary
+/// reads ([`Rqs::update_rq_clock`], [`Rqs::set_next_balance`],
+/// [`Rqs::set_max_idle_balance_cost`]) and of a capacity that does not change
+/// ([`Rqs::update_cpu_capacity`]).
 #[derive(Clone, Debug, Default)]
 pub struct Rqs {
     rqs: Vec<Rq>,
@@ -620,3 +621,6 @@ impl<'a> IntoIterator for &'a Rqs {
         self.rqs.iter()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -16,7 +16,9 @@
 //! would compute:
 //! - the runqueues of the CPUs of `sg` that are in `env->cpus` (their load, util, runnable,
 //!   task counts, idleness, misfit load, capacity): a runqueue changes only through a
-//!   mutable borrow, which [`crate::rqs::Rqs`] logs ([`crate::rqs::Rqs::change_pos`]); a group
+//!   mutable borrow, which [`crate::rqs::Rqs`] logs ([`crate::rqs::Rqs::change_pos`]), or
+//!   through the writes it does not log, of fields none of these is (the clocks,
+//!   `next_balance`, `max_idle_balance_cost`; [`crate::rqs::Rqs::update_rq_clock`]); a group
 //!   holding a CPU logged since the result was computed is recomputed (all groups, if the log
 //!   no longer goes back that far or too many CPUs changed);
 //! - `env->cpus`: only cleared within one load_balance(), never set, and every CPU cleared

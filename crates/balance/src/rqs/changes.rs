@@ -6,7 +6,9 @@
 //! Every CPU marked since the last read (borrowed mutably, see [`super::Rqs`]) is appended to
 //! a ring of the last [`CHANGE_LOG_LEN`] entries when the log is next read, so a position in
 //! the log ([`ChangePos`]) separates the changes made before it from those made after: a
-//! CPU whose runqueue has not been logged since a reader's position holds what it held then.
+//! CPU whose runqueue has not been logged since a reader's position holds what it held then,
+//! but for the fields [`super::Rqs`] writes without marking (the clocks, `next_balance`,
+//! `max_idle_balance_cost`), which no reader of the log may depend on.
 //! Several readers may hold positions at once (two newly idle balances in progress); one
 //! whose position has fallen out of the ring is told so and recomputes everything. lbsim's
 //! own bookkeeping, not a kernel structure.
