@@ -423,9 +423,10 @@ pub fn max_load_balance_interval(hz: u32, nr_cpus: usize) -> u64 {
 /// divides 1000 (and, through its 32-bit multiplier, for HZ=300).
 #[inline]
 pub fn msecs_to_jiffies(ms: u64, hz: u32) -> u64 {
-    // At HZ=1000 a jiffy is a millisecond: the same value without the division's
-    // multiply-and-shift (lbsim's; the balancer converts every domain's interval at each
-    // visit).
+    // At HZ=1000 a jiffy is a millisecond: jiffies.h's _msecs_to_jiffies() for an HZ that
+    // divides 1000 rounds `m` up to a multiple of MSEC_PER_SEC / HZ = 1, the same value
+    // without the division's multiply-and-shift (the balancer converts every domain's
+    // interval at each visit).
     if hz == 1000 {
         return ms;
     }

@@ -138,10 +138,9 @@ pub(crate) struct TaskRun {
 /// The fields are in this order, `repr(C)`, so that what most events on a CPU read and write
 /// (its segment, the time accounting, its pending events' keys) shares the struct's first 190
 /// bytes, three or four cache lines as the vector's 528-byte elements fall on them, and the
-/// idle governor's and /proc's state come last (lbsim's layout:
-/// on 1024 CPUs the per-CPU states are half a megabyte, more than a core's L1 and a good part
-/// of its L2; in a cache simulation of the 1024 x 20000 cell, 9% fewer write misses in a
-/// 2 MiB cache than with the compiler's order).
+/// idle governor's and /proc's state come last (lbsim's layout: 1024 CPUs' states at 528 bytes
+/// each are half a megabyte; a cache simulation of the 1024 x 20000 cell counts 9% fewer write
+/// misses in a 2 MiB cache than with the compiler's order, docs/performance.md session 22).
 #[derive(Debug, Clone)]
 #[repr(C)]
 pub(crate) struct CpuState {

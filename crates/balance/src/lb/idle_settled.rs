@@ -79,7 +79,6 @@ pub(super) fn load_balance_settled(
     pass.work.domains += 1;
     // The domain's counters, looked up once.
     let stat_i = st.schedstat.domain_base(this_cpu) + level;
-    debug_assert!(level < st.nr_domains(this_cpu));
     st.schedstat.sd_at_mut(stat_i).lb_mut(idle).lb_count += 1;
     let parent_sgc = doms.get(level + 1).map(|p| topo.local_group(p).sgc);
     // should_we_balance(): the balance mask's first CPU is idle on an idle core.
