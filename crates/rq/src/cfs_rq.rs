@@ -143,7 +143,9 @@ pub struct CfsRq {
     /// `rq->cfs_tasks`).
     pub group: u32,
     timeline: Timeline,
-    next_seq: u64,
+    /// The next insertion sequence of the timeline ([`Timeline::renumber`]ed before it
+    /// would wrap).
+    next_seq: u32,
     cfs_tasks: TaskList,
 }
 
@@ -329,12 +331,14 @@ impl CfsRq {
         );
         let se = ents.se(id);
         let weight = scale_load_down(se.load.weight);
+        if self.next_seq == u32::MAX {
+            self.next_seq = self.timeline.renumber();
+        }
         let node = Node {
             id,
             seq: self.next_seq,
             vruntime: se.vruntime,
             deadline: se.deadline,
-            weight,
             slice: se.slice,
         };
         self.next_seq += 1;
@@ -350,19 +354,24 @@ impl CfsRq {
             "__dequeue_entity(): {id:?} is not in the timeline"
         );
         let node = self.timeline.remove(slot);
-        ents.se_mut(id).run_node = NIL;
-        self.avg_vruntime_sub(node.vruntime, node.weight);
+        let se = ents.se_mut(id);
+        se.run_node = NIL;
+        // The weight as avg_vruntime_sub() reads it, from the entity: an entity's weight does
+        // not change while it is in the tree (reweight_entity() takes it out first).
+        let weight = scale_load_down(se.load.weight);
+        self.avg_vruntime_sub(node.vruntime, weight);
     }
 
     /// The leftmost node by another key than the tree's: smallest key, then earliest
-    /// insertion (a linear scan; the simulator never asks, since the tree follows the policy).
-    fn leftmost_by(&self, key: impl Fn(&Node) -> u64) -> Option<&Node> {
-        let mut best: Option<&Node> = None;
+    /// insertion (the smaller sequence: tree order among the nodes a renumbering numbered) (a
+    /// linear scan; the simulator never asks, since the tree follows the policy).
+    fn leftmost_by(&self, key: impl Fn(&Node) -> u64) -> Option<Node> {
+        let mut best: Option<Node> = None;
         for n in self.timeline.iter() {
             best = match best {
                 None => Some(n),
                 Some(b) => {
-                    let (kn, kb) = (key(n), key(b));
+                    let (kn, kb) = (key(&n), key(&b));
                     if before(kn, kb) || (kn == kb && n.seq < b.seq) {
                         Some(n)
                     } else {
@@ -394,12 +403,12 @@ impl CfsRq {
         if self.timeline.order() == FairPick::Cfs {
             return self.timeline.successor(slot).map(|n| n.id);
         }
-        let me = *self.timeline.get(slot, id)?;
+        let me = self.timeline.get(slot, id)?;
         let after = |n: &Node| {
             before(me.vruntime, n.vruntime) || (n.vruntime == me.vruntime && n.seq > me.seq)
         };
-        let mut best: Option<&Node> = None;
-        for n in self.timeline.iter().filter(|n| after(n)) {
+        let mut best: Option<Node> = None;
+        for n in self.timeline.iter().filter(after) {
             best = match best {
                 None => Some(n),
                 Some(b) => {

@@ -139,6 +139,27 @@ fn pick_eevdf_earliest_eligible_deadline_with_insertion_tie_break() {
     assert_eq!(cfs.__pick_first_entity(FairPick::Eevdf), Some(z));
 }
 
+/// The same tie-break across the 32-bit insertion sequence's renumbering: entities queued
+/// with equal deadlines just before and after it are picked in the order they were queued.
+#[test]
+fn insertion_tie_break_survives_the_sequence_wrapping() {
+    let p = params();
+    let mut ents = Ents::with_key();
+    let mut cfs = CfsRq::new();
+    cfs.min_vruntime = 0;
+    cfs.next_seq = u32::MAX - 2;
+    let ids: Vec<TaskId> = (0..5).map(|_| ents.insert(se(1024, 0, 5_000))).collect();
+    for &id in &ids {
+        queue(&mut cfs, &mut ents, id);
+    }
+    // Renumbered at the third: the two before it numbered 0 and 1, the rest after.
+    assert_eq!(cfs.next_seq, 5);
+    for &id in &ids {
+        assert_eq!(cfs.pick_eevdf(&ents, &p), Some(id));
+        cfs.__dequeue_entity(&mut ents, id);
+    }
+}
+
 /// Rule (cfs_rq_min_slice, v6.12): the smallest slice of a queued curr and the timeline's
 /// root `min_slice`; `u64::MAX` when nothing is queued; a dequeued curr does not count.
 #[test]

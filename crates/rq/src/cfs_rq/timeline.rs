@@ -17,9 +17,12 @@
 //! others goes to their right, as `rb_add()` does with a strict `less`. That is the order
 //! (key, insertion sequence), which this tree uses as its search key, so an entity is found
 //! again for its removal by searching, not through parent pointers; like the kernel it needs
-//! the keys of one timeline to lie within 2^63 of each other. Each slot caches the entity's
-//! vruntime, deadline, weight and slice at insertion; none of them changes while the entity
-//! is in the tree (the kernel's tree would be corrupt otherwise).
+//! the keys of one timeline to lie within 2^63 of each other. The insertion sequence is 32
+//! bits, renumbered in tree order before it would wrap ([`Timeline::renumber`]), so that a
+//! slot is a 64-byte cache line. Each slot caches the entity's vruntime, deadline and slice
+//! at insertion; none of them changes while the entity is in the tree (the kernel's tree
+//! would be corrupt otherwise). Its weight is not cached: `__dequeue_entity()` reads it from
+//! the entity, as the kernel's `avg_vruntime_sub()` does.
 
 use crate::entity::TaskId;
 use crate::tunables::FairPick;
@@ -41,28 +44,36 @@ const MAX_HEIGHT: usize = 48;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Node {
     pub(crate) id: TaskId,
-    /// Insertion sequence: the rbtree's order among equal keys.
-    pub(crate) seq: u64,
+    /// Insertion sequence: the rbtree's order among equal keys (renumbered in tree order
+    /// before it would wrap: [`Timeline::renumber`]).
+    pub(crate) seq: u32,
     pub(crate) vruntime: u64,
     pub(crate) deadline: u64,
-    pub(crate) weight: u64,
     pub(crate) slice: u64,
 }
 
-/// One arena slot: a node and its subtree's links and augmentation.
+/// One arena slot: a node's fields and its subtree's links and augmentation, flat so that a
+/// slot is 64 bytes, a cache line (a nested `Node` would carry its own 4 bytes of padding,
+/// and the slot would be 72).
 #[derive(Clone, Debug)]
 struct Slot {
-    node: Node,
+    vruntime: u64,
+    deadline: u64,
+    slice: u64,
+    /// `se->min_vruntime`: the smallest vruntime of the subtree (wrapping order).
+    min_vruntime: u64,
+    /// `se->min_slice`: the smallest slice of the subtree.
+    min_slice: u64,
+    id: TaskId,
+    seq: u32,
     left: u32,
     right: u32,
     /// AVL height of the subtree (1 for a leaf); 0 for a free slot, whose `left` links the
     /// free list.
     height: u8,
-    /// `se->min_vruntime`: the smallest vruntime of the subtree (wrapping order).
-    min_vruntime: u64,
-    /// `se->min_slice`: the smallest slice of the subtree.
-    min_slice: u64,
 }
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 64);
 
 /// The augmented timeline of one cfs_rq.
 #[derive(Clone, Debug)]
@@ -149,13 +160,41 @@ impl Timeline {
         }
     }
 
+    /// Number the nodes 0, 1, ... in tree order; returns the next free number (the number of
+    /// nodes).
+    ///
+    /// lbsim's: the kernel's tree needs no insertion sequence (equal keys go right as
+    /// `rb_add()` walks down, and a node is found again through its parent pointers), this
+    /// one keeps it in 32 bits and renumbers before it would wrap. The order is unchanged:
+    /// the tree's order is (key, sequence), so nodes of equal keys keep their relative
+    /// order, and every later insertion numbers after all of them, to their right as before.
+    /// Caches and links are untouched. (A later [`Timeline::set_order`] re-inserts in this
+    /// order rather than in insertion order; the simulator never changes the order of a
+    /// non-empty tree.)
+    pub(crate) fn renumber(&mut self) -> u32 {
+        let mut next = 0u32;
+        let mut stack: Vec<u32> = Vec::new();
+        let mut at = self.root;
+        loop {
+            while at != NIL {
+                stack.push(at);
+                at = self.slots[at as usize].left;
+            }
+            let Some(top) = stack.pop() else { break };
+            self.slots[top as usize].seq = next;
+            next += 1;
+            at = self.slots[top as usize].right;
+        }
+        next
+    }
+
     /// The node in a slot, if the slot holds `id`.
     #[inline]
-    pub(crate) fn get(&self, slot: u32, id: TaskId) -> Option<&Node> {
+    pub(crate) fn get(&self, slot: u32, id: TaskId) -> Option<Node> {
         self.slots
             .get(slot as usize)
-            .filter(|s| s.height != 0 && s.node.id == id)
-            .map(|s| &s.node)
+            .filter(|s| s.height != 0 && s.id == id)
+            .map(Slot::node)
     }
 
     // ---------------------------------------------------------------------------------
@@ -163,8 +202,8 @@ impl Timeline {
 
     /// Follows fair.c: `__pick_first_entity()`: the leftmost node.
     #[inline]
-    pub(crate) fn first(&self) -> Option<&Node> {
-        self.slots.get(self.leftmost as usize).map(|s| &s.node)
+    pub(crate) fn first(&self) -> Option<Node> {
+        self.slots.get(self.leftmost as usize).map(Slot::node)
     }
 
     /// The root's `min_vruntime` (`__pick_root_entity()->min_vruntime`).
@@ -185,7 +224,7 @@ impl Timeline {
     /// Follows fair.c: `pick_eevdf()` (v6.12) from "Pick the leftmost entity if it's eligible"
     /// to the end of the heap search (`curr` is the caller's). Each subtree entered has an
     /// eligible `min_vruntime`, so the search ends at an eligible node.
-    pub(crate) fn first_eligible(&self, eligible: impl Fn(u64) -> bool) -> Option<&Node> {
+    pub(crate) fn first_eligible(&self, eligible: impl Fn(u64) -> bool) -> Option<Node> {
         let first = self.first()?;
         if eligible(first.vruntime) {
             return Some(first);
@@ -201,8 +240,8 @@ impl Timeline {
                 at = s.left;
                 continue;
             }
-            if eligible(s.node.vruntime) {
-                return Some(&s.node);
+            if eligible(s.vruntime) {
+                return Some(s.node());
             }
             at = s.right;
         }
@@ -212,20 +251,20 @@ impl Timeline {
     /// The in-order successor of the node in `slot`.
     ///
     /// Follows v6.1 fair.c: `__pick_next_entity()` (`rb_next()`).
-    pub(crate) fn successor(&self, slot: u32) -> Option<&Node> {
-        let me = self.slots[slot as usize].node;
+    pub(crate) fn successor(&self, slot: u32) -> Option<Node> {
+        let me = self.slots[slot as usize].node();
         let mut at = self.root;
         let mut best = NIL;
         while at != NIL {
             let s = &self.slots[at as usize];
-            if self.less(&me, &s.node) {
+            if self.less(&me, &s.node()) {
                 best = at;
                 at = s.left;
             } else {
                 at = s.right;
             }
         }
-        (best != NIL).then(|| &self.slots[best as usize].node)
+        (best != NIL).then(|| self.slots[best as usize].node())
     }
 
     /// The nodes in tree order.
@@ -245,7 +284,7 @@ impl Timeline {
             .iter()
             .enumerate()
             .filter(|(_, s)| s.height != 0)
-            .map(|(i, s)| (i as u32, s.node))
+            .map(|(i, s)| (i as u32, s.node()))
     }
 
     // ---------------------------------------------------------------------------------
@@ -285,8 +324,8 @@ impl Timeline {
     fn link(&mut self, slot: u32) {
         if self.leftmost == NIL
             || self.less(
-                &self.slots[slot as usize].node,
-                &self.slots[self.leftmost as usize].node,
+                &self.slots[slot as usize].node(),
+                &self.slots[self.leftmost as usize].node(),
             )
         {
             self.leftmost = slot;
@@ -296,7 +335,7 @@ impl Timeline {
             self.root = slot;
             return;
         }
-        let node = self.slots[slot as usize].node;
+        let node = self.slots[slot as usize].node();
         // The path from the root: each slot, and (bit `depth` of `lefts`) whether the leaf
         // went to its left.
         let mut path = [0u32; MAX_HEIGHT];
@@ -306,7 +345,7 @@ impl Timeline {
         let order = self.order;
         loop {
             let s = &mut self.slots[at as usize];
-            let left = Self::less_in(order, &node, &s.node);
+            let left = Self::less_in(order, &node, &s.node());
             path[depth] = at;
             lefts |= u64::from(left) << depth;
             depth += 1;
@@ -332,7 +371,7 @@ impl Timeline {
     /// the first subtree whose root has the height and minima the subtree's root had before,
     /// as [`Timeline::link`] does (lbsim's: the same tree in fewer steps).
     pub(crate) fn remove(&mut self, slot: u32) -> Node {
-        let node = self.slots[slot as usize].node;
+        let node = self.slots[slot as usize].node();
         debug_assert!(
             self.slots[slot as usize].height != 0,
             "removing a free slot"
@@ -345,7 +384,7 @@ impl Timeline {
         while at != slot {
             assert!(at != NIL, "timeline: {:?} not found", node.id);
             let s = &self.slots[at as usize];
-            let left = self.less(&node, &s.node);
+            let left = self.less(&node, &s.node());
             path[depth] = at;
             lefts |= u64::from(left) << depth;
             depth += 1;
@@ -447,14 +486,14 @@ impl Timeline {
     /// Change the slice of the node in `slot` and recompute the cached `min_slice` on its
     /// path from the root (`min_vruntime_cb_propagate()` after `se->slice = slice`).
     pub(crate) fn set_slice(&mut self, slot: u32, slice: u64) {
-        let node = self.slots[slot as usize].node;
-        self.slots[slot as usize].node.slice = slice;
+        let node = self.slots[slot as usize].node();
+        self.slots[slot as usize].slice = slice;
         self.reaugment(self.root, &node);
     }
 
     fn reaugment(&mut self, at: u32, node: &Node) {
         assert!(at != NIL, "timeline: {:?} not found", node.id);
-        let here = self.slots[at as usize].node;
+        let here = self.slots[at as usize].node();
         if !(here.seq == node.seq && here.id == node.id) {
             if self.less(node, &here) {
                 self.reaugment(self.slots[at as usize].left, node);
@@ -496,8 +535,8 @@ impl Timeline {
     /// caller has read.
     #[inline]
     fn update_with(&mut self, at: u32, l: u32, r: u32, h_children: u8) {
-        let mut min_v = self.slots[at as usize].node.vruntime;
-        let mut min_s = self.slots[at as usize].node.slice;
+        let mut min_v = self.slots[at as usize].vruntime;
+        let mut min_s = self.slots[at as usize].slice;
         for c in [r, l] {
             if let Some(cs) = self.slots.get(c as usize) {
                 min_v = min_vruntime(min_v, cs.min_vruntime);
@@ -585,11 +624,11 @@ impl Timeline {
         let mut prev: Option<Node> = None;
         for node in self.iter() {
             if let Some(p) = prev
-                && !self.less(&p, node)
+                && !self.less(&p, &node)
             {
                 return Err(format!("timeline out of order at {:?}", node.id));
             }
-            prev = Some(*node);
+            prev = Some(node);
         }
         Ok(())
     }
@@ -603,10 +642,10 @@ impl Timeline {
         let (nl, hl) = self.check_at(s.left)?;
         let (nr, hr) = self.check_at(s.right)?;
         if hl.abs_diff(hr) > 1 || s.height != 1 + hl.max(hr) {
-            return Err(format!("timeline unbalanced at {:?}", s.node.id));
+            return Err(format!("timeline unbalanced at {:?}", s.id));
         }
-        let mut min_v = s.node.vruntime;
-        let mut min_s = s.node.slice;
+        let mut min_v = s.vruntime;
+        let mut min_s = s.slice;
         for c in [s.left, s.right] {
             if c != NIL {
                 min_v = min_vruntime(min_v, self.slots[c as usize].min_vruntime);
@@ -614,7 +653,7 @@ impl Timeline {
             }
         }
         if min_v != s.min_vruntime || min_s != s.min_slice {
-            return Err(format!("timeline: stale minima at {:?}", s.node.id));
+            return Err(format!("timeline: stale minima at {:?}", s.id));
         }
         Ok((nl + nr + 1, s.height))
     }
@@ -623,12 +662,28 @@ impl Timeline {
 impl Slot {
     fn leaf(node: Node) -> Slot {
         Slot {
-            node,
+            vruntime: node.vruntime,
+            deadline: node.deadline,
+            slice: node.slice,
+            min_vruntime: node.vruntime,
+            min_slice: node.slice,
+            id: node.id,
+            seq: node.seq,
             left: NIL,
             right: NIL,
             height: 1,
-            min_vruntime: node.vruntime,
-            min_slice: node.slice,
+        }
+    }
+
+    /// The node this slot holds.
+    #[inline(always)]
+    fn node(&self) -> Node {
+        Node {
+            id: self.id,
+            seq: self.seq,
+            vruntime: self.vruntime,
+            deadline: self.deadline,
+            slice: self.slice,
         }
     }
 }
@@ -649,15 +704,15 @@ impl Iter<'_> {
     }
 }
 
-impl<'a> Iterator for Iter<'a> {
-    type Item = &'a Node;
+impl Iterator for Iter<'_> {
+    type Item = Node;
 
-    fn next(&mut self) -> Option<&'a Node> {
+    fn next(&mut self) -> Option<Node> {
         let at = self.stack.pop()?;
         self.left -= 1;
         let s = &self.tl.slots[at as usize];
         self.push_left(s.right);
-        Some(&s.node)
+        Some(s.node())
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

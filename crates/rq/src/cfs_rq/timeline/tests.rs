@@ -13,7 +13,10 @@
 //!   computes it (`avg >= key * load`);
 //! - `successor_matches_linear`: `successor()` is the linear in-order successor;
 //! - `well_formed`: `check()` passes (sorted, balanced, minima and leftmost cached right) and
-//!   `iter()` yields exactly the linear set.
+//!   `iter()` yields exactly the linear set;
+//! - `renumber_keeps_order`: after `renumber()`, the tree's nodes in order carry 0, 1, ...
+//!   and are the linear nodes sorted by (key, sequence); later insertions number on from the
+//!   count it returned.
 
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -123,6 +126,8 @@ enum Op {
     Successor(usize),
     /// Re-sort by the other policy's key.
     Flip,
+    /// Renumber the insertion sequence (as the cfs_rq does before it would wrap).
+    Renumber,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -132,6 +137,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0u8..6, -6_000i64..6_000, 1u8..8).prop_map(|(dmin, avg, load)| Op::Pick { dmin, avg, load }),
         2 => any::<usize>().prop_map(Op::Successor),
         1 => Just(Op::Flip),
+        1 => Just(Op::Renumber),
     ]
 }
 
@@ -155,6 +161,8 @@ struct Seen {
     big_removal: u32,
     /// A successor with an equal key.
     equal_successor: u32,
+    /// A renumbering of a tree holding equal keys.
+    renumbered_ties: u32,
 }
 
 /// Run `ops` on the tree and the linear reference side by side, checking the invariants.
@@ -164,7 +172,7 @@ fn run(base: u64, ops: &[Op], seen: &mut Seen) -> Result<(), TestCaseError> {
     let mut lin = Linear::default();
     // (slot, node) in insertion order.
     let mut live: Vec<(u32, Node)> = Vec::new();
-    let mut seq = 0u64;
+    let mut seq = 0u32;
     let at = |d: u8| base.wrapping_add(u64::from(d) * 1000);
     for op in ops {
         match *op {
@@ -174,7 +182,6 @@ fn run(base: u64, ops: &[Op], seen: &mut Seen) -> Result<(), TestCaseError> {
                     seq,
                     vruntime: at(dv),
                     deadline: at(dd),
-                    weight: 1024,
                     slice: 100_000 * u64::from(slice + 1),
                 };
                 seq += 1;
@@ -190,7 +197,7 @@ fn run(base: u64, ops: &[Op], seen: &mut Seen) -> Result<(), TestCaseError> {
                     seen.big_removal += 1;
                 }
                 let (slot, node) = live.remove(i % live.len());
-                prop_assert_eq!(tree.get(slot, node.id), Some(&node));
+                prop_assert_eq!(tree.get(slot, node.id), Some(node));
                 prop_assert_eq!(tree.remove(slot), node);
                 prop_assert_eq!(tree.get(slot, node.id), None);
                 let pos = lin.nodes.iter().position(|n| n.id == node.id).unwrap();
@@ -200,8 +207,7 @@ fn run(base: u64, ops: &[Op], seen: &mut Seen) -> Result<(), TestCaseError> {
                 let min_v = at(dmin);
                 let load = i64::from(load);
                 let got = tree
-                    .first_eligible(|v| avg >= (v.wrapping_sub(min_v) as i64).wrapping_mul(load))
-                    .copied();
+                    .first_eligible(|v| avg >= (v.wrapping_sub(min_v) as i64).wrapping_mul(load));
                 if tree.order() == FairPick::Eevdf {
                     let want = lin.pick(min_v, avg, load);
                     prop_assert_eq!(got, want, "pick_matches_linear");
@@ -226,7 +232,7 @@ fn run(base: u64, ops: &[Op], seen: &mut Seen) -> Result<(), TestCaseError> {
                     continue;
                 }
                 let (slot, node) = live[i % live.len()];
-                let got = tree.successor(slot).copied();
+                let got = tree.successor(slot);
                 let want = lin.successor(tree.order(), &node);
                 prop_assert_eq!(got, want, "successor_matches_linear");
                 if let Some(w) = want
@@ -239,9 +245,41 @@ fn run(base: u64, ops: &[Op], seen: &mut Seen) -> Result<(), TestCaseError> {
                 FairPick::Eevdf => FairPick::Cfs,
                 FairPick::Cfs => FairPick::Eevdf,
             }),
+            Op::Renumber => {
+                let order = tree.order();
+                if lin.nodes.iter().enumerate().any(|(i, a)| {
+                    lin.nodes[..i]
+                        .iter()
+                        .any(|b| Linear::key(order, a) == Linear::key(order, b))
+                }) {
+                    seen.renumbered_ties += 1;
+                }
+                let next = tree.renumber();
+                // The reference renumbered on its own: its nodes sorted by (key, sequence).
+                lin.nodes.sort_by(|a, b| {
+                    if Timeline::less_in(order, a, b) {
+                        std::cmp::Ordering::Less
+                    } else if Timeline::less_in(order, b, a) {
+                        std::cmp::Ordering::Greater
+                    } else {
+                        std::cmp::Ordering::Equal
+                    }
+                });
+                for (i, n) in lin.nodes.iter_mut().enumerate() {
+                    n.seq = i as u32;
+                }
+                let got: Vec<(TaskId, u32)> = tree.iter().map(|n| (n.id, n.seq)).collect();
+                let want: Vec<(TaskId, u32)> = lin.nodes.iter().map(|n| (n.id, n.seq)).collect();
+                prop_assert_eq!(got, want, "renumber_keeps_order");
+                prop_assert_eq!(next as usize, lin.nodes.len(), "renumber_keeps_order");
+                for (_, node) in &mut live {
+                    node.seq = lin.nodes.iter().find(|n| n.id == node.id).unwrap().seq;
+                }
+                seq = next;
+            }
         }
         prop_assert_eq!(
-            tree.first().copied(),
+            tree.first(),
             lin.first(tree.order()),
             "first_matches_linear"
         );
@@ -258,8 +296,8 @@ fn run(base: u64, ops: &[Op], seen: &mut Seen) -> Result<(), TestCaseError> {
         if let Err(e) = tree.check() {
             return Err(TestCaseError::fail(format!("well_formed: {e}")));
         }
-        let mut in_tree: Vec<u64> = tree.iter().map(|n| n.seq).collect();
-        let mut in_lin: Vec<u64> = lin.nodes.iter().map(|n| n.seq).collect();
+        let mut in_tree: Vec<u32> = tree.iter().map(|n| n.seq).collect();
+        let mut in_lin: Vec<u32> = lin.nodes.iter().map(|n| n.seq).collect();
         in_tree.sort_unstable();
         in_lin.sort_unstable();
         prop_assert_eq!(in_tree, in_lin, "well_formed: the same set");
@@ -291,6 +329,7 @@ fn sometimes_the_interesting_cases_occur() {
     assert!(seen.tie_broken > 0, "{seen:?}");
     assert!(seen.big_removal > 0, "{seen:?}");
     assert!(seen.equal_successor > 0, "{seen:?}");
+    assert!(seen.renumbered_ties > 0, "{seen:?}");
 }
 
 /// Example: five equal deadlines come out in insertion order, whatever was removed between.
@@ -305,16 +344,53 @@ fn equal_keys_keep_insertion_order() {
             seq,
             vruntime: 7,
             deadline: 42,
-            weight: 1024,
             slice: 3,
         };
         slots.push(tree.insert(node));
     }
     tree.remove(slots[0]);
     tree.remove(slots[3]);
-    let order: Vec<u64> = tree.iter().map(|n| n.seq).collect();
+    let order: Vec<u32> = tree.iter().map(|n| n.seq).collect();
     assert_eq!(order, [1, 2, 4]);
     assert_eq!(tree.first().map(|n| n.seq), Some(1));
     assert_eq!(tree.first_eligible(|_| true).map(|n| n.seq), Some(1));
     assert_eq!(tree.successor(slots[2]).map(|n| n.seq), Some(4));
+}
+
+/// Example: a renumbering keeps equal keys in insertion order, and what is inserted after it
+/// goes to their right.
+#[test]
+fn renumbering_keeps_equal_keys_in_insertion_order() {
+    let mut ids: SlotMap<TaskId, ()> = SlotMap::with_key();
+    let mut tree = Timeline::default();
+    let mut node = |seq: u32, deadline: u64| Node {
+        id: ids.insert(()),
+        seq,
+        vruntime: 7,
+        deadline,
+        slice: 3,
+    };
+    // Sequences near the top of the range, equal deadlines inserted out of key order.
+    let first = [
+        node(u32::MAX - 4, 42),
+        node(u32::MAX - 3, 41),
+        node(u32::MAX - 2, 42),
+    ];
+    for n in first {
+        tree.insert(n);
+    }
+    assert_eq!(tree.renumber(), 3);
+    let later = node(3, 42);
+    tree.insert(later);
+    let got: Vec<(TaskId, u32)> = tree.iter().map(|n| (n.id, n.seq)).collect();
+    assert_eq!(
+        got,
+        [
+            (first[1].id, 0),
+            (first[0].id, 1),
+            (first[2].id, 2),
+            (later.id, 3)
+        ]
+    );
+    tree.check().unwrap();
 }
