@@ -135,7 +135,7 @@ impl<B: Balancer> Core<B> {
             let (k, e) = ended.next().expect("one entry per created task");
             let t = &mut self.tasks[e.id];
             // Moved out: the runqueue tasks are dropped below.
-            let name = std::mem::take(&mut t.name);
+            let name = std::mem::take(&mut t.name).into_string();
             if i < nr_spec {
                 // Its name went to its runqueue task at its creation (a copy into the empty
                 // string: `clone()`, cheaper than `clone_from()` there).

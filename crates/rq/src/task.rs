@@ -62,8 +62,8 @@ pub struct SchedInfo {
 /// A task.
 #[derive(Clone, Debug)]
 pub struct Task {
-    /// `comm`.
-    pub name: String,
+    /// `comm` (a boxed `str`: 8 bytes less per task than a `String`; nothing renames a task).
+    pub name: Box<str>,
     /// `policy`.
     pub policy: Policy,
     /// `PRIO_TO_NICE(static_prio)`.
@@ -113,7 +113,7 @@ impl Task {
     /// weight from the nice value (`WEIGHT_IDLEPRIO` for `SCHED_IDLE`), `slice =
     /// base_slice_ns`, PELT initialised to a full-weight load (`init_entity_runnable_average()`).
     pub fn new(
-        name: impl Into<String>,
+        name: impl Into<Box<str>>,
         policy: Policy,
         nice: i32,
         cpus_mask: impl Into<Arc<Cpumask>>,
