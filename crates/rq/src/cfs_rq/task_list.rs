@@ -17,14 +17,19 @@ use crate::entity::TaskId;
 
 use super::timeline::NIL;
 
+/// One arena slot (16 bytes: a free slot is marked by its `prev`, not by a flag).
 #[derive(Clone, Debug)]
 struct Link {
     id: TaskId,
+    /// The previous slot ([`NIL`] at the head); [`FREE`] for a free slot.
     prev: u32,
     /// The next slot; for a free slot, the next free one.
     next: u32,
-    live: bool,
 }
+
+/// The `prev` of a free slot (no slot has this index either: the arena stops short of
+/// [`NIL`] - 1).
+const FREE: u32 = NIL - 1;
 
 /// The list of one runqueue.
 #[derive(Clone, Debug)]
@@ -54,7 +59,7 @@ impl TaskList {
     pub(crate) fn holds(&self, slot: u32, id: TaskId) -> bool {
         self.links
             .get(slot as usize)
-            .is_some_and(|l| l.live && l.id == id)
+            .is_some_and(|l| l.prev != FREE && l.id == id)
     }
 
     /// The slot of `id`, by walking from the head (for callers without the entity).
@@ -76,7 +81,6 @@ impl TaskList {
             id,
             prev: NIL,
             next: NIL,
-            live: true,
         };
         let slot = if self.free != NIL {
             let slot = self.free;
@@ -85,7 +89,10 @@ impl TaskList {
             slot
         } else {
             self.links.push(link);
-            u32::try_from(self.links.len() - 1).expect("more than 2^32 cfs_tasks slots")
+            u32::try_from(self.links.len() - 1)
+                .ok()
+                .filter(|&slot| slot < FREE)
+                .expect("more than 2^32 - 2 cfs_tasks slots")
         };
         self.link_front(slot);
         self.len += 1;
@@ -94,12 +101,14 @@ impl TaskList {
 
     /// `list_del_init()`: take the task in `slot` off the list and free the slot.
     pub(crate) fn remove(&mut self, slot: u32) {
-        debug_assert!(self.links[slot as usize].live, "removing a free slot");
+        debug_assert!(
+            self.links[slot as usize].prev != FREE,
+            "removing a free slot"
+        );
         self.unlink(slot);
         self.len -= 1;
         let l = &mut self.links[slot as usize];
-        l.live = false;
-        l.prev = NIL;
+        l.prev = FREE;
         l.next = self.free;
         self.free = slot;
     }
