@@ -269,8 +269,11 @@ struct TaskSync {
     /// In glibc's `__lll_lock_wait()` (a woken mutex waiter, or the mutex re-take of a
     /// finished condition-variable wait): the next `Lock` exchanges the futex word to 2.
     lock_wait: bool,
-    /// Time of the last stamped post (Resume / WakeList).
-    stamp_ns: Option<u64>,
+    /// A stamped post (Resume / WakeList) not yet taken, and its time in `stamp_ns` (a
+    /// flag beside the other flags rather than an `Option<u64>`: 8 bytes less per task).
+    stamped: bool,
+    /// Time of the last stamped post.
+    stamp_ns: u64,
 }
 
 /// Run-time state of every sync object of a run. See the module documentation for the
@@ -686,12 +689,15 @@ impl SyncState {
     /// Records that `task` was posted at `now_ns` (the time a waker wrote in its wake-up
     /// record, as schbench's `wake_time`).
     pub fn set_stamp(&mut self, task: TaskRef, now_ns: u64) {
-        self.task(task).stamp_ns = Some(now_ns);
+        let t = self.task(task);
+        t.stamped = true;
+        t.stamp_ns = now_ns;
     }
 
     /// Takes `task`'s stamp, if it was stamped since the last take.
     pub fn take_stamp(&mut self, task: TaskRef) -> Option<u64> {
-        self.task(task).stamp_ns.take()
+        let t = self.task(task);
+        std::mem::take(&mut t.stamped).then_some(t.stamp_ns)
     }
 
     /// Clears `task`'s own wake-up token ([`crate::Event::ClearToken`]).
