@@ -6,8 +6,8 @@
 //! task's spec until the task is created (at its start time, or when another task spawns it,
 //! late in the run for some) and its part and group at the end of the run. Kept whole, a
 //! `TaskSpec` (136 bytes and a group string) per task would stay all run long beside the
-//! task's own state; here a task is its name and the index of its prototype, a `TaskSpec`
-//! with an empty name that the run of tasks shares.
+//! task's own state; here a task is its name, and its prototype (a `TaskSpec` with an empty
+//! name that the run of tasks shares) is found by the index the run starts at.
 
 use std::sync::Arc;
 
@@ -16,12 +16,14 @@ use lbsim_workload::TaskSpec;
 /// The spec's tasks, in TaskRef order: names and shared prototypes.
 #[derive(Debug, Default)]
 pub(crate) struct SpecTasks {
-    /// Per task: its name (moved out when the task is created or reported) and the index of
-    /// its prototype in `protos`.
-    tasks: Vec<(Box<str>, u32)>,
+    /// Per task: its name (moved out when the task is created or reported).
+    names: Vec<Box<str>>,
     /// The prototypes: one per run of consecutive tasks whose specs are the same but for the
     /// name (the program compared by its `Arc`), with an empty name.
     protos: Vec<Arc<TaskSpec>>,
+    /// Per prototype: the index of the first task of its run (increasing; searched rather
+    /// than an index kept per task, 8 bytes a task with the padding).
+    starts: Vec<u32>,
     /// Per prototype: its group, shared by the reports of its tasks.
     groups: Vec<Arc<str>>,
 }
@@ -30,50 +32,62 @@ impl SpecTasks {
     /// The spec's tasks `specs`, whose strings it takes.
     pub(crate) fn new(specs: Vec<TaskSpec>) -> SpecTasks {
         let mut out = SpecTasks {
-            tasks: Vec::with_capacity(specs.len()),
+            names: Vec::with_capacity(specs.len()),
             protos: Vec::new(),
+            starts: Vec::new(),
             groups: Vec::new(),
         };
         for mut spec in specs {
             let name = std::mem::take(&mut spec.name).into_boxed_str();
             if out.protos.last().is_none_or(|p| !same_but_name(p, &spec)) {
+                let start = u32::try_from(out.names.len()).expect("fewer than 2^32 tasks");
                 out.groups.push(spec.group.as_str().into());
                 out.protos.push(Arc::new(spec));
+                out.starts.push(start);
             }
-            let p = u32::try_from(out.protos.len() - 1).expect("fewer than 2^32 prototypes");
-            out.tasks.push((name, p));
+            out.names.push(name);
         }
         out
     }
 
     /// The number of tasks of the spec.
     pub(crate) fn len(&self) -> usize {
-        self.tasks.len()
+        self.names.len()
+    }
+
+    /// The index of task `i`'s prototype: the last run starting at or before it.
+    fn proto(&self, i: usize) -> usize {
+        assert!(
+            i < self.names.len(),
+            "spec task {i} of {}",
+            self.names.len()
+        );
+        self.starts.partition_point(|&start| start as usize <= i) - 1
     }
 
     /// Task `i`'s spec (its name empty once taken).
     pub(crate) fn spec(&self, i: usize) -> &TaskSpec {
-        &self.protos[self.tasks[i].1 as usize]
+        &self.protos[self.proto(i)]
     }
 
     /// Task `i`'s name, moved out (to its runqueue task), and its spec (its prototype,
     /// whose name is empty), for its creation.
     pub(crate) fn take(&mut self, i: usize) -> (String, Arc<TaskSpec>) {
-        let (name, p) = &mut self.tasks[i];
+        let p = self.proto(i);
         (
-            std::mem::take(name).into_string(),
-            Arc::clone(&self.protos[*p as usize]),
+            std::mem::take(&mut self.names[i]).into_string(),
+            Arc::clone(&self.protos[p]),
         )
     }
 
     /// Task `i`'s name (moved out: empty for a created task, whose runqueue task has it),
     /// part and group (shared), for the end of the run.
     pub(crate) fn take_report(&mut self, i: usize) -> (String, u16, Arc<str>) {
-        let (name, p) = &mut self.tasks[i];
+        let p = self.proto(i);
         (
-            std::mem::take(name).into_string(),
-            self.protos[*p as usize].part,
-            Arc::clone(&self.groups[*p as usize]),
+            std::mem::take(&mut self.names[i]).into_string(),
+            self.protos[p].part,
+            Arc::clone(&self.groups[p]),
         )
     }
 }
