@@ -6,8 +6,8 @@
 //! task's spec until the task is created (at its start time, or when another task spawns it,
 //! late in the run for some) and its part and group at the end of the run. Kept whole, a
 //! `TaskSpec` (136 bytes and a group string) per task would stay all run long beside the
-//! task's own state; here a task is its name, and its prototype (a `TaskSpec` with an empty
-//! name that the run of tasks shares) is found by the index the run starts at.
+//! task's own state; here a task is its name and the index of its prototype, a `TaskSpec`
+//! with an empty name that the run of tasks shares.
 
 use std::sync::Arc;
 
@@ -21,9 +21,9 @@ pub(crate) struct SpecTasks {
     /// The prototypes: one per run of consecutive tasks whose specs are the same but for the
     /// name (the program compared by its `Arc`), with an empty name.
     protos: Vec<Arc<TaskSpec>>,
-    /// Per prototype: the index of the first task of its run (increasing; searched rather
-    /// than an index kept per task, 8 bytes a task with the padding).
-    starts: Vec<u32>,
+    /// Per task: the index of its prototype in `protos` (beside the names rather than paired
+    /// with each: 4 bytes less a task, the pair's padding).
+    proto_of: Vec<u32>,
     /// Per prototype: its group, shared by the reports of its tasks.
     groups: Vec<Arc<str>>,
 }
@@ -34,18 +34,18 @@ impl SpecTasks {
         let mut out = SpecTasks {
             names: Vec::with_capacity(specs.len()),
             protos: Vec::new(),
-            starts: Vec::new(),
+            proto_of: Vec::with_capacity(specs.len()),
             groups: Vec::new(),
         };
         for mut spec in specs {
             let name = std::mem::take(&mut spec.name).into_boxed_str();
             if out.protos.last().is_none_or(|p| !same_but_name(p, &spec)) {
-                let start = u32::try_from(out.names.len()).expect("fewer than 2^32 tasks");
                 out.groups.push(spec.group.as_str().into());
                 out.protos.push(Arc::new(spec));
-                out.starts.push(start);
             }
+            let p = u32::try_from(out.protos.len() - 1).expect("fewer than 2^32 prototypes");
             out.names.push(name);
+            out.proto_of.push(p);
         }
         out
     }
@@ -55,14 +55,9 @@ impl SpecTasks {
         self.names.len()
     }
 
-    /// The index of task `i`'s prototype: the last run starting at or before it.
+    /// The index of task `i`'s prototype.
     fn proto(&self, i: usize) -> usize {
-        assert!(
-            i < self.names.len(),
-            "spec task {i} of {}",
-            self.names.len()
-        );
-        self.starts.partition_point(|&start| start as usize <= i) - 1
+        self.proto_of[i] as usize
     }
 
     /// Task `i`'s spec (its name empty once taken).

@@ -324,6 +324,7 @@ impl CfsRq {
 
     /// Follows fair.c: `__enqueue_entity()`: add to the sums and the timeline (sorted as the
     /// policy of the last life-cycle call: see [`CfsRq::enqueue_entity`]).
+    #[inline]
     pub fn __enqueue_entity<E: EntityStore>(&mut self, ents: &mut E, id: TaskId) {
         debug_assert!(
             !self.in_timeline(ents, id),

@@ -224,6 +224,7 @@ impl Timeline {
     /// Follows fair.c: `pick_eevdf()` (v6.12) from "Pick the leftmost entity if it's eligible"
     /// to the end of the heap search (`curr` is the caller's). Each subtree entered has an
     /// eligible `min_vruntime`, so the search ends at an eligible node.
+    #[inline]
     pub(crate) fn first_eligible(&self, eligible: impl Fn(u64) -> bool) -> Option<Node> {
         let first = self.first()?;
         if eligible(first.vruntime) {
