@@ -397,7 +397,9 @@ impl CfsRq {
     }
 
     /// v6.1 `__pick_next_entity(se)`: the in-order successor of `id` in the vruntime-ordered
-    /// timeline (`None` if `id` is not in it).
+    /// timeline (`None` if `id` is not in it). In a tree sorted by another key (a linear scan
+    /// the simulator never runs, as for [`CfsRq::leftmost_by`]) equal vruntimes are ordered
+    /// by sequence: insertion order, or tree order among the nodes a renumbering numbered.
     fn successor_by_vruntime<E: EntityStore>(&self, ents: &E, id: TaskId) -> Option<TaskId> {
         let slot = ents.se(id).run_node;
         self.timeline.get(slot, id)?;

@@ -20,8 +20,9 @@
 //! the keys of one timeline to lie within 2^63 of each other. The insertion sequence is 32
 //! bits, renumbered in tree order before it would wrap ([`Timeline::renumber`]), so that a
 //! slot is a 64-byte cache line. Each slot caches the entity's vruntime, deadline and slice
-//! at insertion; none of them changes while the entity is in the tree (the kernel's tree
-//! would be corrupt otherwise). Its weight is not cached: `__dequeue_entity()` reads it from
+//! at insertion; the vruntime and deadline do not change while the entity is in the tree
+//! (the kernel's tree would be corrupt otherwise), and a slice that changes goes through
+//! [`Timeline::set_slice`], which updates the cached minima. Its weight is not cached: `__dequeue_entity()` reads it from
 //! the entity, as the kernel's `avg_vruntime_sub()` does.
 
 use crate::entity::TaskId;
@@ -137,7 +138,8 @@ impl Timeline {
     }
 
     /// Sort the tree by the key of `order` (the pick policy's). A change of order re-inserts
-    /// every entity in insertion sequence; the simulator's policy is fixed for a run, so this
+    /// every entity in sequence order (insertion order, or tree order among the nodes a
+    /// [`Timeline::renumber`] numbered); the simulator's policy is fixed for a run, so this
     /// happens at most before the first insertion.
     #[inline]
     pub(crate) fn set_order(&mut self, order: FairPick) {
