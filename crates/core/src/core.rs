@@ -312,26 +312,7 @@ impl<B: Balancer> Core<B> {
 
     pub(crate) fn add_run(&mut self, id: TaskId, kind: Kind) -> u32 {
         let idx = self.runs.len() as u32;
-        let has_pure_loop =
-            matches!(&kind, Kind::Workload { program, .. } if program.has_pure_loop());
-        self.runs.push(TaskRun {
-            id,
-            kind,
-            cur: Cur::Idle,
-            block_pending: false,
-            moving: false,
-            exit_pending: false,
-            has_pure_loop,
-            timer: None,
-            wake_ns: None,
-            on_cpu_since: 0,
-            runtime_ns: 0,
-            work_units: 0,
-            max_wait_ns: 0,
-            autogroup: 0,
-            tg_moves: None,
-            created_ns: self.now,
-        });
+        self.runs.push(TaskRun::new(id, kind, self.now));
         self.run_of.insert(id, idx);
         if let Some(tr) = &mut self.trace {
             let t = &self.tasks[id];

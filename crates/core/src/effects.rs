@@ -1,6 +1,8 @@
 //! The core's events and the effects it hands the engine: events to schedule at a time, in
 //! the order the core asked for them, and which of the pending ones are cancelled.
 
+use std::num::NonZeroU64;
+
 use crate::prelude::*;
 
 /// The core's events. A closed set.
@@ -79,21 +81,29 @@ impl Ev {
 /// events (low 32 bits) and the slot's generation when the event was scheduled (high 32
 /// bits): a slot is reused once its event has popped, under the next generation, so a key is
 /// unique among the pending events and a stale one names no event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct EventKey(pub u64);
+///
+/// Stored complemented, so that it is never zero (no slot is `u32::MAX`) and an
+/// `Option<EventKey>` is 8 bytes, not 16: the engine state holds several per CPU and one per
+/// task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EventKey(NonZeroU64);
 
 impl EventKey {
+    #[inline(always)]
     fn new(slot: u32, generation: u32) -> EventKey {
-        EventKey(u64::from(generation) << 32 | u64::from(slot))
+        let raw = u64::from(generation) << 32 | u64::from(slot);
+        EventKey(NonZeroU64::new(!raw).expect("no slot is u32::MAX"))
     }
 
     /// The slot of [`Effects`]' table this event holds until it pops.
+    #[inline(always)]
     pub fn slot(self) -> u32 {
-        self.0 as u32
+        !self.0.get() as u32
     }
 
+    #[inline(always)]
     fn generation(self) -> u32 {
-        (self.0 >> 32) as u32
+        (!self.0.get() >> 32) as u32
     }
 }
 
@@ -162,7 +172,10 @@ impl Effects {
     #[cold]
     #[inline(never)]
     fn new_slot(&mut self, ev: Ev) -> EventKey {
-        let slot = u32::try_from(self.slots.len()).expect("fewer than 2^32 pending events");
+        let slot = u32::try_from(self.slots.len())
+            .ok()
+            .filter(|&slot| slot != u32::MAX)
+            .expect("fewer than 2^32 - 1 pending events");
         self.slots.push(Slot {
             ev,
             generation: 0,

@@ -159,7 +159,7 @@ impl<B: Balancer> Core<B> {
                 let at = start + rem_units.div_ceil(c.speed);
                 // The next tick boundary is at most a tick period away: a run that ends later
                 // is an event of its own (as `busy`'s second-long runs are).
-                if r.has_pure_loop
+                if r.has_pure_loop()
                     && c.chain_window >= 2
                     && at < self.now.saturating_add(self.tick_nsec)
                 {

@@ -225,7 +225,7 @@ impl<B: Balancer> Core<B> {
                 if changed {
                     let r = &mut self.runs[ri];
                     r.on_cpu_since = now;
-                    if let Some(w) = r.wake_ns.take() {
+                    if let Some(w) = r.take_wake_ns() {
                         let lat = start.saturating_sub(w);
                         if let Kind::Workload { program, .. } = &r.kind {
                             self.obs.wakeups.push(WakeupSample {

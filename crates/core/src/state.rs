@@ -97,14 +97,15 @@ pub(crate) struct TaskRun {
     pub(crate) moving: bool,
     /// The task exits at its next `__schedule()`.
     pub(crate) exit_pending: bool,
-    /// Its program has a pure run loop (lbsim-workload's `ProgramState::has_pure_loop`):
-    /// its runs may be covered several to a segment end.
-    pub(crate) has_pure_loop: bool,
+    /// It was woken and has not run since: `wake_ns` holds when ([`TaskRun::set_wake_ns`],
+    /// [`TaskRun::take_wake_ns`]; a flag beside the others rather than an `Option<u64>`,
+    /// which made every task's state 16 bytes larger with the alignment).
+    woken: bool,
     /// The task's pending sleep timer (cancelled when a wake-up makes it moot): its event,
     /// and where it is queued: its CPU and expiry.
     pub(crate) timer: Option<(EventKey, u32, u64)>,
-    /// When it was last woken (for the wake-up latency), until it runs.
-    pub(crate) wake_ns: Option<u64>,
+    /// When it was last woken (for the wake-up latency), while `woken`.
+    wake_ns: u64,
     /// When it last started running (context-switched in).
     pub(crate) on_cpu_since: u64,
     /// Time on a CPU, ns.
@@ -131,6 +132,50 @@ pub(crate) struct TaskRun {
     ///
     /// [`Core::exits`]: crate::core::Core
     pub(crate) created_ns: u64,
+}
+
+impl TaskRun {
+    /// A run for task `id` of kind `kind`, created at `now_ns`, not started.
+    pub(crate) fn new(id: TaskId, kind: Kind, now_ns: u64) -> TaskRun {
+        TaskRun {
+            id,
+            kind,
+            cur: Cur::Idle,
+            block_pending: false,
+            moving: false,
+            exit_pending: false,
+            woken: false,
+            timer: None,
+            wake_ns: 0,
+            on_cpu_since: 0,
+            runtime_ns: 0,
+            work_units: 0,
+            max_wait_ns: 0,
+            autogroup: 0,
+            tg_moves: None,
+            created_ns: now_ns,
+        }
+    }
+
+    /// Its program has a pure run loop (lbsim-workload's `ProgramState::has_pure_loop`):
+    /// its runs may be covered several to a segment end.
+    #[inline]
+    pub(crate) fn has_pure_loop(&self) -> bool {
+        matches!(&self.kind, Kind::Workload { program, .. } if program.has_pure_loop())
+    }
+
+    /// It was woken at `now_ns` (the start of its wake-up latency).
+    #[inline]
+    pub(crate) fn set_wake_ns(&mut self, now_ns: u64) {
+        self.woken = true;
+        self.wake_ns = now_ns;
+    }
+
+    /// When it was woken, if it was since it last ran; forgets it.
+    #[inline]
+    pub(crate) fn take_wake_ns(&mut self) -> Option<u64> {
+        std::mem::take(&mut self.woken).then_some(self.wake_ns)
+    }
 }
 
 /// Per-CPU engine state (what is not the runqueue's).

@@ -111,7 +111,7 @@ impl<B: Balancer> Core<B> {
             self.trace_charge(this_cpu, crate::trace::Charge::Ttwu { sync, irq }, cost);
             self.rqs[prev_cpu.index()].ttwu_runnable(&mut self.tasks, id, wf, now);
             self.trace_wakeup(this_cpu, id);
-            self.runs[ri].wake_ns = Some(now);
+            self.runs[ri].set_wake_ns(now);
             self.after_enqueue(prev_cpu, this_cpu);
             return;
         }
@@ -119,7 +119,7 @@ impl<B: Balancer> Core<B> {
             // Still its CPU's `curr` (`p->on_cpu`): that CPU is in __schedule(), balancing
             // newly idle. Follows core.c: try_to_wake_up(): `ttwu_queue_wakelist(p,
             // task_cpu(p), wake_flags | WF_ON_CPU)` without selecting a CPU.
-            self.runs[ri].wake_ns = Some(now);
+            self.runs[ri].set_wake_ns(now);
             self.trace_waking(this_cpu, id, prev_cpu);
             self.trace_charge(this_cpu, crate::trace::Charge::Ttwu { sync, irq }, cost);
             self.queue_wakelist(prev_cpu, id, false);
@@ -156,7 +156,7 @@ impl<B: Balancer> Core<B> {
                 now,
             );
         }
-        self.runs[ri].wake_ns = Some(now);
+        self.runs[ri].set_wake_ns(now);
         if self.ttwu_queue_cond(this_cpu, cpu) {
             self.queue_wakelist(cpu, id, migrated);
         } else {

@@ -80,6 +80,7 @@ pub(super) fn pure_loop_phase(program: &Program, i: usize) -> Option<PureRuns> {
 impl ProgramState {
     /// Whether any phase of the program is a pure run loop (the engine asks
     /// [`ProgramState::pure_runs`] only of such tasks).
+    #[inline]
     pub fn has_pure_loop(&self) -> bool {
         self.cur.has_pure_loop
     }
