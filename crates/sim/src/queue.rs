@@ -357,7 +357,7 @@ mod tests {
                         prop_assert_eq!(fx.cancelled(), 0);
                     }
                     _ => {
-                        model.sort_unstable();
+                        model.sort_unstable_by_key(|&(t, seq, _, _)| (t, seq));
                         let until = now + x / 4 * unit;
                         let got = q.pop_until(SimTime(until), &mut |s| fx.take_cancelled(s));
                         match model.first().copied() {
