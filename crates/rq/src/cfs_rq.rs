@@ -364,8 +364,8 @@ impl CfsRq {
     }
 
     /// The leftmost node by another key than the tree's: smallest key, then earliest
-    /// insertion (the smaller sequence: tree order among the nodes a renumbering numbered) (a
-    /// linear scan; the simulator never asks, since the tree follows the policy).
+    /// insertion, the smaller sequence (after a renumbering, tree order among the nodes it
+    /// numbered). A linear scan: the simulator never asks, since the tree follows the policy.
     fn leftmost_by(&self, key: impl Fn(&Node) -> u64) -> Option<Node> {
         let mut best: Option<Node> = None;
         for n in self.timeline.iter() {
